@@ -1,0 +1,61 @@
+// ragtor's CAF type-ID block: every atom and every message type, in one
+// place (the VAST atoms.hpp model). Atom texts are at most 10 characters and
+// must be unique: two atoms with the same text are the same atom.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <caf/type_id.hpp>
+
+#include "protocol/messages.hpp"
+
+CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
+
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::chat_request))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::route_decision))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::retrieval_item))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::trace_step))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::retrieval_result))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::retrieve_options))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::citation))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::usage_info))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::stored_message))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::turn_opened))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::generation_request))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::generation_result))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::stream_event))
+  CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::stream_event>))
+  CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::stored_message>))
+
+  CAF_ADD_ATOM(ragtor, ragtor::atom, status, "status")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, open_turn, "openturn")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, turn_done, "turndone")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, stop, "stop")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, subscribe, "subscribe")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, demand, "demand")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, cancel, "cancel")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, events, "events")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, token, "token")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, route, "route")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, resolve, "resolve")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, retrieve, "retrieve")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, generate, "generate")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, begin_turn, "beginturn")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, finish_turn, "finishturn")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, history, "history")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, tick, "rtick")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, shutdown, "shutdown")
+
+CAF_END_TYPE_ID_BLOCK(ragtor)
+
+
+namespace caf {
+class actor_system_config;
+}
+
+namespace ragtor {
+// Registers every ragtor message type, actor handle type and the error
+// category. Called once per actor_system_config, in every binary.
+void register_types(caf::actor_system_config& cfg);
+}  // namespace ragtor
