@@ -44,7 +44,9 @@ using stream_actor = caf::typed_actor<
   caf::reacts_to<atom::demand, int32_t>,
   // Stop generating; store what was generated as partial, then end with
   // `error` + `done`.
-  caf::reacts_to<atom::cancel>>::extend_with<token_sink_actor>;
+  caf::reacts_to<atom::cancel>,
+  // INTERNAL: a timer fired (0 = subscriber check, 1 = turn deadline).
+  caf::reacts_to<atom::tick, int32_t>>::extend_with<token_sink_actor>;
 
 // -- sessions -------------------------------------------------------------------
 
@@ -71,7 +73,13 @@ using session_actor = caf::typed_actor<
   // Cancels the running or queued turn with this request id; true if found.
   caf::replies_to<atom::stop, std::string /*request_id*/>::with<bool>,
   // INTERNAL (from its stream actor): the turn ended; start the next one.
-  caf::reacts_to<atom::turn_done, std::string /*request_id*/>>::extend_with<status_api>;
+  caf::reacts_to<atom::turn_done, std::string /*request_id*/>,
+  // Graceful shutdown: refuse queued turns, cancel the running one, quit
+  // once it has been stored.
+  caf::reacts_to<atom::shutdown>,
+  // INTERNAL: idle timer; the session quits if nothing happened since
+  // activity number `epoch`.
+  caf::reacts_to<atom::tick, uint64_t /*epoch*/>>::extend_with<status_api>;
 
 // One per node: maps (user_id, session_id) to session actors.
 using session_manager_actor = caf::typed_actor<
@@ -112,7 +120,9 @@ using llm_actor = caf::typed_actor<
   caf::replies_to<atom::generate, generation_request, token_sink_actor>::with<generation_result>,
   // Stops the generation for this request id; its promise is answered with
   // what was produced so far (finish_reason "cancelled").
-  caf::reacts_to<atom::cancel, std::string /*request_id*/>>::extend_with<status_api>;
+  caf::reacts_to<atom::cancel, std::string /*request_id*/>,
+  // INTERNAL: time to emit the next paced token of this request.
+  caf::reacts_to<atom::tick, std::string /*request_id*/>>::extend_with<status_api>;
 
 // -- persistence -------------------------------------------------------------------
 
@@ -127,7 +137,10 @@ using store_actor = caf::typed_actor<
   caf::replies_to<atom::finish_turn, stored_message>::with<std::string>,
   // The last `limit` messages of a conversation, oldest first.
   caf::replies_to<atom::history, std::string /*conversation_id*/, int32_t /*limit*/>::with<
-    std::vector<stored_message>>>::extend_with<status_api>;
+    std::vector<stored_message>>,
+  // INTERNAL (from the store's worker threads): job `id` finished (its
+  // transaction committed or failed); deliver its response promise.
+  caf::reacts_to<atom::store_done, uint64_t /*job id*/>>::extend_with<status_api>;
 
 }  // namespace ragtor
 

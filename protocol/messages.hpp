@@ -195,10 +195,12 @@ typename Inspector::result_type inspect(Inspector& f, generation_result& x) {
            x.finish_reason);
 }
 
-// Events a stream actor publishes (DESIGN §4.4, §5.1). For `token` events
-// `data` is the raw token text; for every other kind it is the complete JSON
-// object of the SSE `data:` line. Debug-only events are flagged so the
-// non-streaming endpoint can still read them.
+// Events a stream actor publishes (DESIGN §4.4, §5.1). `data` depends on
+// the kind: token -> the raw token text; start -> ""; error -> a JSON object
+// {"message","code"} whose members are spliced into the SSE object; every
+// other kind -> the JSON value of the SSE object's "content". The HTTP layer
+// adds the envelope (protocol/stream_events.hpp). Debug-only events are
+// flagged invisible so the non-streaming endpoint can still read them.
 enum class event_kind : uint8_t {
   start,
   route_decision,

@@ -44,6 +44,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, begin_turn, "beginturn")
   CAF_ADD_ATOM(ragtor, ragtor::atom, finish_turn, "finishturn")
   CAF_ADD_ATOM(ragtor, ragtor::atom, history, "history")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, store_done, "storedone")
   CAF_ADD_ATOM(ragtor, ragtor::atom, tick, "rtick")
   CAF_ADD_ATOM(ragtor, ragtor::atom, shutdown, "shutdown")
 

@@ -1,0 +1,26 @@
+# The two commands a new user needs: `make run` and `make test`.
+# Both install missing Debian packages first (scripts/install-deps).
+BUILD_DIR ?= build
+
+.PHONY: run test build deps bench clean format
+
+run:
+	scripts/run
+
+test:
+	scripts/test
+
+build: deps
+	scripts/build
+
+deps:
+	scripts/install-deps
+
+bench: build
+	@ls $(BUILD_DIR)/bench_* 2>/dev/null || echo "no benches built"
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
+
+clean:
+	rm -rf $(BUILD_DIR)

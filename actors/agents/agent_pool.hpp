@@ -1,0 +1,25 @@
+// The agent pool (RAGAgentManager, seed 000): resolves a worker_name to a
+// resident retrieval agent, keyed by instance_key = worker_name, spawned
+// lazily and never keyed by session. Agents that die are dropped and
+// respawned on the next resolve.
+#pragma once
+
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "protocol/actors.hpp"
+
+namespace ragtor {
+
+class kb_catalog;
+
+agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog);
+
+// A BM25 retrieval agent over the latest snapshot of `kb`. It serves every
+// agent_type until the vector, graph and research legs exist (the retrieval
+// issue); its trace says which leg answered.
+retrieval_agent_actor spawn_bm25_agent(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
+                                       std::string kb, std::string agent_type);
+
+}  // namespace ragtor

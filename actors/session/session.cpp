@@ -1,0 +1,316 @@
+#include "actors/session/session.hpp"
+
+#include <deque>
+#include <map>
+#include <optional>
+
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "protocol/errc.hpp"
+#include "protocol/json_writer.hpp"
+
+namespace ragtor {
+
+namespace {
+
+// -- session ----------------------------------------------------------------------
+
+struct queued_turn {
+  chat_request req;
+  caf::typed_response_promise<turn_ticket> promise;
+};
+
+struct running_turn {
+  std::string request_id;
+  stream_actor stream;
+};
+
+struct session_state {
+  static inline const char* name = "session";
+  session_deps deps;
+  session_settings settings;
+  std::string user_id;
+  std::string session_id;
+  std::deque<queued_turn> queue;
+  std::optional<running_turn> running;
+  bool starting = false;  // begin_turn in flight
+  bool stopping = false;  // shutdown requested
+  uint64_t turns = 0;
+  uint64_t epoch = 0;  // bumped on every activity; see the idle timer
+};
+
+using session_ptr = session_actor::stateful_pointer<session_state>;
+
+void start_next(session_ptr self);
+
+void turn_ended(session_ptr self, const std::string& request_id) {
+  auto& st = self->state;
+  if (!st.running || st.running->request_id != request_id)
+    return;
+  st.running.reset();
+  start_next(self);
+}
+
+void start_next(session_ptr self) {
+  auto& st = self->state;
+  if (st.running || st.starting)
+    return;
+  if (st.queue.empty()) {
+    if (st.stopping)
+      self->quit();
+    else
+      self->delayed_send(self, st.settings.idle_timeout, atom::tick_v, ++st.epoch);
+    return;
+  }
+  auto turn = std::move(st.queue.front());
+  st.queue.pop_front();
+  st.starting = true;
+  self
+    ->request(st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
+              turn.req.user_id, turn.req.session_id, turn.req.message, turn.req.request_id)
+    .then(
+      [=](turn_opened& opened) mutable {
+        auto& st = self->state;
+        st.starting = false;
+        ++st.turns;
+        stream_deps deps{st.deps.router, st.deps.pool, st.deps.llm, st.deps.store,
+                         caf::actor_cast<session_actor>(self)};
+        auto stream = spawn_stream(self->system(), turn.req, opened, deps, st.settings.stream);
+        self->monitor(stream);
+        st.running = running_turn{turn.req.request_id, stream};
+        turn.promise.deliver(
+          turn_ticket{stream, opened.conversation_id, turn.req.request_id, opened.message_id});
+        if (st.stopping)
+          self->send(stream, atom::cancel_v);
+      },
+      [=](caf::error& err) mutable {
+        spdlog::warn("session: storing the user message of {} failed: {}",
+                     turn.req.request_id, self->system().render(err));
+        self->state.starting = false;
+        turn.promise.deliver(std::move(err));
+        start_next(self);
+      });
+}
+
+session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::string session_id,
+                            session_deps deps, session_settings settings) {
+  return sys.spawn([=](session_ptr self) -> session_actor::behavior_type {
+    auto& st = self->state;
+    st.deps = deps;
+    st.settings = settings;
+    st.user_id = user_id;
+    st.session_id = session_id;
+    self->set_down_handler([=](caf::down_msg& msg) {
+      auto& st = self->state;
+      if (st.running && st.running->stream.address() == msg.source)
+        turn_ended(self, st.running->request_id);
+    });
+    return {
+      [=](atom::open_turn, chat_request& req) -> caf::result<turn_ticket> {
+        auto& st = self->state;
+        if (st.stopping)
+          return make_error(errc::unavailable, "the server is shutting down");
+        if (st.queue.size() >= st.settings.max_queued_turns)
+          return make_error(errc::overloaded,
+                            "too many queued turns in this conversation; retry later");
+        ++st.epoch;
+        auto rp = self->make_response_promise<turn_ticket>();
+        st.queue.push_back(queued_turn{std::move(req), rp});
+        start_next(self);
+        return rp;
+      },
+      [=](atom::stop, const std::string& request_id) -> bool {
+        auto& st = self->state;
+        if (st.running && st.running->request_id == request_id) {
+          self->send(st.running->stream, atom::cancel_v);
+          return true;
+        }
+        for (auto i = st.queue.begin(); i != st.queue.end(); ++i) {
+          if (i->req.request_id == request_id) {
+            i->promise.deliver(make_error(errc::cancelled, "the turn was stopped"));
+            st.queue.erase(i);
+            return true;
+          }
+        }
+        return false;
+      },
+      [=](atom::turn_done, const std::string& request_id) { turn_ended(self, request_id); },
+      [=](atom::tick, uint64_t epoch) {
+        auto& st = self->state;
+        if (epoch == st.epoch && !st.running && !st.starting && st.queue.empty())
+          self->quit();
+      },
+      [=](atom::shutdown) {
+        auto& st = self->state;
+        st.stopping = true;
+        for (auto& t : st.queue)
+          t.promise.deliver(make_error(errc::unavailable, "the server is shutting down"));
+        st.queue.clear();
+        if (st.running)
+          self->send(st.running->stream, atom::cancel_v);
+        else if (!st.starting)
+          self->quit();
+      },
+      [=](atom::status) -> std::string {
+        auto& st = self->state;
+        json_writer w;
+        w.begin_object()
+          .field("kind", "session")
+          .field("user_id", st.user_id)
+          .field("session_id", st.session_id)
+          .field("turns", st.turns)
+          .field("queued", static_cast<uint64_t>(st.queue.size()))
+          .field("running", st.running ? st.running->request_id : std::string{})
+          .end_object();
+        return w.take();
+      },
+    };
+  });
+}
+
+// -- session_manager ------------------------------------------------------------------
+
+struct manager_state {
+  static inline const char* name = "session_manager";
+  session_deps deps;
+  session_settings settings;
+  // (user_id, session_id) -> session
+  std::map<std::pair<std::string, std::string>, session_actor> sessions;
+  std::optional<caf::typed_response_promise<bool>> shutdown_promise;
+  uint64_t opened = 0;
+};
+
+using manager_ptr = session_manager_actor::stateful_pointer<manager_state>;
+
+void check_shutdown_done(manager_ptr self) {
+  auto& st = self->state;
+  if (st.shutdown_promise && st.sessions.empty()) {
+    st.shutdown_promise->deliver(true);
+    st.shutdown_promise.reset();
+  }
+}
+
+session_actor session_for(manager_ptr self, const chat_request& req) {
+  auto& st = self->state;
+  auto key = std::make_pair(req.user_id, req.session_id);
+  auto i = st.sessions.find(key);
+  if (i != st.sessions.end())
+    return i->second;
+  auto s = spawn_session(self->system(), req.user_id, req.session_id, st.deps, st.settings);
+  self->monitor(s);
+  self->link_to(s);
+  st.sessions.emplace(key, s);
+  return s;
+}
+
+// A session may stop itself (idle) just as a turn for it arrives: then the
+// request fails with a dead receiver and is retried once on a new session.
+void open_in_session(manager_ptr self, chat_request req,
+                     caf::typed_response_promise<turn_ticket> rp, bool may_retry) {
+  auto session = session_for(self, req);
+  auto& st = self->state;
+  // Queued turns wait for the ones ahead of them: allow for all of them.
+  auto timeout = st.settings.stream.turn_timeout * (st.settings.max_queued_turns + 1);
+  self->request(session, timeout, atom::open_turn_v, req)
+    .then([=](turn_ticket& t) mutable { rp.deliver(std::move(t)); },
+          [=](caf::error& err) mutable {
+            if (may_retry && err == caf::sec::request_receiver_down) {
+              auto& sessions = self->state.sessions;
+              auto i = sessions.find(std::make_pair(req.user_id, req.session_id));
+              if (i != sessions.end() && i->second == session)
+                sessions.erase(i);
+              open_in_session(self, std::move(req), rp, false);
+              return;
+            }
+            rp.deliver(std::move(err));
+          });
+}
+
+}  // namespace
+
+session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps deps,
+                                            session_settings settings) {
+  return sys.spawn([=](manager_ptr self) -> session_manager_actor::behavior_type {
+    self->state.deps = deps;
+    self->state.settings = settings;
+    self->set_down_handler([=](caf::down_msg& msg) {
+      auto& sessions = self->state.sessions;
+      for (auto i = sessions.begin(); i != sessions.end(); ++i) {
+        if (i->second.address() == msg.source) {
+          sessions.erase(i);
+          break;
+        }
+      }
+      check_shutdown_done(self);
+    });
+    // Sessions are linked so they stop with the manager (a live actor
+    // blocks shutdown); a session's own exit is handled by the down handler.
+    self->set_exit_handler([=](caf::exit_msg& msg) {
+      for (auto& [key, s] : self->state.sessions)
+        if (s.address() == msg.source)
+          return;
+      self->quit(msg.reason);
+    });
+    return {
+      [=](atom::open_turn, chat_request& req) -> caf::result<turn_ticket> {
+        auto& st = self->state;
+        if (st.shutdown_promise)
+          return make_error(errc::unavailable, "the server is shutting down");
+        ++st.opened;
+        auto rp = self->make_response_promise<turn_ticket>();
+        open_in_session(self, std::move(req), rp, true);
+        return rp;
+      },
+      [=](atom::stop, const std::string& request_id,
+          const std::string& user_id) -> caf::result<bool> {
+        auto& st = self->state;
+        std::vector<session_actor> candidates;
+        for (auto& [key, s] : st.sessions)
+          if (key.first == user_id)
+            candidates.push_back(s);
+        if (candidates.empty())
+          return false;
+        auto rp = self->make_response_promise<bool>();
+        auto pending = std::make_shared<size_t>(candidates.size());
+        auto found = std::make_shared<bool>(false);
+        for (auto& s : candidates)
+          self->request(s, std::chrono::seconds(5), atom::stop_v, request_id)
+            .then(
+              [=](bool hit) mutable {
+                *found = *found || hit;
+                if (--*pending == 0)
+                  rp.deliver(*found);
+              },
+              [=](caf::error&) mutable {
+                if (--*pending == 0)
+                  rp.deliver(*found);
+              });
+        return rp;
+      },
+      [=](atom::shutdown) -> caf::result<bool> {
+        auto& st = self->state;
+        auto rp = self->make_response_promise<bool>();
+        st.shutdown_promise = rp;
+        for (auto& [key, s] : st.sessions)
+          self->send(s, atom::shutdown_v);
+        check_shutdown_done(self);
+        return rp;
+      },
+      [=](atom::status) -> std::string {
+        auto& st = self->state;
+        json_writer w;
+        w.begin_object()
+          .field("kind", "session_manager")
+          .field("name", "session_manager")
+          .field("sessions", static_cast<uint64_t>(st.sessions.size()))
+          .field("opened_turns", st.opened)
+          .end_object();
+        return w.take();
+      },
+    };
+  });
+}
+
+}  // namespace ragtor

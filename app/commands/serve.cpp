@@ -1,0 +1,177 @@
+// The composition root: builds the actor system, spawns every long-lived
+// actor, starts the HTTP server and runs the shutdown protocol (stop
+// accepting -> cancel and store in-flight turns -> stop I/O -> stop actors
+// -> close the store).
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+#include <spdlog/spdlog.h>
+
+#include "actors/agents/agent_pool.hpp"
+#include "actors/llm/extractive_llm.hpp"
+#include "actors/router/router.hpp"
+#include "actors/session/session.hpp"
+#include "actors/store/store_actor.hpp"
+#include "app/commands/commands.hpp"
+#include "app/commands/load.hpp"
+#include "http/server.hpp"
+#include "protocol/type_ids.hpp"
+#include "retrieval/kb_catalog.hpp"
+
+namespace ragtor {
+
+namespace {
+
+// Blocks SIGINT/SIGTERM in every thread (threads inherit the mask), so the
+// main thread can wait for them with sigwait.
+sigset_t block_shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  return set;
+}
+
+std::filesystem::path migrations_dir() {
+  if (auto* dir = std::getenv("RAGTOR_MIGRATIONS_DIR"))
+    return dir;
+  return std::filesystem::path{RAGTOR_SOURCE_DIR} / "persistence" / "migrations";
+}
+
+}  // namespace
+
+int run_serve(const serve_options& opts) {
+  auto signals = block_shutdown_signals();
+  auto cfg = load_effective_config(opts.common);
+  if (!cfg) {
+    std::cerr << "ragtor: configuration error: " << error_message(cfg.error()) << "\n";
+    return 2;
+  }
+  if (!opts.listen.empty())
+    cfg->server.listen = opts.listen;
+  auto listen = parse_listen(cfg->server.listen);
+  if (!listen) {
+    std::cerr << "ragtor: " << error_message(listen.error()) << "\n";
+    return 2;
+  }
+  setup_logging(cfg->log.level);
+  std::error_code fs_err;
+  std::filesystem::create_directories(cfg->data_dir, fs_err);
+  if (fs_err) {
+    spdlog::error("cannot create data dir {}: {}", cfg->data_dir, fs_err.message());
+    return 1;
+  }
+
+  chunker_options chunking;
+  chunking.max_chars = cfg->retrieval.chunk_max_chars;
+  chunking.overlap_chars = cfg->retrieval.chunk_overlap_chars;
+  auto catalog = kb_catalog::load(cfg->data_dir, chunking);
+  if (!catalog) {
+    spdlog::error("cannot load knowledge bases: {}", error_message(catalog.error()));
+    return 1;
+  }
+  for (auto& name : (*catalog)->names())
+    spdlog::info("knowledge base \"{}\": {} chunks", name, (*catalog)->get(name)->chunks.size());
+
+  caf::actor_system_config caf_cfg;
+  register_types(caf_cfg);
+  if (cfg->actors.scheduler_threads > 0)
+    caf_cfg.set("scheduler.max-threads", static_cast<size_t>(cfg->actors.scheduler_threads));
+  caf::actor_system sys{caf_cfg};
+
+  if (cfg->store.backend == "postgres"
+      || (cfg->store.backend == "auto" && !cfg->store.postgres_dsn.empty())) {
+    spdlog::error("the PostgreSQL store is not available in this build yet; "
+                  "set store.backend = \"sqlite\"");
+    return 1;
+  }
+  store_options store_opts;
+  store_opts.sqlite_path = cfg->store.sqlite_path.empty()
+                             ? std::filesystem::path{cfg->data_dir} / "ragtor.db"
+                             : std::filesystem::path{cfg->store.sqlite_path};
+  store_opts.migrations_dir = migrations_dir();
+  store_opts.flush_max_batch = cfg->store.flush_max_batch;
+  auto store = spawn_store(sys, store_opts);
+  if (!store) {
+    spdlog::error("cannot open the store: {}", sys.render(store.error()));
+    return 1;
+  }
+
+  router_settings rs;
+  rs.default_kb = cfg->router.default_kb;
+  rs.default_agent_type = cfg->router.default_agent_type;
+  rs.min_confidence = cfg->router.min_confidence;
+  auto router = spawn_router(sys, rs);
+  auto pool = spawn_agent_pool(sys, *catalog);
+  extractive_llm_settings ls;
+  ls.max_sentences = static_cast<size_t>(cfg->generator.extractive_max_sentences);
+  ls.pace = std::chrono::milliseconds{cfg->generator.extractive_pace_ms};
+  auto llm = spawn_extractive_llm(sys, ls);
+
+  session_settings ss;
+  ss.max_queued_turns = static_cast<size_t>(cfg->session.max_queued_turns);
+  ss.idle_timeout = std::chrono::seconds{cfg->session.idle_timeout_s};
+  ss.stream.top_k = cfg->retrieval.top_k;
+  ss.stream.window = cfg->memory.window;
+  ss.stream.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
+  ss.stream.max_pending_bytes = cfg->sse.max_pending_bytes;
+  auto sessions = spawn_session_manager(sys, session_deps{router, pool, llm, *store}, ss);
+
+  http::server_settings hs;
+  hs.host = listen->first;
+  hs.port = listen->second;
+  hs.io_threads = cfg->server.io_threads;
+  hs.limits.max_body_bytes = cfg->server.max_body_bytes;
+  hs.limits.max_message_bytes = cfg->server.max_message_bytes;
+  hs.heartbeat = std::chrono::seconds{cfg->sse.heartbeat_s};
+  hs.write_timeout = std::chrono::seconds{cfg->sse.write_timeout_s};
+  hs.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
+  hs.initial_credit = cfg->sse.initial_credit;
+  http::server srv{sys, hs, sessions};
+  auto port = srv.start();
+  auto stop_actors = [&] {
+    caf::anon_send_exit(sessions, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(llm, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(*store, caf::exit_reason::user_shutdown);
+  };
+  if (!port) {
+    spdlog::error("{}", error_message(port.error()));
+    stop_actors();
+    return 1;
+  }
+  auto host = listen->first.find(':') != std::string::npos ? "[" + listen->first + "]"
+                                                            : listen->first;
+  std::printf("ragtor listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(*port));
+  std::fflush(stdout);
+  spdlog::info("ready: data dir {}, store {}", cfg->data_dir, store_opts.sqlite_path.string());
+
+  int sig = 0;
+  sigwait(&signals, &sig);
+  spdlog::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  auto grace = std::chrono::seconds{cfg->server.shutdown_grace_s};
+  srv.stop_accepting();
+  {
+    // Cancel running turns: each stores its partial answer and ends its
+    // stream with error + done before the connections close.
+    caf::scoped_actor self{sys};
+    self->request(sessions, grace, atom::shutdown_v)
+      .receive([](bool) {},
+               [](caf::error& err) { spdlog::warn("sessions did not stop in time"); });
+  }
+  if (auto left = srv.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(grace)))
+    spdlog::warn("{} request(s) still in flight at shutdown", left);
+  srv.stop();
+  stop_actors();
+  spdlog::info("bye");
+  return 0;
+}
+
+}  // namespace ragtor

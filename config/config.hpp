@@ -1,0 +1,122 @@
+// ragtor's configuration (DESIGN §10): one TOML file, documented key by key
+// in config/ragtor.toml, overridable by RAGTOR_SECTION__KEY environment
+// variables. Unknown keys and wrong types are errors, so typos never pass
+// silently; loading also validates every range.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <string>
+#include <string_view>
+#include <utility>
+
+#include <caf/expected.hpp>
+
+namespace ragtor {
+
+struct server_config {
+  std::string listen = "127.0.0.1:8080";
+  int io_threads = 2;
+  size_t max_body_bytes = 1 << 20;
+  size_t max_message_bytes = 32 << 10;
+  int turn_timeout_s = 300;
+  int shutdown_grace_s = 5;
+  bool operator==(const server_config&) const = default;
+};
+
+struct sse_config {
+  int heartbeat_s = 15;
+  int write_timeout_s = 5;
+  int initial_credit = 16;
+  size_t max_pending_bytes = 1 << 20;
+  bool operator==(const sse_config&) const = default;
+};
+
+struct store_config_section {
+  std::string backend = "auto";  // auto|sqlite|postgres
+  std::string sqlite_path;       // "" = <data_dir>/ragtor.db
+  std::string postgres_dsn;
+  int flush_max_batch = 256;
+  bool operator==(const store_config_section&) const = default;
+};
+
+struct router_config {
+  std::string default_kb;  // used when the request names none; "" = general
+  std::string default_agent_type = "hybrid_agent";
+  double min_confidence = 0.75;
+  bool operator==(const router_config&) const = default;
+};
+
+struct retrieval_config {
+  int top_k = 5;
+  size_t chunk_max_chars = 800;
+  size_t chunk_overlap_chars = 100;
+  double bm25_k1 = 0.9;
+  double bm25_b = 0.4;
+  bool operator==(const retrieval_config&) const = default;
+};
+
+struct generator_config {
+  std::string provider = "extractive";
+  int extractive_max_sentences = 3;
+  int extractive_pace_ms = 0;
+  bool operator==(const generator_config&) const = default;
+};
+
+struct memory_config {
+  int window = 6;
+  bool operator==(const memory_config&) const = default;
+};
+
+struct session_config {
+  int idle_timeout_s = 600;
+  int max_queued_turns = 8;
+  bool operator==(const session_config&) const = default;
+};
+
+struct actors_config {
+  int scheduler_threads = 0;  // 0 = CAF default
+  bool operator==(const actors_config&) const = default;
+};
+
+struct log_config {
+  std::string level = "info";
+  bool operator==(const log_config&) const = default;
+};
+
+struct config {
+  std::string data_dir = "data";
+  server_config server;
+  sse_config sse;
+  store_config_section store;
+  router_config router;
+  retrieval_config retrieval;
+  generator_config generator;
+  memory_config memory;
+  session_config session;
+  actors_config actors;
+  log_config log;
+  bool operator==(const config&) const = default;
+};
+
+// Loads `path` (a missing file is an error; an empty path means "defaults
+// only"), then applies environment overrides from `env`:
+// - RAGTOR_DATA_DIR sets data_dir;
+// - RAGTOR_<SECTION>__<KEY> sets section.key (e.g. RAGTOR_SERVER__LISTEN);
+//   an unknown section or key in this form is an error;
+// - when store.postgres_dsn is still empty, POSTGRES_DSN, or else a DSN
+//   built from POSTGRES_HOST/PORT/USER/PASSWORD/DB (seed 000 §5.3).
+// Unknown sections/keys and wrong types are errc::invalid_request naming
+// the key; so are out-of-range values.
+caf::expected<config> load_config(const std::filesystem::path& path,
+                                  const std::map<std::string, std::string>& env);
+
+// The process environment as a map, for load_config.
+std::map<std::string, std::string> current_environment();
+
+// Parses "HOST:PORT" or "[IPv6]:PORT"; port 0 (ephemeral) is allowed.
+caf::expected<std::pair<std::string, uint16_t>> parse_listen(std::string_view listen);
+
+}  // namespace ragtor

@@ -1,0 +1,514 @@
+#include "http/server.hpp"
+
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <random>
+#include <thread>
+#include <variant>
+#include <vector>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "http/caf_asio.hpp"
+#include "protocol/errc.hpp"
+#include "protocol/json_writer.hpp"
+#include "protocol/stream_events.hpp"
+
+namespace ragtor::http {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace bhttp = boost::beast::http;
+using tcp = net::ip::tcp;
+using namespace net::experimental::awaitable_operators;
+
+namespace {
+
+using event_batch = std::vector<stream_event>;
+using event_channel = net::experimental::concurrent_channel<void(boost::system::error_code, event_batch)>;
+using request_t = bhttp::request<bhttp::string_body>;
+
+constexpr size_t channel_capacity = 256;  // > initial credit: try_send never fails on "full"
+
+std::string new_request_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id = "req_";
+  for (int i = 0; i < 2; ++i) {
+    auto x = rng();
+    for (int j = 0; j < 16; ++j, x >>= 4)
+      id += hex[x & 0xf];
+  }
+  return id;
+}
+
+// Per-request bridge actor: hands event batches from the stream actor to the
+// connection's coroutine through a thread-safe channel.
+event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<event_channel> ch) {
+  return sys.spawn([ch](event_sink_actor::pointer self) -> event_sink_actor::behavior_type {
+    return {
+      [=](atom::events, event_batch& batch) {
+        bool last = !batch.empty() && batch.back().kind == event_kind::done;
+        // try_send fails only if the connection closed the channel.
+        if (!ch->try_send(boost::system::error_code{}, std::move(batch)) || last)
+          self->quit();
+      },
+    };
+  });
+}
+
+unsigned status_of_code(std::string_view code) {
+  for (uint8_t i = 0; i <= static_cast<uint8_t>(errc::internal); ++i) {
+    auto e = http_error_of(static_cast<errc>(i));
+    if (e.code == code)
+      return e.status;
+  }
+  if (code == "slow_client")
+    return 499;
+  return 500;
+}
+
+}  // namespace
+
+struct server::impl : std::enable_shared_from_this<server::impl> {
+  caf::actor_system& sys;
+  server_settings settings;
+  session_manager_actor sessions;
+  // Declared before ioc: handlers destroyed with ioc still touch them.
+  std::mutex mx;
+  std::condition_variable idle_cv;
+  size_t in_flight = 0;  // chat requests being served
+  std::atomic<bool> accepting{true};
+
+  net::io_context ioc;
+  std::optional<tcp::acceptor> acceptor;
+  std::vector<std::thread> threads;
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+
+  impl(caf::actor_system& s, server_settings st, session_manager_actor sm)
+    : sys(s), settings(std::move(st)), sessions(std::move(sm)), ioc(settings.io_threads) {
+  }
+
+  // Counts a chat request in flight for graceful shutdown.
+  struct flight_guard {
+    impl* self;
+    explicit flight_guard(impl* s) : self(s) {
+      std::lock_guard lock{self->mx};
+      ++self->in_flight;
+    }
+    ~flight_guard() {
+      std::lock_guard lock{self->mx};
+      if (--self->in_flight == 0)
+        self->idle_cv.notify_all();
+    }
+  };
+
+  // -- plain responses ----------------------------------------------------------
+
+  static bhttp::response<bhttp::string_body> json_response(unsigned status, std::string body,
+                                                           bool keep_alive) {
+    bhttp::response<bhttp::string_body> res{static_cast<bhttp::status>(status), 11};
+    res.set(bhttp::field::server, "ragtor");
+    res.set(bhttp::field::content_type, "application/json");
+    res.keep_alive(keep_alive);
+    res.body() = std::move(body);
+    res.prepare_payload();
+    return res;
+  }
+
+  static net::awaitable<void> write_json(beast::tcp_stream& stream, unsigned status,
+                                         std::string body, bool keep_alive) {
+    auto res = json_response(status, std::move(body), keep_alive);
+    co_await bhttp::async_write(stream, res, net::use_awaitable);
+  }
+
+  static net::awaitable<void> write_error(beast::tcp_stream& stream, unsigned status,
+                                          std::string_view code, std::string_view message,
+                                          std::string_view field, bool keep_alive) {
+    co_await write_json(stream, status, error_body(code, message, field), keep_alive);
+  }
+
+  // -- connection -------------------------------------------------------------------
+
+  net::awaitable<void> accept_loop() {
+    auto self = shared_from_this();
+    while (accepting) {
+      boost::system::error_code ec;
+      auto sock = co_await acceptor->async_accept(net::make_strand(ioc),
+                                                  net::redirect_error(net::use_awaitable, ec));
+      if (ec) {
+        if (!accepting || ec == net::error::operation_aborted)
+          break;
+        spdlog::warn("http: accept failed: {}", ec.message());
+        continue;
+      }
+      sock.set_option(tcp::no_delay{true}, ec);
+      auto ex = sock.get_executor();
+      net::co_spawn(ex, connection(std::move(sock)), net::detached);
+    }
+  }
+
+  net::awaitable<void> connection(tcp::socket sock) {
+    auto self = shared_from_this();
+    beast::tcp_stream stream{std::move(sock)};
+    beast::flat_buffer buffer;
+    try {
+      for (;;) {
+        bhttp::request_parser<bhttp::string_body> parser;
+        parser.body_limit(settings.limits.max_body_bytes);
+        stream.expires_after(settings.idle_timeout);
+        boost::system::error_code ec;
+        co_await bhttp::async_read_header(stream, buffer, parser,
+                                          net::redirect_error(net::use_awaitable, ec));
+        if (ec)
+          break;  // closed, timed out or garbage: nothing to answer
+        if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+          bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
+          co_await bhttp::async_write(stream, cont, net::use_awaitable);
+        }
+        co_await bhttp::async_read(stream, buffer, parser,
+                                   net::redirect_error(net::use_awaitable, ec));
+        if (ec == bhttp::error::body_limit) {
+          co_await write_error(stream, 413, "payload_too_large",
+                               "request body exceeds " + std::to_string(settings.limits.max_body_bytes)
+                                 + " bytes",
+                               "", false);
+          break;
+        }
+        if (ec) {
+          if (ec != bhttp::error::end_of_stream && ec != net::error::eof)
+            co_await write_error(stream, 400, "invalid_request", "malformed HTTP request", "", false);
+          break;
+        }
+        stream.expires_never();
+        auto req = parser.release();
+        bool keep = co_await dispatch(stream, buffer, req);
+        if (!keep)
+          break;
+      }
+    } catch (const std::exception& e) {
+      spdlog::debug("http: connection ended: {}", e.what());
+    }
+    boost::system::error_code ignored;
+    stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
+    stream.socket().close(ignored);
+  }
+
+  // Serves one request; returns whether the connection may be reused.
+  net::awaitable<bool> dispatch(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                                request_t& req) {
+    std::string_view target{req.target().data(), req.target().size()};
+    auto path = target.substr(0, target.find('?'));
+    bool keep = req.keep_alive();
+    auto method = req.method();
+    if (path == "/healthz") {
+      if (method != bhttp::verb::get)
+        co_return co_await method_not_allowed(stream, keep);
+      co_await write_json(stream, 200, R"({"status":"ok"})", keep);
+      co_return keep;
+    }
+    if (path == "/api/v1/chat/stream" || path == "/api/v1/chat") {
+      if (method != bhttp::verb::post)
+        co_return co_await method_not_allowed(stream, keep);
+      flight_guard guard{this};
+      co_await chat(stream, buffer, req, path == "/api/v1/chat/stream");
+      co_return false;
+    }
+    co_await write_error(stream, 404, "not_found", "no such endpoint: " + std::string{path}, "",
+                         keep);
+    co_return keep;
+  }
+
+  net::awaitable<bool> method_not_allowed(beast::tcp_stream& stream, bool keep) {
+    co_await write_error(stream, 405, "method_not_allowed", "method not allowed for this path",
+                         "", keep);
+    co_return keep;
+  }
+
+  // -- chat ---------------------------------------------------------------------------
+
+  // Both chat endpoints run the same turn; `sse` selects the wire format.
+  // The connection is closed afterwards.
+  net::awaitable<void> chat(beast::tcp_stream& stream, beast::flat_buffer& buffer,
+                            request_t& req, bool sse) {
+    auto parsed = parse_chat_request(req.body(), settings.limits);
+    if (!parsed.ok) {
+      co_await write_error(stream, static_cast<unsigned>(parsed.error.status),
+                           parsed.error.code, parsed.error.message, parsed.error.field, false);
+      co_return;
+    }
+    auto chat_req = std::move(parsed.request);
+    if (chat_req.request_id.empty())
+      chat_req.request_id = new_request_id();
+    auto ticket = co_await async_request<turn_ticket>(
+      sys, sessions, caf::timespan{settings.turn_timeout}, atom::open_turn_v, chat_req);
+    if (!ticket) {
+      auto code = code_of(ticket.error());
+      auto he = http_error_of(code);
+      auto msg = error_message(ticket.error());
+      spdlog::warn("http: request {} refused: {}", chat_req.request_id,
+                   sys.render(ticket.error()));
+      co_await write_error(stream, he.status, he.code, msg, "", false);
+      co_return;
+    }
+    auto ex = co_await net::this_coro::executor;
+    auto ch = std::make_shared<event_channel>(ex, channel_capacity);
+    auto sink = spawn_sink(sys, ch);
+    caf::anon_send(ticket->stream, atom::subscribe_v, sink);
+    caf::anon_send(ticket->stream, atom::demand_v, static_cast<int32_t>(settings.initial_credit));
+
+    // Watch the socket: a client that goes away cancels its turn at once.
+    auto finished = std::make_shared<bool>(false);
+    net::co_spawn(ex, watch_disconnect(stream.socket(), ch, finished), net::detached);
+
+    bool done = false;
+    if (sse)
+      done = co_await pump_sse(stream, *ch, ticket->stream, chat_req.request_id);
+    else
+      done = co_await collect_json(stream, *ch, ticket->stream, chat_req, *ticket);
+    *finished = true;
+    if (!done)
+      caf::anon_send(ticket->stream, atom::cancel_v);
+    ch->close();
+    caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+    boost::system::error_code ignored;
+    stream.socket().cancel(ignored);
+  }
+
+  // Reads until the client closes; any read result ends the wait.
+  static net::awaitable<void> watch_disconnect(tcp::socket& sock, std::shared_ptr<event_channel> ch,
+                                               std::shared_ptr<bool> finished) {
+    char byte;
+    for (;;) {
+      boost::system::error_code ec;
+      co_await sock.async_read_some(net::buffer(&byte, 1),
+                                    net::redirect_error(net::use_awaitable, ec));
+      if (*finished)
+        co_return;
+      if (ec) {
+        ch->close();  // wakes the pump, which cancels the turn
+        co_return;
+      }
+      // Extra bytes (pipelining) are ignored: the connection closes anyway.
+    }
+  }
+
+  // Receives the next batch, or nullopt after `timeout` of silence; throws
+  // when the channel was closed.
+  static net::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
+                                                               std::chrono::seconds timeout) {
+    net::steady_timer timer{co_await net::this_coro::executor};
+    timer.expires_after(timeout);
+    auto r = co_await (ch.async_receive(net::use_awaitable) || timer.async_wait(net::use_awaitable));
+    if (r.index() == 0)
+      co_return std::move(std::get<0>(r));
+    co_return std::nullopt;
+  }
+
+  // Writes `data` with a deadline; false if the client is gone or stalled.
+  net::awaitable<bool> write_with_deadline(tcp::socket& sock, std::string_view data,
+                                           bool as_chunk) {
+    net::steady_timer timer{co_await net::this_coro::executor};
+    timer.expires_after(settings.write_timeout);
+    try {
+      if (as_chunk) {
+        auto r = co_await (net::async_write(sock, bhttp::make_chunk(net::buffer(data)),
+                                            net::use_awaitable)
+                           || timer.async_wait(net::use_awaitable));
+        co_return r.index() == 0;
+      }
+      auto r = co_await (net::async_write(sock, net::buffer(data), net::use_awaitable)
+                         || timer.async_wait(net::use_awaitable));
+      co_return r.index() == 0;
+    } catch (const boost::system::system_error&) {
+      co_return false;
+    }
+  }
+
+  // Streams events as SSE; returns true once `done` was written.
+  net::awaitable<bool> pump_sse(beast::tcp_stream& stream, event_channel& ch, stream_actor turn,
+                                const std::string& request_id) {
+    auto& sock = stream.socket();
+    std::string head =
+      "HTTP/1.1 200 OK\r\n"
+      "Server: ragtor\r\n"
+      "Content-Type: text/event-stream\r\n"
+      "Cache-Control: no-cache\r\n"
+      "X-Accel-Buffering: no\r\n"
+      "Connection: close\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+    if (!co_await write_with_deadline(sock, head, false))
+      co_return false;
+    uint64_t seq = 0;
+    std::string frames;
+    for (;;) {
+      std::optional<event_batch> batch;
+      try {
+        batch = co_await next_batch(ch, settings.heartbeat);
+      } catch (const boost::system::system_error&) {
+        co_return false;  // channel closed: the client went away
+      }
+      frames.clear();
+      bool done = false;
+      if (!batch) {
+        frames = ": ping\n\n";
+      } else {
+        for (auto& ev : *batch) {
+          if (ev.visible)
+            append_sse_frame(frames, ev, request_id, ++seq);
+          done = done || ev.kind == event_kind::done;
+        }
+      }
+      if (!frames.empty() && !co_await write_with_deadline(sock, frames, true))
+        co_return false;
+      if (done) {
+        co_await write_with_deadline(sock, "0\r\n\r\n", false);
+        co_return true;
+      }
+      if (batch)
+        caf::anon_send(turn, atom::demand_v, int32_t{1});
+    }
+  }
+
+  // Collects the turn and answers with one JSON object.
+  net::awaitable<bool> collect_json(beast::tcp_stream& stream, event_channel& ch, stream_actor turn,
+                                    const chat_request& req, const turn_ticket& ticket) {
+    std::string route_json = "null";
+    std::string done_json;
+    std::string error_json;
+    for (;;) {
+      std::optional<event_batch> batch;
+      try {
+        batch = co_await next_batch(ch, settings.turn_timeout);
+      } catch (const boost::system::system_error&) {
+        co_return false;
+      }
+      if (!batch)
+        continue;
+      for (auto& ev : *batch) {
+        if (ev.kind == event_kind::route_decision)
+          route_json = ev.data;
+        else if (ev.kind == event_kind::error)
+          error_json = ev.data;
+        else if (ev.kind == event_kind::done)
+          done_json = ev.data;
+      }
+      if (!done_json.empty())
+        break;
+      caf::anon_send(turn, atom::demand_v, int32_t{1});
+    }
+    // done_json is the done content object: add request_id and
+    // route_decision (and the error, if any) in front of its members.
+    std::string body = "{\"request_id\":";
+    append_json_string(body, req.request_id);
+    body += ",\"route_decision\":";
+    body += route_json;
+    unsigned status = 200;
+    if (!error_json.empty()) {
+      body += ",\"error\":";
+      body += error_json;
+      status = status_of_code(error_code_in(error_json));
+    }
+    body += ',';
+    body.append(done_json, 1, std::string::npos);
+    try {
+      co_await write_json(stream, status, std::move(body), false);
+    } catch (const boost::system::system_error&) {
+    }
+    co_return true;
+  }
+
+  // The "code" member of an error payload written by make_error_event.
+  static std::string error_code_in(const std::string& error_json) {
+    static constexpr std::string_view key = "\"code\":\"";
+    auto pos = error_json.find(key);
+    if (pos == std::string::npos)
+      return "internal";
+    pos += key.size();
+    return error_json.substr(pos, error_json.find('"', pos) - pos);
+  }
+};
+
+server::server(caf::actor_system& sys, server_settings settings, session_manager_actor sessions)
+  : impl_(std::make_shared<impl>(sys, std::move(settings), std::move(sessions))) {
+}
+
+server::~server() {
+  stop();
+}
+
+caf::expected<uint16_t> server::start() {
+  auto& im = *impl_;
+  boost::system::error_code ec;
+  auto addr = net::ip::make_address(im.settings.host, ec);
+  if (ec)
+    return make_error(errc::invalid_request, "bad listen address \"" + im.settings.host + "\"");
+  tcp::endpoint ep{addr, im.settings.port};
+  im.acceptor.emplace(im.ioc);
+  im.acceptor->open(ep.protocol(), ec);
+  if (!ec)
+    im.acceptor->set_option(net::socket_base::reuse_address(true), ec);
+  if (!ec)
+    im.acceptor->bind(ep, ec);
+  if (!ec)
+    im.acceptor->listen(net::socket_base::max_listen_connections, ec);
+  if (ec)
+    return make_error(errc::unavailable, "cannot listen on " + im.settings.host + ":"
+                                           + std::to_string(im.settings.port) + ": "
+                                           + ec.message());
+  auto port = im.acceptor->local_endpoint().port();
+  im.work.emplace(im.ioc.get_executor());
+  net::co_spawn(im.ioc, impl_->accept_loop(), net::detached);
+  for (int i = 0; i < std::max(1, im.settings.io_threads); ++i)
+    im.threads.emplace_back([&im] { im.ioc.run(); });
+  return port;
+}
+
+void server::stop_accepting() {
+  auto& im = *impl_;
+  if (!im.accepting.exchange(false))
+    return;
+  net::post(im.ioc, [&im] {
+    boost::system::error_code ignored;
+    if (im.acceptor)
+      im.acceptor->close(ignored);
+  });
+}
+
+size_t server::wait_idle(std::chrono::milliseconds grace) {
+  auto& im = *impl_;
+  std::unique_lock lock{im.mx};
+  im.idle_cv.wait_for(lock, grace, [&] { return im.in_flight == 0; });
+  return im.in_flight;
+}
+
+void server::stop() {
+  if (!impl_)
+    return;
+  auto& im = *impl_;
+  stop_accepting();
+  im.work.reset();
+  im.ioc.stop();
+  for (auto& t : im.threads)
+    if (t.joinable())
+      t.join();
+  im.threads.clear();
+}
+
+}  // namespace ragtor::http

@@ -1,0 +1,57 @@
+// The HTTP front end (Beast, C++20 coroutines): health, the chat endpoints
+// with SSE streaming (DESIGN §5), bridged to the actor system without ever
+// blocking an I/O thread on an actor. Beast stays out of this header so
+// including it is cheap.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include <caf/expected.hpp>
+#include <caf/fwd.hpp>
+
+#include "protocol/actors.hpp"
+#include "protocol/chat_request_json.hpp"
+
+namespace ragtor::http {
+
+struct server_settings {
+  std::string host = "127.0.0.1";
+  uint16_t port = 8080;  // 0 = ephemeral
+  int io_threads = 2;
+  request_limits limits;
+  std::chrono::seconds heartbeat{15};      // ": ping" after this much silence
+  std::chrono::seconds write_timeout{5};   // a stalled client is cut off
+  std::chrono::seconds idle_timeout{60};   // keep-alive connection without a request
+  std::chrono::seconds turn_timeout{300};  // how long a request may wait for its turn
+  int initial_credit = 16;                 // event batches in flight per stream
+};
+
+class server {
+public:
+  server(caf::actor_system& sys, server_settings settings, session_manager_actor sessions);
+  ~server();
+  server(const server&) = delete;
+  server& operator=(const server&) = delete;
+
+  // Binds, listens and starts the I/O threads; returns the bound port.
+  caf::expected<uint16_t> start();
+
+  // Stops accepting new connections; requests in flight continue.
+  void stop_accepting();
+
+  // Waits until no chat request is in flight or `grace` passed; returns
+  // the number still in flight.
+  size_t wait_idle(std::chrono::milliseconds grace);
+
+  // Closes every connection and joins the I/O threads.
+  void stop();
+
+private:
+  struct impl;
+  std::shared_ptr<impl> impl_;
+};
+
+}  // namespace ragtor::http

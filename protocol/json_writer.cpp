@@ -1,0 +1,212 @@
+#include "protocol/json_writer.hpp"
+
+#include <charconv>
+#include <cmath>
+
+namespace ragtor {
+
+namespace {
+
+constexpr std::string_view replacement_char = "\xEF\xBF\xBD";  // U+FFFD
+
+// Length of the well-formed UTF-8 sequence starting at s[i], or 0 when the
+// bytes there are not one. On failure `consumed` is the length of the
+// maximal ill-formed subpart (at least 1), so that each broken sequence is
+// replaced by exactly one U+FFFD (Unicode §3.9, "substitution of maximal
+// subparts").
+size_t utf8_sequence(std::string_view s, size_t i, size_t& consumed) {
+  auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
+  unsigned char b0 = byte(i);
+  consumed = 1;
+  if (b0 < 0x80)
+    return 1;
+  size_t len;
+  unsigned char lo = 0x80, hi = 0xBF;  // valid range of the second byte
+  if (b0 >= 0xC2 && b0 <= 0xDF) {
+    len = 2;
+  } else if (b0 >= 0xE0 && b0 <= 0xEF) {
+    len = 3;
+    if (b0 == 0xE0)
+      lo = 0xA0;  // no overlong forms
+    else if (b0 == 0xED)
+      hi = 0x9F;  // no surrogates
+  } else if (b0 >= 0xF0 && b0 <= 0xF4) {
+    len = 4;
+    if (b0 == 0xF0)
+      lo = 0x90;  // no overlong forms
+    else if (b0 == 0xF4)
+      hi = 0x8F;  // nothing above U+10FFFF
+  } else {
+    return 0;  // continuation byte, C0, C1 or F5..FF
+  }
+  for (size_t k = 1; k < len; ++k) {
+    if (i + k >= s.size())
+      return 0;
+    unsigned char b = byte(i + k);
+    unsigned char min = k == 1 ? lo : 0x80;
+    unsigned char max = k == 1 ? hi : 0xBF;
+    if (b < min || b > max)
+      return 0;
+    consumed = k + 1;
+  }
+  consumed = len;
+  return len;
+}
+
+void append_escaped_control(std::string& out, unsigned char c) {
+  static constexpr char hex[] = "0123456789abcdef";
+  switch (c) {
+    case '\b': out += "\\b"; return;
+    case '\f': out += "\\f"; return;
+    case '\n': out += "\\n"; return;
+    case '\r': out += "\\r"; return;
+    case '\t': out += "\\t"; return;
+    default:
+      out += "\\u00";
+      out += hex[c >> 4];
+      out += hex[c & 0xF];
+  }
+}
+
+}  // namespace
+
+bool is_valid_utf8(std::string_view s) {
+  size_t i = 0;
+  while (i < s.size()) {
+    size_t consumed;
+    if (utf8_sequence(s, i, consumed) == 0)
+      return false;
+    i += consumed;
+  }
+  return true;
+}
+
+void append_json_string(std::string& out, std::string_view s) {
+  out.reserve(out.size() + s.size() + 2);
+  out += '"';
+  size_t i = 0;
+  while (i < s.size()) {
+    auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x80) {
+      size_t consumed;
+      if (utf8_sequence(s, i, consumed) == 0)
+        out += replacement_char;
+      else
+        out.append(s.data() + i, consumed);
+      i += consumed;
+      continue;
+    }
+    if (c == '"')
+      out += "\\\"";
+    else if (c == '\\')
+      out += "\\\\";
+    else if (c < 0x20)
+      append_escaped_control(out, c);
+    else
+      out += static_cast<char>(c);
+    ++i;
+  }
+  out += '"';
+}
+
+void json_writer::before_value() {
+  if (after_key_) {
+    after_key_ = false;
+    return;
+  }
+  if (!first_.empty()) {
+    if (!first_.back())
+      out_ += ',';
+    first_.back() = false;
+  }
+}
+
+json_writer& json_writer::begin_object() {
+  before_value();
+  out_ += '{';
+  first_.push_back(true);
+  return *this;
+}
+
+json_writer& json_writer::end_object() {
+  out_ += '}';
+  if (!first_.empty())
+    first_.pop_back();
+  return *this;
+}
+
+json_writer& json_writer::begin_array() {
+  before_value();
+  out_ += '[';
+  first_.push_back(true);
+  return *this;
+}
+
+json_writer& json_writer::end_array() {
+  out_ += ']';
+  if (!first_.empty())
+    first_.pop_back();
+  return *this;
+}
+
+json_writer& json_writer::key(std::string_view k) {
+  before_value();
+  append_json_string(out_, k);
+  out_ += ':';
+  after_key_ = true;
+  return *this;
+}
+
+json_writer& json_writer::value(std::string_view s) {
+  before_value();
+  append_json_string(out_, s);
+  return *this;
+}
+
+json_writer& json_writer::value(bool b) {
+  before_value();
+  out_ += b ? "true" : "false";
+  return *this;
+}
+
+json_writer& json_writer::value(int64_t i) {
+  before_value();
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof buf, i);
+  out_.append(buf, res.ptr);
+  return *this;
+}
+
+json_writer& json_writer::value(uint64_t i) {
+  before_value();
+  char buf[24];
+  auto res = std::to_chars(buf, buf + sizeof buf, i);
+  out_.append(buf, res.ptr);
+  return *this;
+}
+
+json_writer& json_writer::value(double d) {
+  if (!std::isfinite(d))
+    return null();
+  before_value();
+  // Shortest representation that parses back to the same double; its
+  // output ("1e+300", "-0", "0.1") is always a valid JSON number.
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, d);
+  out_.append(buf, res.ptr);
+  return *this;
+}
+
+json_writer& json_writer::null() {
+  before_value();
+  out_ += "null";
+  return *this;
+}
+
+json_writer& json_writer::raw(std::string_view json) {
+  before_value();
+  out_ += json;
+  return *this;
+}
+
+}  // namespace ragtor
