@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <charconv>
+#include <cmath>
 #include <limits>
 #include <system_error>
 #include <type_traits>
@@ -286,17 +287,27 @@ std::string postgres_dsn_from(const std::map<std::string, std::string>& env) {
   return dsn;
 }
 
+// Shortest text of a number ("0.5", not std::to_string's "0.500000").
+template <class T>
+std::string text_of(T value) {
+  char buf[32];
+  auto res = std::to_chars(buf, buf + sizeof buf, value);
+  return std::string{buf, res.ptr};
+}
+
 template <class T>
 caf::error at_least(std::string_view key, T value, T min) {
-  if (value < min)
-    return key_error(key, "must be >= " + std::to_string(min) + " (got "
-                            + std::to_string(value) + ")");
+  if constexpr (std::is_floating_point_v<T>)
+    if (!std::isfinite(value))
+      return key_error(key, "must be a finite number");
+  if (!(value >= min))
+    return key_error(key, "must be >= " + text_of(min) + " (got " + text_of(value) + ")");
   return {};
 }
 
 caf::error in_unit_range(std::string_view key, double value) {
   if (!(value >= 0.0 && value <= 1.0))
-    return key_error(key, "must be between 0 and 1 (got " + std::to_string(value) + ")");
+    return key_error(key, "must be between 0 and 1 (got " + text_of(value) + ")");
   return {};
 }
 
@@ -321,7 +332,7 @@ caf::error validate(const config& c) {
   if (c.data_dir.empty())
     return key_error("data_dir", "must not be empty");
   if (auto listen = parse_listen(c.server.listen); !listen)
-    return key_error("server.listen", error_message(listen.error()));
+    return config_error("config key \"server.listen\": " + error_message(listen.error()));
   caf::error err;
   auto first = [&](caf::error e) {
     if (!err && e)
