@@ -154,16 +154,23 @@ typename Inspector::result_type inspect(Inspector& f, stored_message& x) {
            x.created_at_ms);
 }
 
-// Answer of store::begin_turn: the user message is committed.
+// Answer of store::begin_turn: the user message is committed. When the
+// request_id was already stored in this conversation, nothing new was
+// written (`existing`), and `answer` holds the stored assistant reply if
+// there is one (`has_answer`), so a retry replays instead of duplicating.
 struct turn_opened {
   std::string conversation_id;
   std::string message_id;  // the user message
   int64_t seq = 0;
+  bool existing = false;
+  bool has_answer = false;
+  stored_message answer;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_opened& x) {
-  return f(caf::meta::type_name("turn_opened"), x.conversation_id, x.message_id, x.seq);
+  return f(caf::meta::type_name("turn_opened"), x.conversation_id, x.message_id, x.seq,
+           x.existing, x.has_answer, x.answer);
 }
 
 // What the stream actor asks a generator to do.

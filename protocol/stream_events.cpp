@@ -127,7 +127,7 @@ stream_event make_done_event(const done_content& c) {
     .field("answer", c.answer)
     .field("conversation_id", c.conversation_id)
     .field("message_id", c.message_id);
-  w.key("citations").raw(citations_json(c.citations));
+  w.key("citations").raw(c.citations_raw.empty() ? citations_json(c.citations) : c.citations_raw);
   w.key("reference").begin_object().key("chunks").begin_array();
   for (auto& id : c.chunk_ids)
     w.begin_object().field("chunk_id", id).end_object();

@@ -36,6 +36,7 @@ struct session_state {
   std::deque<queued_turn> queue;
   std::optional<running_turn> running;
   bool starting = false;  // begin_turn in flight
+  std::string starting_id;  // its request_id
   bool stopping = false;  // shutdown requested
   uint64_t turns = 0;
   uint64_t epoch = 0;  // bumped on every activity; see the idle timer
@@ -67,6 +68,7 @@ void start_next(session_ptr self) {
   auto turn = std::move(st.queue.front());
   st.queue.pop_front();
   st.starting = true;
+  st.starting_id = turn.req.request_id;
   self
     ->request(st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
               turn.req.user_id, turn.req.session_id, turn.req.message, turn.req.request_id)
@@ -115,6 +117,15 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
         if (st.queue.size() >= st.settings.max_queued_turns)
           return make_error(errc::overloaded,
                             "too many queued turns in this conversation; retry later");
+        if (!req.request_id.empty()) {
+          bool busy = (st.running && st.running->request_id == req.request_id)
+                      || (st.starting && st.starting_id == req.request_id);
+          for (auto& t : st.queue)
+            busy = busy || t.req.request_id == req.request_id;
+          if (busy)
+            return make_error(errc::conflict,
+                              "a turn with request_id \"" + req.request_id + "\" is in progress");
+        }
         ++st.epoch;
         auto rp = self->make_response_promise<turn_ticket>();
         st.queue.push_back(queued_turn{std::move(req), rp});

@@ -106,6 +106,8 @@ void finish(self_ptr self) {
   c.conversation_id = st.opened.conversation_id;
   c.message_id = st.message_id;
   c.citations = st.gen.citations;
+  if (st.opened.has_answer)
+    c.citations_raw = st.opened.answer.citations_json;
   c.chunk_ids = st.evidence.chunk_ids;
   c.usage = st.gen.usage;
   c.partial = !st.error_code.empty() || st.cancelled;
@@ -256,6 +258,22 @@ void cancel_turn(self_ptr self, std::string code, std::string message) {
     self->send(st.deps.llm, atom::cancel_v, st.req.request_id);
 }
 
+void start_pipeline(self_ptr self) {
+  auto& st = self->state;
+    self->request(st.deps.router, st.settings.step_timeout, atom::route_v, st.req)
+      .then(
+        [=](route_decision& rd) {
+          auto& st = self->state;
+          st.route = std::move(rd);
+          emit(self, make_route_event(st.route, st.req.debug));
+          load_history(self);
+        },
+        [=](caf::error& err) {
+          fail(self, err, "routing");
+          persist(self);
+        });
+}
+
 }  // namespace
 
 stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened opened,
@@ -279,19 +297,23 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
     });
     emit(self, make_start_event());
     self->delayed_send(self, settings.subscriber_timeout, atom::tick_v, subscriber_check);
-    self->delayed_send(self, settings.turn_timeout, atom::tick_v, turn_deadline);
-    self->request(deps.router, settings.step_timeout, atom::route_v, req)
-      .then(
-        [=](route_decision& rd) {
-          auto& st = self->state;
-          st.route = std::move(rd);
-          emit(self, make_route_event(st.route, st.req.debug));
-          load_history(self);
-        },
-        [=](caf::error& err) {
-          fail(self, err, "routing");
-          persist(self);
-        });
+    if (opened.has_answer) {
+      // A retry of a request_id whose turn is already stored: replay the
+      // stored answer instead of writing anything new.
+      st.answer = opened.answer.content;
+      st.message_id = opened.answer.message_id;
+      if (!opened.answer.completed) {
+        st.error_code = "cancelled";
+        st.error_message = "the stored answer of this request_id is partial";
+      }
+      st.ph = phase::generating;
+      if (!st.answer.empty())
+        emit(self, make_token_event(st.answer));
+      finish(self);
+    } else {
+      self->delayed_send(self, settings.turn_timeout, atom::tick_v, turn_deadline);
+      start_pipeline(self);
+    }
     return {
       [=](atom::subscribe, event_sink_actor sink) {
         auto& st = self->state;

@@ -38,12 +38,6 @@ sigset_t block_shutdown_signals() {
   return set;
 }
 
-std::filesystem::path migrations_dir() {
-  if (auto* dir = std::getenv("RAGTOR_MIGRATIONS_DIR"))
-    return dir;
-  return std::filesystem::path{RAGTOR_SOURCE_DIR} / "persistence" / "migrations";
-}
-
 }  // namespace
 
 int run_serve(const serve_options& opts) {
@@ -95,7 +89,6 @@ int run_serve(const serve_options& opts) {
   store_opts.sqlite_path = cfg->store.sqlite_path.empty()
                              ? std::filesystem::path{cfg->data_dir} / "ragtor.db"
                              : std::filesystem::path{cfg->store.sqlite_path};
-  store_opts.migrations_dir = migrations_dir();
   store_opts.flush_max_batch = cfg->store.flush_max_batch;
   auto store = spawn_store(sys, store_opts);
   if (!store) {

@@ -1,0 +1,130 @@
+#include "actors/store/store_actor.hpp"
+
+#include <unordered_map>
+
+#include <caf/actor_cast.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+#include <spdlog/spdlog.h>
+
+#include "persistence/migrations.hpp"
+#include "persistence/sqlite/sqlite_backend.hpp"
+#include "persistence/store_executor.hpp"
+#include "protocol/errc.hpp"
+#include "protocol/json_writer.hpp"
+
+namespace ragtor {
+
+namespace {
+
+struct store_state {
+  static inline const char* name = "store";
+  std::shared_ptr<store_executor> executor;
+  // Job id -> delivers that job's response promise.
+  std::unordered_map<uint64_t, std::function<void()>> pending;
+  uint64_t next_job = 0;
+
+  ~store_state() {
+    // Runs what is queued, then joins the workers: an acknowledged write is
+    // never dropped at shutdown.
+    if (executor)
+      executor->stop();
+  }
+};
+
+using store_ptr = store_actor::stateful_pointer<store_state>;
+
+// Queues `work` and answers the request once the worker reported back.
+template <class R, class F>
+caf::result<R> submit(store_ptr self, bool write, F work) {
+  auto& st = self->state;
+  auto rp = self->make_response_promise<R>();
+  auto id = ++st.next_job;
+  auto value = std::make_shared<std::optional<R>>();
+  auto error = std::make_shared<std::string>();
+  st.pending.emplace(id, [rp, value, error]() mutable {
+    if (value->has_value())
+      rp.deliver(std::move(**value));
+    else
+      rp.deliver(make_error(errc::unavailable, "database error: " + *error));
+  });
+  auto handle = caf::actor_cast<store_actor>(self);
+  auto run = [value, work](store_backend& db) { *value = work(db); };
+  auto done = [handle, id, value, error](const std::string& err) {
+    if (!err.empty()) {
+      value->reset();  // the transaction did not commit
+      *error = err;
+    }
+    caf::anon_send(handle, atom::store_done_v, id);
+  };
+  if (write)
+    st.executor->submit_write(std::move(run), std::move(done));
+  else
+    st.executor->submit_read(std::move(run), std::move(done));
+  return rp;
+}
+
+}  // namespace
+
+caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_options& opts) {
+  std::shared_ptr<store_executor> executor;
+  try {
+    auto writer = std::make_unique<sqlite_backend>(opts.sqlite_path);
+    auto ran = apply_migrations(*writer, embedded_migrations());
+    if (ran > 0)
+      spdlog::info("store: applied {} migration(s) to {}", ran, opts.sqlite_path.string());
+    auto reader = std::make_unique<sqlite_backend>(opts.sqlite_path);
+    executor = std::make_shared<store_executor>(std::move(writer), std::move(reader),
+                                                static_cast<size_t>(opts.flush_max_batch),
+                                                opts.run_inline);
+  } catch (const std::exception& e) {
+    return make_error(errc::unavailable, e.what());
+  }
+  return sys.spawn([executor](store_ptr self) -> store_actor::behavior_type {
+    self->state.executor = executor;
+    return {
+      [=](atom::begin_turn, const std::string& user_id, const std::string& session_id,
+          const std::string& content, const std::string& request_id) {
+        return submit<turn_opened>(self, true, [=](store_backend& db) {
+          return db.begin_turn(user_id, session_id, content, request_id, now_ms());
+        });
+      },
+      [=](atom::finish_turn, const stored_message& msg) {
+        return submit<std::string>(self, true, [=](store_backend& db) {
+          return db.finish_turn(msg, now_ms());
+        });
+      },
+      [=](atom::history, const std::string& conversation_id, int32_t limit) {
+        return submit<std::vector<stored_message>>(self, false, [=](store_backend& db) {
+          return db.history(conversation_id, limit);
+        });
+      },
+      [=](atom::store_done, uint64_t id) {
+        auto& pending = self->state.pending;
+        if (auto i = pending.find(id); i != pending.end()) {
+          auto deliver = std::move(i->second);
+          pending.erase(i);
+          deliver();
+        }
+      },
+      [=](atom::status) -> std::string {
+        auto s = self->state.executor->snapshot();
+        json_writer w;
+        w.begin_object()
+          .field("kind", "store")
+          .field("name", "store")
+          .field("backend", "sqlite")
+          .field("queued", s.queued)
+          .field("pending_replies", static_cast<uint64_t>(self->state.pending.size()))
+          .field("committed_batches", s.committed_batches)
+          .field("committed_jobs", s.committed_jobs)
+          .field("failed_jobs", s.failed_jobs)
+          .end_object();
+        return w.take();
+      },
+    };
+  });
+}
+
+}  // namespace ragtor

@@ -1,0 +1,246 @@
+#include "persistence/sqlite/sqlite_backend.hpp"
+
+#include <algorithm>
+
+#include <sqlite3.h>
+
+namespace ragtor {
+
+// A cached prepared statement; reset on every use.
+class sqlite_backend::statement {
+public:
+  statement(sqlite3* db, const char* sql) : db_(db) {
+    if (sqlite3_prepare_v2(db, sql, -1, &stmt_, nullptr) != SQLITE_OK)
+      throw store_error(std::string{"sqlite prepare failed: "} + sqlite3_errmsg(db));
+  }
+  ~statement() { sqlite3_finalize(stmt_); }
+
+  statement& reset() {
+    sqlite3_reset(stmt_);
+    sqlite3_clear_bindings(stmt_);
+    next_ = 1;
+    return *this;
+  }
+  statement& bind(std::string_view s) {
+    sqlite3_bind_text(stmt_, next_++, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
+    return *this;
+  }
+  statement& bind_null_if_empty(std::string_view s) {
+    if (s.empty())
+      sqlite3_bind_null(stmt_, next_++);
+    else
+      bind(s);
+    return *this;
+  }
+  statement& bind(int64_t v) {
+    sqlite3_bind_int64(stmt_, next_++, v);
+    return *this;
+  }
+  // True while a row is available.
+  bool step() {
+    auto rc = sqlite3_step(stmt_);
+    if (rc == SQLITE_ROW)
+      return true;
+    if (rc == SQLITE_DONE)
+      return false;
+    throw store_error(std::string{"sqlite: "} + sqlite3_errmsg(db_));
+  }
+  std::string text(int col) {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string{p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))}
+             : std::string{};
+  }
+  int64_t integer(int col) { return sqlite3_column_int64(stmt_, col); }
+
+private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+  int next_ = 1;
+};
+
+sqlite_backend::sqlite_backend(const std::filesystem::path& path) {
+  std::error_code ec;
+  if (path.has_parent_path())
+    std::filesystem::create_directories(path.parent_path(), ec);
+  auto flags = SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_NOMUTEX;
+  if (sqlite3_open_v2(path.c_str(), &db_, flags, nullptr) != SQLITE_OK) {
+    std::string msg = db_ ? sqlite3_errmsg(db_) : "out of memory";
+    sqlite3_close(db_);
+    db_ = nullptr;
+    throw store_error("cannot open SQLite database " + path.string() + ": " + msg);
+  }
+  sqlite3_busy_timeout(db_, 5000);
+  exec("PRAGMA journal_mode=WAL");
+  exec("PRAGMA synchronous=FULL");
+  exec("PRAGMA foreign_keys=ON");
+}
+
+sqlite_backend::~sqlite_backend() {
+  statements_.clear();
+  if (db_)
+    sqlite3_close(db_);
+}
+
+void sqlite_backend::exec(const char* sql) {
+  char* err = nullptr;
+  if (sqlite3_exec(db_, sql, nullptr, nullptr, &err) != SQLITE_OK) {
+    std::string msg = err ? err : "unknown error";
+    sqlite3_free(err);
+    throw store_error("sqlite: " + msg);
+  }
+}
+
+sqlite_backend::statement& sqlite_backend::prepare(const char* sql) {
+  // Keyed by the literal's address: every call site passes a literal.
+  auto& slot = statements_[sql];
+  if (!slot)
+    slot = std::make_unique<statement>(db_, sql);
+  return slot->reset();
+}
+
+void sqlite_backend::begin() { exec("BEGIN IMMEDIATE"); }
+void sqlite_backend::commit() { exec("COMMIT"); }
+void sqlite_backend::rollback() {
+  if (!sqlite3_get_autocommit(db_))
+    exec("ROLLBACK");
+}
+void sqlite_backend::savepoint() { exec("SAVEPOINT job"); }
+void sqlite_backend::release_savepoint() { exec("RELEASE SAVEPOINT job"); }
+void sqlite_backend::rollback_to_savepoint() {
+  exec("ROLLBACK TO SAVEPOINT job");
+  exec("RELEASE SAVEPOINT job");
+}
+
+void sqlite_backend::execute_script(std::string_view sql) {
+  exec(std::string{sql}.c_str());
+}
+
+std::vector<int> sqlite_backend::applied_migrations() {
+  exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+       "name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
+  std::vector<int> out;
+  auto& st = prepare("SELECT version FROM schema_migrations ORDER BY version");
+  while (st.step())
+    out.push_back(static_cast<int>(st.integer(0)));
+  return out;
+}
+
+void sqlite_backend::record_migration(int version, std::string_view name, int64_t now) {
+  auto& st = prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
+  st.bind(int64_t{version}).bind(name).bind(now).step();
+}
+
+int64_t sqlite_backend::next_seq(const std::string& conversation_id) {
+  auto& st = prepare("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = ?");
+  st.bind(conversation_id).step();
+  return st.integer(0);
+}
+
+std::string sqlite_backend::insert_message(const std::string& conversation_id, int64_t seq,
+                                           std::string_view role, const std::string& content,
+                                           const std::string& citations, bool completed,
+                                           const std::string& request_id, int64_t now) {
+  auto id = new_id();
+  auto& st = prepare("INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
+                     "completed, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  st.bind(id)
+    .bind(conversation_id)
+    .bind(seq)
+    .bind(role)
+    .bind(content)
+    .bind(citations.empty() ? std::string_view{"[]"} : std::string_view{citations})
+    .bind(int64_t{completed ? 1 : 0})
+    .bind_null_if_empty(request_id)
+    .bind(now)
+    .step();
+  auto& up = prepare("UPDATE conversations SET updated_at = ? WHERE id = ?");
+  up.bind(now).bind(conversation_id).step();
+  return id;
+}
+
+bool sqlite_backend::find_message(const std::string& conversation_id,
+                                  const std::string& request_id, std::string_view role,
+                                  stored_message& out) {
+  auto& st = prepare("SELECT id, seq, content, citations, completed, created_at FROM messages "
+                     "WHERE conversation_id = ? AND request_id = ? AND role = ?");
+  st.bind(conversation_id).bind(request_id).bind(role);
+  if (!st.step())
+    return false;
+  out.message_id = st.text(0);
+  out.conversation_id = conversation_id;
+  out.seq = st.integer(1);
+  out.role = std::string{role};
+  out.content = st.text(2);
+  out.citations_json = st.text(3);
+  out.completed = st.integer(4) != 0;
+  out.request_id = request_id;
+  out.created_at_ms = st.integer(5);
+  return true;
+}
+
+turn_opened sqlite_backend::begin_turn(const std::string& user_id, const std::string& session_id,
+                                       const std::string& content, const std::string& request_id,
+                                       int64_t now) {
+  turn_opened out;
+  {
+    auto& st = prepare("SELECT id FROM conversations WHERE user_id = ? AND session_id = ?");
+    st.bind(user_id).bind(session_id);
+    if (st.step())
+      out.conversation_id = st.text(0);
+  }
+  if (out.conversation_id.empty()) {
+    out.conversation_id = new_id();
+    auto& st = prepare("INSERT INTO conversations (id, user_id, session_id, title, created_at, "
+                       "updated_at) VALUES (?, ?, ?, ?, ?, ?)");
+    // The title is the start of the first message, cut on a UTF-8 boundary.
+    size_t n = std::min<size_t>(content.size(), 80);
+    while (n > 0 && n < content.size() && (static_cast<unsigned char>(content[n]) & 0xC0) == 0x80)
+      --n;
+    st.bind(out.conversation_id).bind(user_id).bind(session_id)
+      .bind(std::string_view{content}.substr(0, n)).bind(now).bind(now).step();
+  } else if (!request_id.empty()) {
+    stored_message user;
+    if (find_message(out.conversation_id, request_id, "user", user)) {
+      out.existing = true;
+      out.message_id = user.message_id;
+      out.seq = user.seq;
+      out.has_answer = find_message(out.conversation_id, request_id, "assistant", out.answer);
+      return out;
+    }
+  }
+  out.seq = next_seq(out.conversation_id);
+  out.message_id = insert_message(out.conversation_id, out.seq, "user", content, "[]", true,
+                                  request_id, now);
+  return out;
+}
+
+std::string sqlite_backend::finish_turn(const stored_message& msg, int64_t now) {
+  return insert_message(msg.conversation_id, next_seq(msg.conversation_id), "assistant",
+                        msg.content, msg.citations_json, msg.completed, msg.request_id, now);
+}
+
+std::vector<stored_message> sqlite_backend::history(const std::string& conversation_id,
+                                                    int32_t limit) {
+  auto& st = prepare("SELECT id, seq, role, content, citations, completed, request_id, "
+                     "created_at FROM messages WHERE conversation_id = ? "
+                     "ORDER BY seq DESC LIMIT ?");
+  st.bind(conversation_id).bind(int64_t{limit});
+  std::vector<stored_message> out;
+  while (st.step()) {
+    stored_message m;
+    m.message_id = st.text(0);
+    m.conversation_id = conversation_id;
+    m.seq = st.integer(1);
+    m.role = st.text(2);
+    m.content = st.text(3);
+    m.citations_json = st.text(4);
+    m.completed = st.integer(5) != 0;
+    m.request_id = st.text(6);
+    m.created_at_ms = st.integer(7);
+    out.push_back(std::move(m));
+  }
+  std::reverse(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace ragtor

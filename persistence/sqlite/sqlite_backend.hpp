@@ -1,0 +1,63 @@
+// The embedded SQLite backend (the zero-config default): WAL journal,
+// synchronous=FULL (a commit survives power loss), foreign keys on,
+// prepared statements cached per connection. One connection per instance,
+// used by one thread at a time.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "persistence/store_backend.hpp"
+
+struct sqlite3;
+struct sqlite3_stmt;
+
+namespace ragtor {
+
+class sqlite_backend final : public store_backend {
+public:
+  // Opens (creating the file and its directory if needed). Throws store_error.
+  explicit sqlite_backend(const std::filesystem::path& path);
+  ~sqlite_backend() override;
+  sqlite_backend(const sqlite_backend&) = delete;
+  sqlite_backend& operator=(const sqlite_backend&) = delete;
+
+  std::string_view backend_name() const override { return "sqlite"; }
+
+  void begin() override;
+  void commit() override;
+  void rollback() override;
+  void savepoint() override;
+  void release_savepoint() override;
+  void rollback_to_savepoint() override;
+
+  void execute_script(std::string_view sql) override;
+  std::vector<int> applied_migrations() override;
+  void record_migration(int version, std::string_view name, int64_t now_ms) override;
+
+  turn_opened begin_turn(const std::string& user_id, const std::string& session_id,
+                         const std::string& content, const std::string& request_id,
+                         int64_t now_ms) override;
+  std::string finish_turn(const stored_message& msg, int64_t now_ms) override;
+  std::vector<stored_message> history(const std::string& conversation_id,
+                                      int32_t limit) override;
+
+private:
+  class statement;
+  statement& prepare(const char* sql);
+  void exec(const char* sql);
+  int64_t next_seq(const std::string& conversation_id);
+  std::string insert_message(const std::string& conversation_id, int64_t seq,
+                             std::string_view role, const std::string& content,
+                             const std::string& citations, bool completed,
+                             const std::string& request_id, int64_t now_ms);
+  bool find_message(const std::string& conversation_id, const std::string& request_id,
+                    std::string_view role, stored_message& out);
+
+  sqlite3* db_ = nullptr;
+  std::unordered_map<const char*, std::unique_ptr<statement>> statements_;
+};
+
+}  // namespace ragtor

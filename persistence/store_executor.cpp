@@ -1,0 +1,159 @@
+#include "persistence/store_executor.hpp"
+
+#include <spdlog/spdlog.h>
+
+namespace ragtor {
+
+store_executor::store_executor(std::unique_ptr<store_backend> writer,
+                               std::unique_ptr<store_backend> reader, size_t max_batch,
+                               bool run_inline)
+  : writer_(std::move(writer)),
+    reader_(std::move(reader)),
+    max_batch_(std::max<size_t>(1, max_batch)),
+    inline_(run_inline) {
+  if (inline_)
+    return;
+  writes_.thread = std::thread{[this] { write_loop(); }};
+  reads_.thread = std::thread{[this] { read_loop(); }};
+}
+
+store_executor::~store_executor() {
+  stop();
+}
+
+void store_executor::submit_write(work_fn work, done_fn done) {
+  if (inline_) {
+    std::deque<job> one;
+    one.push_back(job{std::move(work), std::move(done)});
+    run_batch(one);
+    return;
+  }
+  {
+    std::lock_guard lock{writes_.mx};
+    if (writes_.stopping) {
+      done("the store is shutting down");
+      return;
+    }
+    writes_.jobs.push_back(job{std::move(work), std::move(done)});
+    ++queued_;
+  }
+  writes_.cv.notify_one();
+}
+
+void store_executor::submit_read(work_fn work, done_fn done) {
+  job j{std::move(work), std::move(done)};
+  if (inline_) {
+    run_read(j);
+    return;
+  }
+  {
+    std::lock_guard lock{reads_.mx};
+    if (reads_.stopping) {
+      j.done("the store is shutting down");
+      return;
+    }
+    reads_.jobs.push_back(std::move(j));
+  }
+  reads_.cv.notify_one();
+}
+
+void store_executor::write_loop() {
+  for (;;) {
+    std::deque<job> batch;
+    {
+      std::unique_lock lock{writes_.mx};
+      writes_.cv.wait(lock, [&] { return writes_.stopping || !writes_.jobs.empty(); });
+      if (writes_.jobs.empty())
+        return;  // stopping and drained
+      while (!writes_.jobs.empty() && batch.size() < max_batch_) {
+        batch.push_back(std::move(writes_.jobs.front()));
+        writes_.jobs.pop_front();
+      }
+      queued_ -= batch.size();
+    }
+    run_batch(batch);
+  }
+}
+
+void store_executor::run_batch(std::deque<job>& batch) {
+  std::vector<std::string> errors(batch.size());
+  std::string batch_error;
+  try {
+    writer_->begin();
+    for (size_t i = 0; i < batch.size(); ++i) {
+      writer_->savepoint();
+      try {
+        batch[i].work(*writer_);
+        writer_->release_savepoint();
+      } catch (const std::exception& e) {
+        errors[i] = e.what();
+        writer_->rollback_to_savepoint();
+      }
+    }
+    writer_->commit();
+  } catch (const std::exception& e) {
+    batch_error = e.what();
+    try {
+      writer_->rollback();
+    } catch (const std::exception&) {
+      // The connection is broken; the next batch reports it again.
+    }
+  }
+  if (batch_error.empty())
+    ++committed_batches_;
+  else
+    spdlog::error("store: a batch of {} write(s) failed: {}", batch.size(), batch_error);
+  for (size_t i = 0; i < batch.size(); ++i) {
+    auto& err = batch_error.empty() ? errors[i] : batch_error;
+    if (err.empty())
+      ++committed_jobs_;
+    else
+      ++failed_jobs_;
+    batch[i].done(err);
+  }
+}
+
+void store_executor::read_loop() {
+  for (;;) {
+    job j;
+    {
+      std::unique_lock lock{reads_.mx};
+      reads_.cv.wait(lock, [&] { return reads_.stopping || !reads_.jobs.empty(); });
+      if (reads_.jobs.empty())
+        return;
+      j = std::move(reads_.jobs.front());
+      reads_.jobs.pop_front();
+    }
+    run_read(j);
+  }
+}
+
+void store_executor::run_read(job& j) {
+  std::string err;
+  try {
+    j.work(*reader_);
+  } catch (const std::exception& e) {
+    err = e.what();
+  }
+  j.done(err);
+}
+
+void store_executor::stop() {
+  for (auto* l : {&writes_, &reads_}) {
+    {
+      std::lock_guard lock{l->mx};
+      l->stopping = true;
+    }
+    l->cv.notify_all();
+  }
+  for (auto* l : {&writes_, &reads_})
+    if (l->thread.joinable())
+      l->thread.join();
+}
+
+store_executor::stats store_executor::snapshot() const {
+  return {queued_.load(), committed_batches_.load(), committed_jobs_.load(),
+          failed_jobs_.load()};
+}
+
+}  // namespace ragtor

@@ -1,0 +1,84 @@
+// Group commit for a store backend. A writer thread owns one connection: it
+// takes every queued write job (up to max_batch), runs them in ONE
+// transaction — each inside its own savepoint, so a failing job is undone
+// alone — commits, and only then reports each job's outcome. A reader
+// thread with a second connection serves read jobs. Neither ever runs on a
+// CAF scheduler thread. In `inline` mode (deterministic tests) jobs run on
+// the submitting thread, one transaction each.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "persistence/store_backend.hpp"
+
+namespace ragtor {
+
+class store_executor {
+public:
+  // Runs inside the transaction; throws store_error to fail the job.
+  using work_fn = std::function<void(store_backend&)>;
+  // Called after the outcome is durable (or known failed): error is empty
+  // on success. Runs on the executor's thread.
+  using done_fn = std::function<void(const std::string& error)>;
+
+  struct stats {
+    uint64_t queued = 0;
+    uint64_t committed_batches = 0;
+    uint64_t committed_jobs = 0;
+    uint64_t failed_jobs = 0;
+  };
+
+  store_executor(std::unique_ptr<store_backend> writer, std::unique_ptr<store_backend> reader,
+                 size_t max_batch, bool run_inline = false);
+  ~store_executor();
+  store_executor(const store_executor&) = delete;
+  store_executor& operator=(const store_executor&) = delete;
+
+  void submit_write(work_fn work, done_fn done);
+  void submit_read(work_fn work, done_fn done);
+
+  // Runs every queued job, then joins the threads. Idempotent.
+  void stop();
+
+  stats snapshot() const;
+
+private:
+  struct job {
+    work_fn work;
+    done_fn done;
+  };
+  struct lane {
+    std::mutex mx;
+    std::condition_variable cv;
+    std::deque<job> jobs;
+    bool stopping = false;
+    std::thread thread;
+  };
+
+  void write_loop();
+  void read_loop();
+  void run_batch(std::deque<job>& batch);
+  void run_read(job& j);
+
+  std::unique_ptr<store_backend> writer_;
+  std::unique_ptr<store_backend> reader_;
+  size_t max_batch_;
+  bool inline_;
+  lane writes_;
+  lane reads_;
+  std::atomic<uint64_t> queued_{0};
+  std::atomic<uint64_t> committed_batches_{0};
+  std::atomic<uint64_t> committed_jobs_{0};
+  std::atomic<uint64_t> failed_jobs_{0};
+};
+
+}  // namespace ragtor

@@ -1,0 +1,255 @@
+// The SQLite backend, migrations, the group-commit executor and the store
+// actor, against real SQLite files.
+#include <atomic>
+#include <filesystem>
+#include <latch>
+#include <thread>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <gtest/gtest.h>
+#include <sqlite3.h>
+
+#include "actors/store/store_actor.hpp"
+#include "persistence/migrations.hpp"
+#include "persistence/sqlite/sqlite_backend.hpp"
+#include "persistence/store_executor.hpp"
+#include "protocol/errc.hpp"
+
+using namespace ragtor;
+
+namespace {
+
+struct temp_db {
+  std::filesystem::path dir;
+  temp_db() {
+    dir = std::filesystem::temp_directory_path() / ("ragtor-store-" + new_id());
+    std::filesystem::create_directories(dir);
+  }
+  ~temp_db() { std::filesystem::remove_all(dir); }
+  std::filesystem::path file() const { return dir / "test.db"; }
+};
+
+std::unique_ptr<sqlite_backend> open_migrated(const std::filesystem::path& p) {
+  auto db = std::make_unique<sqlite_backend>(p);
+  apply_migrations(*db, embedded_migrations());
+  return db;
+}
+
+int64_t count_rows(const std::filesystem::path& p, const char* sql) {
+  sqlite3* db = nullptr;
+  sqlite3_open_v2(p.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  sqlite3_stmt* st = nullptr;
+  sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
+  int64_t n = -1;
+  if (sqlite3_step(st) == SQLITE_ROW)
+    n = sqlite3_column_int64(st, 0);
+  sqlite3_finalize(st);
+  sqlite3_close(db);
+  return n;
+}
+
+}  // namespace
+
+TEST(store_backend, migrations_apply_exactly_once) {
+  temp_db t;
+  {
+    sqlite_backend db{t.file()};
+    EXPECT_EQ(apply_migrations(db, embedded_migrations()),
+              static_cast<int>(embedded_migrations().size()));
+  }
+  sqlite_backend db{t.file()};
+  EXPECT_EQ(apply_migrations(db, embedded_migrations()), 0);
+  auto applied = db.applied_migrations();
+  ASSERT_EQ(applied.size(), embedded_migrations().size());
+  EXPECT_EQ(applied.front(), 1);
+  // Every table of DESIGN §9 exists.
+  for (auto table : {"conversations", "messages", "feedback", "conversation_summaries",
+                     "core_memory", "episodes", "memories", "knowledge_bases", "documents",
+                     "chunks", "entities", "relations", "schema_migrations"}) {
+    auto sql = std::string{"SELECT COUNT(*) FROM sqlite_master WHERE type='table' AND name='"}
+               + table + "'";
+    EXPECT_EQ(count_rows(t.file(), sql.c_str()), 1) << table;
+  }
+}
+
+TEST(store_backend, turns_number_messages_per_conversation) {
+  temp_db t;
+  auto db = open_migrated(t.file());
+  db->begin();
+  auto a = db->begin_turn("u", "s", "hello", "r1", 1);
+  stored_message m;
+  m.conversation_id = a.conversation_id;
+  m.content = "hi there";
+  m.request_id = "r1";
+  auto reply = db->finish_turn(m, 2);
+  auto b = db->begin_turn("u", "s", "again", "r2", 3);
+  auto other = db->begin_turn("u", "s2", "elsewhere", "", 4);
+  db->commit();
+  EXPECT_EQ(a.seq, 1);
+  EXPECT_EQ(b.seq, 3);
+  EXPECT_EQ(a.conversation_id, b.conversation_id);
+  EXPECT_NE(a.conversation_id, other.conversation_id);
+  EXPECT_EQ(other.seq, 1);
+  EXPECT_FALSE(a.existing);
+  auto h = db->history(a.conversation_id, 10);
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0].content, "hello");
+  EXPECT_EQ(h[0].role, "user");
+  EXPECT_EQ(h[1].message_id, reply);
+  EXPECT_EQ(h[1].role, "assistant");
+  EXPECT_EQ(h[2].content, "again");
+  auto last = db->history(a.conversation_id, 2);
+  ASSERT_EQ(last.size(), 2u);
+  EXPECT_EQ(last[0].seq, 2);  // oldest first
+  EXPECT_EQ(last[1].seq, 3);
+}
+
+TEST(store_backend, a_known_request_id_writes_nothing_and_reports_the_stored_turn) {
+  temp_db t;
+  auto db = open_migrated(t.file());
+  db->begin();
+  auto first = db->begin_turn("u", "s", "hello", "r1", 1);
+  auto again = db->begin_turn("u", "s", "hello", "r1", 2);
+  EXPECT_TRUE(again.existing);
+  EXPECT_FALSE(again.has_answer);
+  EXPECT_EQ(again.message_id, first.message_id);
+  stored_message m;
+  m.conversation_id = first.conversation_id;
+  m.content = "partial";
+  m.completed = false;
+  m.request_id = "r1";
+  db->finish_turn(m, 3);
+  auto third = db->begin_turn("u", "s", "hello", "r1", 4);
+  db->commit();
+  EXPECT_TRUE(third.has_answer);
+  EXPECT_EQ(third.answer.content, "partial");
+  EXPECT_FALSE(third.answer.completed);
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), 2);
+}
+
+TEST(store_backend, data_survives_reopening) {
+  temp_db t;
+  std::string conv;
+  {
+    auto db = open_migrated(t.file());
+    db->begin();
+    conv = db->begin_turn("u", "s", "persist me", "", 1).conversation_id;
+    db->commit();
+  }
+  auto db = open_migrated(t.file());
+  auto h = db->history(conv, 5);
+  ASSERT_EQ(h.size(), 1u);
+  EXPECT_EQ(h[0].content, "persist me");
+}
+
+TEST(store_executor, concurrent_writes_are_group_committed) {
+  temp_db t;
+  auto writer = open_migrated(t.file());
+  auto reader = std::make_unique<sqlite_backend>(t.file());
+  store_executor ex{std::move(writer), std::move(reader), 256};
+  constexpr int threads = 8;
+  constexpr int per_thread = 25;
+  std::atomic<int> acked{0};
+  std::atomic<int> failed{0};
+  std::latch all_done{threads * per_thread};
+  std::vector<std::thread> ts;
+  for (int i = 0; i < threads; ++i)
+    ts.emplace_back([&, i] {
+      for (int j = 0; j < per_thread; ++j)
+        ex.submit_write(
+          [i](store_backend& db) {
+            db.begin_turn("u" + std::to_string(i), "s", "m", "", 1);
+          },
+          [&](const std::string& err) {
+            (err.empty() ? acked : failed)++;
+            all_done.count_down();
+          });
+    });
+  for (auto& th : ts)
+    th.join();
+  all_done.wait();
+  EXPECT_EQ(acked.load(), threads * per_thread);
+  EXPECT_EQ(failed.load(), 0);
+  auto s = ex.snapshot();
+  EXPECT_EQ(s.committed_jobs, static_cast<uint64_t>(threads * per_thread));
+  EXPECT_LT(s.committed_batches, static_cast<uint64_t>(threads * per_thread))
+    << "no batching happened";
+  ex.stop();
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), threads * per_thread);
+}
+
+TEST(store_executor, a_failing_job_does_not_fail_its_batch) {
+  temp_db t;
+  store_executor ex{open_migrated(t.file()), std::make_unique<sqlite_backend>(t.file()), 256,
+                    true};
+  std::vector<std::string> outcomes;
+  ex.submit_write([](store_backend& db) { db.begin_turn("u", "s", "ok", "", 1); },
+                  [&](const std::string& e) { outcomes.push_back(e); });
+  ex.submit_write(
+    [](store_backend& db) {
+      stored_message bad;  // no such conversation: foreign key violation
+      bad.conversation_id = "missing";
+      bad.content = "x";
+      db.finish_turn(bad, 1);
+    },
+    [&](const std::string& e) { outcomes.push_back(e); });
+  ASSERT_EQ(outcomes.size(), 2u);
+  EXPECT_TRUE(outcomes[0].empty());
+  EXPECT_FALSE(outcomes[1].empty());
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), 1);
+}
+
+TEST(store_actor, answers_after_commit) {
+  temp_db t;
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  caf::actor_system sys{cfg};
+  store_options opts;
+  opts.sqlite_path = t.file();
+  auto store = spawn_store(sys, opts);
+  ASSERT_TRUE(store) << sys.render(store.error());
+  caf::scoped_actor self{sys};
+  turn_opened opened;
+  self->request(*store, std::chrono::seconds(10), atom::begin_turn_v, std::string{"u"},
+                std::string{"s"}, std::string{"question"}, std::string{"r1"})
+    .receive([&](turn_opened& x) { opened = x; },
+             [&](caf::error& err) { FAIL() << sys.render(err); });
+  // Acknowledged means committed: a separate connection sees the row.
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages WHERE request_id='r1'"), 1);
+  stored_message m;
+  m.conversation_id = opened.conversation_id;
+  m.content = "answer";
+  m.request_id = "r1";
+  self->request(*store, std::chrono::seconds(10), atom::finish_turn_v, m)
+    .receive([&](std::string& id) { EXPECT_FALSE(id.empty()); },
+             [&](caf::error& err) { FAIL() << sys.render(err); });
+  self->request(*store, std::chrono::seconds(10), atom::history_v, opened.conversation_id,
+                int32_t{10})
+    .receive(
+      [&](std::vector<stored_message>& h) {
+        ASSERT_EQ(h.size(), 2u);
+        EXPECT_EQ(h[1].content, "answer");
+      },
+      [&](caf::error& err) { FAIL() << sys.render(err); });
+  // A write that fails is reported as unavailable, not acknowledged.
+  stored_message bad;
+  bad.conversation_id = "missing";
+  self->request(*store, std::chrono::seconds(10), atom::finish_turn_v, bad)
+    .receive([&](std::string&) { FAIL() << "a failed write was acknowledged"; },
+             [&](caf::error& err) { EXPECT_EQ(code_of(err), errc::unavailable); });
+  self->send_exit(*store, caf::exit_reason::user_shutdown);
+}
+
+TEST(store_actor, refuses_an_unopenable_database_clearly) {
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  caf::actor_system sys{cfg};
+  store_options opts;
+  opts.sqlite_path = "/proc/forbidden/ragtor.db";
+  auto store = spawn_store(sys, opts);
+  ASSERT_FALSE(store);
+  EXPECT_EQ(code_of(store.error()), errc::unavailable);
+  EXPECT_NE(error_message(store.error()).find("/proc/forbidden"), std::string::npos);
+}
