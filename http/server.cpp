@@ -254,6 +254,12 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       co_return;
     }
     auto chat_req = std::move(parsed.request);
+    if (!chat_req.kb_prefix.empty() && settings.kb_exists && !settings.kb_exists(chat_req.kb_prefix)) {
+      co_await write_error(stream, 404, "not_found",
+                           "unknown knowledge base \"" + chat_req.kb_prefix + "\"", "kb_prefix",
+                           false);
+      co_return;
+    }
     if (chat_req.request_id.empty())
       chat_req.request_id = new_request_id();
     auto ticket = co_await async_request<turn_ticket>(

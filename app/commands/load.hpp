@@ -5,6 +5,7 @@
 
 #include "app/commands/commands.hpp"
 #include "config/config.hpp"
+#include "protocol/errc.hpp"
 
 namespace ragtor {
 

@@ -20,7 +20,9 @@
 #include "app/commands/commands.hpp"
 #include "app/commands/load.hpp"
 #include "http/server.hpp"
+#include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
+#include "protocol/worker_name.hpp"
 #include "retrieval/kb_catalog.hpp"
 
 namespace ragtor {
@@ -65,7 +67,8 @@ int run_serve(const serve_options& opts) {
   chunker_options chunking;
   chunking.max_chars = cfg->retrieval.chunk_max_chars;
   chunking.overlap_chars = cfg->retrieval.chunk_overlap_chars;
-  auto catalog = kb_catalog::load(cfg->data_dir, chunking);
+  bm25_params bm25{cfg->retrieval.bm25_k1, cfg->retrieval.bm25_b};
+  auto catalog = kb_catalog::load(cfg->data_dir, chunking, bm25);
   if (!catalog) {
     spdlog::error("cannot load knowledge bases: {}", error_message(catalog.error()));
     return 1;
@@ -126,6 +129,12 @@ int run_serve(const serve_options& opts) {
   hs.write_timeout = std::chrono::seconds{cfg->sse.write_timeout_s};
   hs.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   hs.initial_credit = cfg->sse.initial_credit;
+  hs.kb_exists = [catalog = *catalog](std::string_view kb) {
+    // "general" means no retrieval (any case); "default" is the unnamed KB.
+    if (format_worker_name(kb, "").empty())
+      return true;
+    return catalog->get(kb == "default" ? std::string_view{} : kb) != nullptr;
+  };
   http::server srv{sys, hs, sessions};
   auto port = srv.start();
   auto stop_actors = [&] {

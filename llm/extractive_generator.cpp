@@ -1,0 +1,160 @@
+#include "llm/extractive_generator.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "retrieval/tokenizer.hpp"
+
+namespace ragtor {
+
+namespace {
+
+struct candidate {
+  size_t item;      // evidence rank
+  size_t position;  // sentence index within the item
+  std::string_view sentence;
+  double score = 0;
+};
+
+size_t utf8_len(unsigned char lead) {
+  if (lead < 0x80)
+    return 1;
+  if ((lead >> 5) == 0x6)
+    return 2;
+  if ((lead >> 4) == 0xE)
+    return 3;
+  if ((lead >> 3) == 0x1E)
+    return 4;
+  return 1;
+}
+
+bool is_space(char c) {
+  return c == ' ' || c == '\n' || c == '\t' || c == '\r';
+}
+
+extractive_answer with_tokens(std::string text) {
+  extractive_answer a;
+  a.tokens = split_tokens(text);
+  a.text = std::move(text);
+  return a;
+}
+
+}  // namespace
+
+std::vector<std::string> split_tokens(std::string_view text) {
+  std::vector<std::string> out;
+  size_t i = 0;
+  while (i < text.size()) {
+    size_t start = i;
+    auto lead = static_cast<unsigned char>(text[i]);
+    if (utf8_len(lead) == 3 && lead >= 0xE3 && lead <= 0xE9) {
+      // CJK run: two code points per token.
+      for (int n = 0; n < 2 && i < text.size(); ++n) {
+        auto l = static_cast<unsigned char>(text[i]);
+        if (!(utf8_len(l) == 3 && l >= 0xE3 && l <= 0xE9))
+          break;
+        i += std::min(utf8_len(l), text.size() - i);
+      }
+    } else {
+      while (i < text.size() && !is_space(text[i])) {
+        auto l = static_cast<unsigned char>(text[i]);
+        if (i > start && utf8_len(l) == 3 && l >= 0xE3 && l <= 0xE9)
+          break;
+        i += std::min(utf8_len(l), text.size() - i);
+      }
+    }
+    while (i < text.size() && is_space(text[i]))
+      ++i;
+    if (i == start)
+      ++i;  // defensive: always progress
+    out.emplace_back(text.substr(start, i - start));
+  }
+  return out;
+}
+
+extractive_answer extractive_answer_for(std::string_view question, const retrieval_result& evidence,
+                                        const extractive_options& opts) {
+  auto q = tokenize(question);
+  std::set<std::string> qterms(q.begin(), q.end());
+  std::vector<candidate> cands;
+  std::vector<std::set<std::string>> cand_terms;
+  auto& items = evidence.retrieval_results;
+  for (size_t i = 0; i < items.size(); ++i) {
+    auto sentences = split_sentences(items[i].evidence);
+    for (size_t j = 0; j < sentences.size(); ++j) {
+      // Markdown headings and list markers alone are not statements.
+      if (sentences[j].starts_with('#'))
+        continue;
+      auto toks = tokenize(sentences[j]);
+      cands.push_back({i, j, sentences[j], 0});
+      cand_terms.emplace_back(toks.begin(), toks.end());
+    }
+  }
+  // Rarer question terms (in fewer evidence sentences) weigh more.
+  std::map<std::string, size_t> df;
+  for (auto& terms : cand_terms)
+    for (auto& t : terms)
+      if (qterms.count(t))
+        ++df[t];
+  for (size_t c = 0; c < cands.size(); ++c) {
+    double s = 0;
+    for (auto& t : cand_terms[c])
+      if (qterms.count(t))
+        s += 1.0 / std::log(2.0 + static_cast<double>(df[t]));
+    if (s > 0)
+      s += 0.05 / (1.0 + static_cast<double>(cands[c].item));  // prefer better-ranked evidence
+    cands[c].score = s;
+  }
+  std::vector<size_t> order(cands.size());
+  for (size_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t a, size_t b) { return cands[a].score > cands[b].score; });
+  std::vector<size_t> picked;
+  std::set<std::string_view> seen;
+  for (auto c : order) {
+    if (picked.size() >= opts.max_sentences || cands[c].score <= 0)
+      break;
+    if (seen.insert(cands[c].sentence).second)
+      picked.push_back(c);
+  }
+  if (picked.empty())
+    return with_tokens("I could not find anything about that in the knowledge base.");
+  // Readable order: evidence rank, then position in the text.
+  std::sort(picked.begin(), picked.end(), [&](size_t a, size_t b) {
+    return std::tie(cands[a].item, cands[a].position) < std::tie(cands[b].item, cands[b].position);
+  });
+  extractive_answer a;
+  std::string body = "According to the knowledge base:";
+  std::map<size_t, size_t> number_of_item;  // evidence rank -> [n]
+  std::string sources;
+  for (auto c : picked) {
+    auto& item = items[cands[c].item];
+    auto [it, fresh] = number_of_item.emplace(cands[c].item, number_of_item.size() + 1);
+    auto n = it->second;
+    body += ' ';
+    body += cands[c].sentence;
+    body += " [" + std::to_string(n) + "]";
+    if (fresh) {
+      sources += sources.empty() ? "" : "; ";
+      sources += "[" + std::to_string(n) + "] " + (item.title.empty() ? item.doc_id : item.title)
+                 + " (" + item.doc_id + ")";
+    }
+    a.citations.push_back(
+      {item.doc_id, item.result_id, item.title, std::string{cands[c].sentence}, true});
+  }
+  auto text = body + "\n\nSources: " + sources;
+  a.tokens = split_tokens(text);
+  a.text = std::move(text);
+  return a;
+}
+
+extractive_answer general_reply_without_model() {
+  return with_tokens(
+    "No language model is configured, so I can only answer questions from a knowledge base. "
+    "Name one with \"kb_prefix\" in your request, for example \"demo\".");
+}
+
+}  // namespace ragtor

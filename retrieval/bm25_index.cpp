@@ -1,0 +1,182 @@
+#include "retrieval/bm25_index.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <queue>
+
+#include "retrieval/tokenizer.hpp"
+
+namespace ragtor {
+
+namespace {
+
+// Orders hits best first; ties by smaller index.
+bool better(const bm25_index::hit& a, const bm25_index::hit& b) {
+  return a.second > b.second || (a.second == b.second && a.first < b.first);
+}
+
+// Min-heap of the current top k (worst on top).
+class top_k {
+public:
+  explicit top_k(size_t k) : k_(k) {}
+  void offer(uint32_t doc, double score) {
+    if (k_ == 0)
+      return;
+    if (heap_.size() < k_) {
+      heap_.push_back({doc, score});
+      std::push_heap(heap_.begin(), heap_.end(), better);
+    } else if (better({doc, score}, heap_.front())) {
+      std::pop_heap(heap_.begin(), heap_.end(), better);
+      heap_.back() = {doc, score};
+      std::push_heap(heap_.begin(), heap_.end(), better);
+    }
+  }
+  // Scores at or below this cannot enter (-inf until full).
+  double threshold() const {
+    return heap_.size() < k_ ? -1.0 : heap_.front().second;
+  }
+  std::vector<bm25_index::hit> sorted() {
+    std::sort(heap_.begin(), heap_.end(), better);
+    return std::move(heap_);
+  }
+
+private:
+  size_t k_;
+  std::vector<bm25_index::hit> heap_;
+};
+
+}  // namespace
+
+bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p) {
+  bm25_index idx;
+  idx.params_ = p;
+  idx.doc_len_.reserve(chunks.size());
+  uint64_t total = 0;
+  for (uint32_t d = 0; d < chunks.size(); ++d) {
+    auto terms = tokenize(chunks[d].title + "\n" + chunks[d].text);
+    std::map<std::string, uint32_t> tf;
+    for (auto& t : terms)
+      ++tf[t];
+    for (auto& [term, n] : tf) {
+      auto& pl = idx.postings_[term];
+      pl.docs.push_back(d);
+      pl.tfs.push_back(n);
+    }
+    idx.doc_len_.push_back(static_cast<uint32_t>(terms.size()));
+    total += terms.size();
+  }
+  idx.avg_len_ = chunks.empty() ? 1.0 : std::max(1.0, double(total) / double(chunks.size()));
+  double n = static_cast<double>(chunks.size());
+  for (auto& [term, pl] : idx.postings_) {
+    double df = static_cast<double>(pl.docs.size());
+    pl.idf = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
+    double ub = 0;
+    for (size_t i = 0; i < pl.docs.size(); ++i)
+      ub = std::max(ub, idx.term_score(pl, i, 1.0));
+    pl.upper_bound = ub;
+  }
+  return idx;
+}
+
+double bm25_index::term_score(const posting_list& pl, size_t pos, double weight) const {
+  double tf = pl.tfs[pos];
+  double len = doc_len_[pl.docs[pos]];
+  double norm = params_.k1 * (1.0 - params_.b + params_.b * len / avg_len_);
+  return weight * pl.idf * tf * (params_.k1 + 1.0) / (tf + norm);
+}
+
+std::vector<bm25_index::query_term> bm25_index::query_terms(std::string_view query) const {
+  std::map<std::string, double> counts;
+  for (auto& t : tokenize(query))
+    counts[t] += 1.0;
+  std::vector<query_term> out;
+  for (auto& [term, w] : counts)
+    if (auto i = postings_.find(term); i != postings_.end())
+      out.push_back({&i->second, w, out.size()});
+  return out;
+}
+
+std::vector<bm25_index::hit> bm25_index::search_exhaustive(std::string_view query,
+                                                           size_t k) const {
+  std::vector<double> scores(doc_len_.size(), 0.0);
+  std::vector<bool> seen(doc_len_.size(), false);
+  for (auto& qt : query_terms(query))
+    for (size_t i = 0; i < qt.list->docs.size(); ++i) {
+      scores[qt.list->docs[i]] += term_score(*qt.list, i, qt.weight);
+      seen[qt.list->docs[i]] = true;
+    }
+  top_k top{k};
+  for (uint32_t d = 0; d < scores.size(); ++d)
+    if (seen[d])
+      top.offer(d, scores[d]);
+  return top.sorted();
+}
+
+std::vector<bm25_index::hit> bm25_index::search(std::string_view query, size_t k) const {
+  auto terms = query_terms(query);
+  if (terms.empty() || k == 0)
+    return {};
+  // Ascending upper bound: terms [0, first_essential) are non-essential.
+  std::sort(terms.begin(), terms.end(), [](const query_term& a, const query_term& b) {
+    return a.list->upper_bound * a.weight < b.list->upper_bound * b.weight;
+  });
+  size_t n = terms.size();
+  std::vector<double> prefix_ub(n + 1, 0.0);  // sum of bounds of terms [0, i)
+  for (size_t i = 0; i < n; ++i)
+    prefix_ub[i + 1] = prefix_ub[i] + terms[i].list->upper_bound * terms[i].weight;
+  std::vector<size_t> cursor(n, 0);
+  std::vector<double> contrib(n, 0.0);
+  top_k top{k};
+  size_t first_essential = 0;
+  constexpr uint32_t end = UINT32_MAX;
+  auto doc_at = [&](size_t t) {
+    return cursor[t] < terms[t].list->docs.size() ? terms[t].list->docs[cursor[t]] : end;
+  };
+  for (;;) {
+    // Next candidate: the smallest doc among essential lists.
+    uint32_t doc = end;
+    for (size_t t = first_essential; t < n; ++t)
+      doc = std::min(doc, doc_at(t));
+    if (doc == end)
+      break;
+    std::fill(contrib.begin(), contrib.end(), 0.0);
+    double score = 0;
+    for (size_t t = first_essential; t < n; ++t)
+      if (doc_at(t) == doc) {
+        auto s = term_score(*terms[t].list, cursor[t], terms[t].weight);
+        contrib[terms[t].canonical] = s;
+        score += s;
+        ++cursor[t];
+      }
+    // Non-essential terms, highest bound first, while they could matter.
+    bool complete = true;
+    for (size_t t = first_essential; t-- > 0;) {
+      if (score + prefix_ub[t + 1] <= top.threshold()) {
+        complete = false;
+        break;
+      }
+      auto& docs = terms[t].list->docs;
+      auto it = std::lower_bound(docs.begin() + cursor[t], docs.end(), doc);
+      cursor[t] = static_cast<size_t>(it - docs.begin());
+      if (it != docs.end() && *it == doc) {
+        auto s = term_score(*terms[t].list, cursor[t], terms[t].weight);
+        contrib[terms[t].canonical] = s;
+        score += s;
+      }
+    }
+    if (complete) {
+      // Sum in canonical order so scores equal exhaustive scoring bit for bit.
+      double exact = 0;
+      for (auto c : contrib)
+        exact += c;
+      top.offer(doc, exact);
+    }
+    // Grow the non-essential set while its bounds cannot reach the top k.
+    while (first_essential < n && prefix_ub[first_essential + 1] <= top.threshold())
+      ++first_essential;
+  }
+  return top.sorted();
+}
+
+}  // namespace ragtor

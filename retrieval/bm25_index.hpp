@@ -1,0 +1,59 @@
+// An immutable in-memory BM25 index over chunks (title + text). Top-k uses
+// MaxScore: query terms are ordered by their score upper bound, and
+// documents that only contain "non-essential" terms — whose bounds together
+// cannot beat the current k-th score — are never scored. It returns exactly
+// what exhaustive scoring returns (ties: smaller chunk index first).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "retrieval/document.hpp"
+
+namespace ragtor {
+
+struct bm25_params {
+  double k1 = 0.9;
+  double b = 0.4;
+};
+
+class bm25_index {
+public:
+  using params = bm25_params;
+
+  using hit = std::pair<uint32_t, double>;  // chunk index, score
+
+  static bm25_index build(const std::vector<chunk>& chunks, params p = {});
+
+  std::vector<hit> search(std::string_view query, size_t k) const;
+  std::vector<hit> search_exhaustive(std::string_view query, size_t k) const;
+
+  size_t size() const { return doc_len_.size(); }
+
+private:
+  struct posting_list {
+    std::vector<uint32_t> docs;  // ascending
+    std::vector<uint32_t> tfs;
+    double idf = 0;
+    double upper_bound = 0;  // max score contribution of this term
+  };
+  struct query_term {
+    const posting_list* list;
+    double weight;     // query term multiplicity
+    size_t canonical;  // position in term order: scores are summed in it
+  };
+
+  std::vector<query_term> query_terms(std::string_view query) const;
+  double term_score(const posting_list& pl, size_t pos, double weight) const;
+
+  params params_;
+  std::unordered_map<std::string, posting_list> postings_;
+  std::vector<uint32_t> doc_len_;
+  double avg_len_ = 0;
+};
+
+}  // namespace ragtor

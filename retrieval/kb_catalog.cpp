@@ -1,0 +1,75 @@
+#include "retrieval/kb_catalog.hpp"
+
+#include "retrieval/kb_store.hpp"
+
+namespace ragtor {
+
+std::vector<retrieval_item> kb_snapshot::search(std::string_view query, size_t k) const {
+  std::vector<retrieval_item> out;
+  for (auto& [idx, score] : index.search(query, k)) {
+    if (score <= 0)
+      continue;
+    auto& c = chunks[idx];
+    retrieval_item item;
+    item.result_id = c.chunk_id;
+    item.granularity = "chunk";
+    item.evidence = c.text;
+    item.source = "bm25";
+    item.score = score;
+    item.source_id = c.chunk_id;
+    item.source_type = "chunk";
+    item.doc_id = c.doc_id;
+    item.title = c.title;
+    item.kb_prefix = name;
+    out.push_back(std::move(item));
+  }
+  return out;
+}
+
+std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(std::string name,
+                                                              const std::vector<document>& docs,
+                                                              const chunker_options& chunking,
+                                                              const bm25_params& bm25) {
+  auto snap = std::make_shared<kb_snapshot>();
+  snap->name = std::move(name);
+  for (auto& d : docs)
+    for (auto& c : chunk_document(d, chunking))
+      snap->chunks.push_back(std::move(c));
+  snap->index = bm25_index::build(snap->chunks, bm25);
+  return snap;
+}
+
+caf::expected<std::shared_ptr<kb_catalog>> kb_catalog::load(const std::filesystem::path& data_dir,
+                                                            const chunker_options& chunking,
+                                                            const bm25_params& bm25) {
+  auto catalog = std::make_shared<kb_catalog>();
+  for (auto& name : list_kbs(data_dir)) {
+    auto docs = load_kb_documents(data_dir, name);
+    if (!docs)
+      return std::move(docs.error());
+    catalog->put(build_snapshot(name, *docs, chunking, bm25));
+  }
+  return catalog;
+}
+
+std::shared_ptr<const kb_snapshot> kb_catalog::get(std::string_view kb) const {
+  std::lock_guard lock{mx_};
+  auto i = kbs_.find(kb);
+  return i == kbs_.end() ? nullptr : i->second;
+}
+
+std::vector<std::string> kb_catalog::names() const {
+  std::lock_guard lock{mx_};
+  std::vector<std::string> out;
+  for (auto& [name, snap] : kbs_)
+    out.push_back(name);
+  return out;
+}
+
+void kb_catalog::put(std::shared_ptr<const kb_snapshot> snapshot) {
+  std::lock_guard lock{mx_};
+  auto name = snapshot->name;
+  kbs_[name] = std::move(snapshot);
+}
+
+}  // namespace ragtor
