@@ -176,23 +176,24 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
         boost::system::error_code ec;
         co_await bhttp::async_read_header(stream, buffer, parser,
                                           net::redirect_error(net::use_awaitable, ec));
-        if (ec)
-          break;  // closed, timed out or garbage: nothing to answer
-        if (beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+        if (!ec && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
           bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
           co_await bhttp::async_write(stream, cont, net::use_awaitable);
         }
-        co_await bhttp::async_read(stream, buffer, parser,
-                                   net::redirect_error(net::use_awaitable, ec));
+        if (!ec)
+          co_await bhttp::async_read(stream, buffer, parser,
+                                     net::redirect_error(net::use_awaitable, ec));
         if (ec == bhttp::error::body_limit) {
           co_await write_error(stream, 413, "payload_too_large",
                                "request body exceeds " + std::to_string(settings.limits.max_body_bytes)
                                  + " bytes",
                                "", false);
+          co_await drain(stream);
           break;
         }
         if (ec) {
-          if (ec != bhttp::error::end_of_stream && ec != net::error::eof)
+          if (ec != bhttp::error::end_of_stream && ec != net::error::eof
+              && ec != beast::error::timeout && ec != net::error::operation_aborted)
             co_await write_error(stream, 400, "invalid_request", "malformed HTTP request", "", false);
           break;
         }
@@ -208,6 +209,24 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream.socket().close(ignored);
+  }
+
+  // Reads and discards what the client is still sending (bounded in bytes
+  // and time) so it can read our early error response instead of getting a
+  // connection reset.
+  static net::awaitable<void> drain(beast::tcp_stream& stream) {
+    boost::system::error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    std::array<char, 64 * 1024> scratch;
+    size_t total = 0;
+    stream.expires_after(std::chrono::seconds(2));
+    while (total < (64u << 20)) {
+      auto n = co_await stream.async_read_some(net::buffer(scratch),
+                                               net::redirect_error(net::use_awaitable, ec));
+      if (ec)
+        break;
+      total += n;
+    }
   }
 
   // Serves one request; returns whether the connection may be reused.

@@ -128,11 +128,17 @@ TEST_F(chat_test, two_turns_in_one_session_are_numbered_in_order) {
   expect_persisted_turn(rows, 2, q2, r2.done->at("/content"), 3);
 }
 
-TEST_F(chat_test, unknown_kb_still_ends_with_done) {
-  auto r = chat_stream(port(), chat_body("dave", "s1", battery_question, "no_such_kb"));
-  // Either an answer saying nothing was found, or error then done; done is
-  // last either way.
-  ASSERT_TRUE(well_formed_stream(r));
+// Bad input changes nothing: an unknown KB is refused before the user
+// message is stored.
+TEST_F(chat_test, unknown_kb_is_refused_before_anything_is_stored) {
+  for (auto path : {chat_stream_path, chat_path}) {
+    auto res = request(port(), "POST", path, chat_body("dave", "s1", battery_question, "no_such_kb"));
+    EXPECT_EQ(res.status, 404) << res.body;
+    auto j = json::parse(res.body);
+    EXPECT_EQ(j.str("/error/code"), "not_found");
+    EXPECT_EQ(j.str("/error/field"), "kb_prefix");
+  }
+  EXPECT_TRUE(db().messages("dave", "s1").empty());
   EXPECT_TRUE(healthy());
 }
 
