@@ -110,6 +110,29 @@ std::vector<std::string> tokenize(std::string_view text, const tokenizer_options
   return out;
 }
 
+namespace {
+
+// Hard-wrapped prose continues across a single newline; a blank line, a
+// heading, a list item or a quote starts something new.
+bool line_break_ends_sentence(std::string_view text, size_t sentence_start, size_t nl) {
+  size_t first = sentence_start;
+  while (first < nl && std::isspace(static_cast<unsigned char>(text[first])))
+    ++first;
+  if (first < nl && text[first] == '#')
+    return true;  // a heading is a line of its own
+  size_t next = nl + 1;
+  while (next < text.size() && (text[next] == ' ' || text[next] == '\t' || text[next] == '\r'))
+    ++next;
+  if (next >= text.size())
+    return true;
+  char c = text[next];
+  return c == '\n' || c == '#' || c == '-' || c == '*' || c == '>' || c == '|'
+         || (std::isdigit(static_cast<unsigned char>(c)) && next + 1 < text.size()
+             && (text[next + 1] == '.' || text[next + 1] == ')'));
+}
+
+}  // namespace
+
 std::vector<std::string_view> split_sentences(std::string_view text) {
   std::vector<std::string_view> out;
   auto push = [&](size_t from, size_t to) {
@@ -123,7 +146,7 @@ std::vector<std::string_view> split_sentences(std::string_view text) {
   size_t start = 0;
   for (size_t i = 0; i < text.size(); ++i) {
     char c = text[i];
-    if (c == '\n') {
+    if (c == '\n' && line_break_ends_sentence(text, start, i)) {
       push(start, i);
       start = i + 1;
     } else if ((c == '.' || c == '!' || c == '?') && i + 1 < text.size()

@@ -85,6 +85,13 @@ TEST(tokenizer, sentences_split_on_latin_and_cjk_punctuation) {
                                            "第二句！", "end"}));
 }
 
+TEST(tokenizer, hard_wrapped_lines_continue_a_sentence) {
+  auto s = split_sentences("# Title\nA sentence that is\nwrapped here. Next one\n\n- item one\n- item two");
+  std::vector<std::string> got(s.begin(), s.end());
+  EXPECT_EQ(got, (std::vector<std::string>{"# Title", "A sentence that is\nwrapped here.",
+                                           "Next one", "- item one", "- item two"}));
+}
+
 TEST(chunker, chunks_are_slices_within_the_size_bound) {
   document d;
   d.id = "doc";
