@@ -26,6 +26,9 @@
 #include <spdlog/spdlog.h>
 
 #include "http/caf_asio.hpp"
+#include "http/query.hpp"
+#include "protocol/api_json.hpp"
+#include "protocol/json_object.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/stream_events.hpp"
@@ -90,6 +93,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   caf::actor_system& sys;
   server_settings settings;
   session_manager_actor sessions;
+  store_actor store;
   // Declared before ioc: handlers destroyed with ioc still touch them.
   std::mutex mx;
   std::condition_variable idle_cv;
@@ -101,8 +105,12 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::vector<std::thread> threads;
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
 
-  impl(caf::actor_system& s, server_settings st, session_manager_actor sm)
-    : sys(s), settings(std::move(st)), sessions(std::move(sm)), ioc(settings.io_threads) {
+  impl(caf::actor_system& s, server_settings st, session_manager_actor sm, store_actor sa)
+    : sys(s),
+      settings(std::move(st)),
+      sessions(std::move(sm)),
+      store(std::move(sa)),
+      ioc(settings.io_threads) {
   }
 
   // Counts a chat request in flight for graceful shutdown.
@@ -232,10 +240,14 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   // Serves one request; returns whether the connection may be reused.
   net::awaitable<bool> dispatch(beast::tcp_stream& stream, beast::flat_buffer& buffer,
                                 request_t& req) {
-    std::string_view target{req.target().data(), req.target().size()};
-    auto path = target.substr(0, target.find('?'));
+    auto t = parse_target(std::string_view{req.target().data(), req.target().size()});
+    auto path = t.path;
     bool keep = req.keep_alive();
     auto method = req.method();
+    if (!t.valid) {
+      co_await write_error(stream, 400, "invalid_request", "malformed query string", "", keep);
+      co_return keep;
+    }
     if (path == "/healthz") {
       if (method != bhttp::verb::get)
         co_return co_await method_not_allowed(stream, keep);
@@ -249,9 +261,204 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       co_await chat(stream, buffer, req, path == "/api/v1/chat/stream");
       co_return false;
     }
+    if (path == "/api/v1/chat/stop") {
+      if (method != bhttp::verb::post)
+        co_return co_await method_not_allowed(stream, keep);
+      co_await stop_turn(stream, req, keep);
+      co_return keep;
+    }
+    if (path == "/api/v1/clear") {
+      if (method != bhttp::verb::post)
+        co_return co_await method_not_allowed(stream, keep);
+      co_await clear(stream, req, keep);
+      co_return keep;
+    }
+    if (path == "/api/v1/feedback") {
+      if (method != bhttp::verb::post)
+        co_return co_await method_not_allowed(stream, keep);
+      co_await feedback(stream, req, keep);
+      co_return keep;
+    }
+    constexpr std::string_view conversations = "/api/v1/conversations";
+    if (path == conversations) {
+      if (method != bhttp::verb::get)
+        co_return co_await method_not_allowed(stream, keep);
+      co_await list_conversations(stream, t, keep);
+      co_return keep;
+    }
+    if (path.starts_with(conversations) && path.size() > conversations.size() + 1
+        && path[conversations.size()] == '/') {
+      auto rest = path.substr(conversations.size() + 1);
+      auto slash = rest.find('/');
+      std::string id{rest.substr(0, slash)};
+      auto suffix = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
+      if (suffix == "/messages") {
+        if (method != bhttp::verb::get)
+          co_return co_await method_not_allowed(stream, keep);
+        co_await conversation_messages(stream, t, id, keep);
+        co_return keep;
+      }
+      if (suffix.empty()) {
+        if (method != bhttp::verb::delete_)
+          co_return co_await method_not_allowed(stream, keep);
+        co_await delete_conversation(stream, t, id, keep);
+        co_return keep;
+      }
+    }
     co_await write_error(stream, 404, "not_found", "no such endpoint: " + std::string{path}, "",
                          keep);
     co_return keep;
+  }
+
+  // -- conversation management ----------------------------------------------------------
+
+  // Writes `err` as the JSON error response it maps to.
+  net::awaitable<void> write_caf_error(beast::tcp_stream& stream, const caf::error& err,
+                                       bool keep) {
+    auto he = http_error_of(code_of(err));
+    co_await write_error(stream, he.status, he.code, error_message(err), "", keep);
+  }
+
+  net::awaitable<void> write_request_error(beast::tcp_stream& stream, const request_error& e,
+                                           bool keep) {
+    co_await write_error(stream, static_cast<unsigned>(e.status), e.code, e.message, e.field,
+                         keep);
+  }
+
+  // The user_id query parameter, validated; "" after writing a 400.
+  net::awaitable<std::string> user_param(beast::tcp_stream& stream, const target& t, bool keep) {
+    auto i = t.query.find("user_id");
+    if (i == t.query.end() || !is_valid_id(i->second, settings.limits.max_id_chars)) {
+      co_await write_request_error(stream, id_field_error("user_id", settings.limits.max_id_chars),
+                                   keep);
+      co_return std::string{};
+    }
+    co_return i->second;
+  }
+
+  // The integer query parameter `name` (default when absent); nullopt
+  // after writing a 400.
+  net::awaitable<std::optional<int64_t>> int_query(beast::tcp_stream& stream, const target& t,
+                                                   std::string_view name, int64_t fallback,
+                                                   int64_t min, int64_t max, bool keep) {
+    auto i = t.query.find(name);
+    if (i == t.query.end())
+      co_return fallback;
+    auto v = int_param(i->second, min, max);
+    if (!v)
+      co_await write_request_error(
+        stream,
+        make_request_error("invalid_request",
+                           "parameter " + quoted_field(name) + " must be an integer in ["
+                             + std::to_string(min) + ", " + std::to_string(max) + "]",
+                           name),
+        keep);
+    co_return v;
+  }
+
+  static constexpr caf::timespan store_timeout = std::chrono::seconds(30);
+
+  net::awaitable<void> list_conversations(beast::tcp_stream& stream, const target& t, bool keep) {
+    auto user = co_await user_param(stream, t, keep);
+    if (user.empty())
+      co_return;
+    auto limit = co_await int_query(stream, t, "limit", 20, 1, 100, keep);
+    if (!limit)
+      co_return;
+    std::string cursor;
+    if (auto i = t.query.find("cursor"); i != t.query.end()) {
+      cursor = i->second;
+      auto colon = cursor.find(':');
+      if (colon == std::string::npos
+          || !int_param(std::string_view{cursor}.substr(0, colon), 0, INT64_MAX)
+          || !is_valid_id(std::string_view{cursor}.substr(colon + 1), 64)) {
+        co_await write_error(stream, 400, "invalid_request", "malformed cursor", "cursor", keep);
+        co_return;
+      }
+    }
+    auto page = co_await async_request<conversation_page>(sys, store, store_timeout,
+                                                          atom::list_convs_v, user,
+                                                          static_cast<int32_t>(*limit), cursor);
+    if (!page)
+      co_return co_await write_caf_error(stream, page.error(), keep);
+    co_await write_json(stream, 200, conversation_page_json(*page), keep);
+  }
+
+  net::awaitable<void> conversation_messages(beast::tcp_stream& stream, const target& t,
+                                             const std::string& id, bool keep) {
+    auto user = co_await user_param(stream, t, keep);
+    if (user.empty())
+      co_return;
+    auto limit = co_await int_query(stream, t, "limit", 50, 1, 200, keep);
+    if (!limit)
+      co_return;
+    auto before = co_await int_query(stream, t, "before", 0, 1, INT64_MAX, keep);
+    if (!before)
+      co_return;
+    // One extra message tells whether an older page exists.
+    auto msgs = co_await async_request<std::vector<stored_message>>(
+      sys, store, store_timeout, atom::messages_v, id, user, static_cast<int32_t>(*limit + 1),
+      *before);
+    if (!msgs)
+      co_return co_await write_caf_error(stream, msgs.error(), keep);
+    bool has_more = msgs->size() > static_cast<size_t>(*limit);
+    if (has_more)
+      msgs->erase(msgs->begin());
+    co_await write_json(stream, 200, messages_json(id, *msgs, has_more), keep);
+  }
+
+  net::awaitable<void> delete_conversation(beast::tcp_stream& stream, const target& t,
+                                           const std::string& id, bool keep) {
+    auto user = co_await user_param(stream, t, keep);
+    if (user.empty())
+      co_return;
+    auto deleted = co_await async_request<bool>(sys, store, store_timeout, atom::delete_conv_v,
+                                                id, user);
+    if (!deleted)
+      co_return co_await write_caf_error(stream, deleted.error(), keep);
+    json_writer w;
+    w.begin_object().field("status", "deleted").field("conversation_id", id).end_object();
+    co_await write_json(stream, 200, w.take(), keep);
+  }
+
+  net::awaitable<void> clear(beast::tcp_stream& stream, request_t& req, bool keep) {
+    auto parsed = parse_clear_request(req.body(), settings.limits);
+    if (!parsed.ok)
+      co_return co_await write_request_error(stream, parsed.error, keep);
+    auto cleared = co_await async_request<int64_t>(sys, store, store_timeout, atom::clear_v,
+                                                   parsed.value.user_id, parsed.value.session_id);
+    if (!cleared)
+      co_return co_await write_caf_error(stream, cleared.error(), keep);
+    co_await write_json(stream, 200, clear_json(*cleared), keep);
+  }
+
+  net::awaitable<void> feedback(beast::tcp_stream& stream, request_t& req, bool keep) {
+    auto parsed = parse_feedback_request(req.body(), settings.limits);
+    if (!parsed.ok)
+      co_return co_await write_request_error(stream, parsed.error, keep);
+    auto state = co_await async_request<std::string>(sys, store, store_timeout, atom::feedback_v,
+                                                     parsed.value);
+    if (!state)
+      co_return co_await write_caf_error(stream, state.error(), keep);
+    json_writer w;
+    w.begin_object()
+      .field("status", "ok")
+      .field("message_id", parsed.value.message_id)
+      .field("feedback", *state)
+      .end_object();
+    co_await write_json(stream, 200, w.take(), keep);
+  }
+
+  net::awaitable<void> stop_turn(beast::tcp_stream& stream, request_t& req, bool keep) {
+    auto parsed = parse_stop_request(req.body(), settings.limits);
+    if (!parsed.ok)
+      co_return co_await write_request_error(stream, parsed.error, keep);
+    auto found = co_await async_request<bool>(sys, sessions, store_timeout, atom::stop_v,
+                                              parsed.value.request_id, parsed.value.user_id);
+    if (!found)
+      co_return co_await write_caf_error(stream, found.error(), keep);
+    co_await write_json(stream, 200,
+                        *found ? R"({"status":"stopped"})" : R"({"status":"not_found"})", keep);
   }
 
   net::awaitable<bool> method_not_allowed(beast::tcp_stream& stream, bool keep) {
@@ -470,8 +677,10 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   }
 };
 
-server::server(caf::actor_system& sys, server_settings settings, session_manager_actor sessions)
-  : impl_(std::make_shared<impl>(sys, std::move(settings), std::move(sessions))) {
+server::server(caf::actor_system& sys, server_settings settings, session_manager_actor sessions,
+               store_actor store)
+  : impl_(std::make_shared<impl>(sys, std::move(settings), std::move(sessions),
+                                 std::move(store))) {
 }
 
 server::~server() {

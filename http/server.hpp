@@ -36,7 +36,8 @@ struct server_settings {
 
 class server {
 public:
-  server(caf::actor_system& sys, server_settings settings, session_manager_actor sessions);
+  server(caf::actor_system& sys, server_settings settings, session_manager_actor sessions,
+         store_actor store);
   ~server();
   server(const server&) = delete;
   server& operator=(const server&) = delete;

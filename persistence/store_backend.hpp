@@ -57,6 +57,38 @@ public:
   // The last `limit` messages of a conversation, oldest first.
   virtual std::vector<stored_message> history(const std::string& conversation_id,
                                               int32_t limit) = 0;
+
+  // -- conversation management (DESIGN §5) ------------------------------------------------
+
+  // The user's conversations, most recently updated first (ties: id
+  // descending), at most `limit`. `cursor` is "" for the first page, else
+  // the next_cursor of the previous page (an opaque "updated_at:id" string;
+  // a malformed cursor throws store_error).
+  virtual conversation_page list_conversations(const std::string& user_id, int32_t limit,
+                                               const std::string& cursor) = 0;
+
+  // The conversation's owner (user_id), or "" when it does not exist.
+  virtual std::string conversation_owner(const std::string& conversation_id) = 0;
+
+  // The newest `limit` messages with seq < before_seq (before_seq <= 0: no
+  // bound), returned oldest first.
+  virtual std::vector<stored_message> messages_page(const std::string& conversation_id,
+                                                    int32_t limit, int64_t before_seq) = 0;
+
+  // Deletes the conversation with everything that belongs to it (messages,
+  // summary, episodes, feedback on its messages); false if it did not exist.
+  virtual bool delete_conversation(const std::string& conversation_id) = 0;
+
+  // Deletes the messages, summary and episodes of (user_id, session_id) but
+  // keeps the conversation; returns how many messages were deleted (0 when
+  // the conversation does not exist).
+  virtual int64_t clear_conversation(const std::string& user_id,
+                                     const std::string& session_id) = 0;
+
+  // Toggles a vote: no vote -> the vote; the same vote again -> removed;
+  // the opposite vote -> replaced. Returns "positive", "negative" or "none",
+  // or "" (writing nothing) when no message has id vote.message_id.
+  virtual std::string toggle_feedback(const feedback_vote& vote, int64_t now_ms) = 0;
 };
 
 // A random 128-bit id as 32 hex characters.

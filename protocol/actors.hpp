@@ -138,6 +138,21 @@ using store_actor = caf::typed_actor<
   // The last `limit` messages of a conversation, oldest first.
   caf::replies_to<atom::history, std::string /*conversation_id*/, int32_t /*limit*/>::with<
     std::vector<stored_message>>,
+  // A user's conversations, newest first, paged by an opaque cursor.
+  caf::replies_to<atom::list_convs, std::string /*user_id*/, int32_t /*limit*/,
+                  std::string /*cursor*/>::with<conversation_page>,
+  // The newest `limit` messages before seq `before` (0 = latest), oldest
+  // first; not_found unless the conversation is the user's.
+  caf::replies_to<atom::messages, std::string /*conversation_id*/, std::string /*user_id*/,
+                  int32_t /*limit*/, int64_t /*before*/>::with<std::vector<stored_message>>,
+  // Deletes a conversation; not_found unless it is the user's.
+  caf::replies_to<atom::delete_conv, std::string /*conversation_id*/,
+                  std::string /*user_id*/>::with<bool>,
+  // Drops a conversation's messages, summary and episodes; answers how many
+  // messages were removed.
+  caf::replies_to<atom::clear, std::string /*user_id*/, std::string /*session_id*/>::with<int64_t>,
+  // Toggles a vote; answers "positive", "negative" or "none".
+  caf::replies_to<atom::feedback, feedback_vote>::with<std::string>,
   // INTERNAL (from the store's worker threads): job `id` finished (its
   // transaction committed or failed); deliver its response promise.
   caf::reacts_to<atom::store_done, uint64_t /*job id*/>>::extend_with<status_api>;

@@ -173,6 +173,53 @@ typename Inspector::result_type inspect(Inspector& f, turn_opened& x) {
            x.existing, x.has_answer, x.answer);
 }
 
+// A conversation as listed by GET /api/v1/conversations.
+struct conversation_info {
+  std::string conversation_id;
+  std::string user_id;
+  std::string session_id;
+  std::string title;
+  std::string first_message;  // content of the first user message
+  int64_t message_count = 0;
+  int64_t created_at_ms = 0;
+  int64_t updated_at_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, conversation_info& x) {
+  return f(caf::meta::type_name("conversation_info"), x.conversation_id, x.user_id,
+           x.session_id, x.title, x.first_message, x.message_count, x.created_at_ms,
+           x.updated_at_ms);
+}
+
+// One page of conversations, newest first; `next_cursor` is "" on the last
+// page.
+struct conversation_page {
+  std::vector<conversation_info> conversations;
+  std::string next_cursor;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, conversation_page& x) {
+  return f(caf::meta::type_name("conversation_page"), x.conversations, x.next_cursor);
+}
+
+// A vote on an assistant message (POST /api/v1/feedback).
+struct feedback_vote {
+  std::string message_id;
+  std::string thread_id;  // the conversation's session_id
+  std::string query;
+  bool is_positive = true;
+  std::string agent_type;
+  std::string metadata_json;  // "" or a JSON object
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, feedback_vote& x) {
+  return f(caf::meta::type_name("feedback_vote"), x.message_id, x.thread_id, x.query,
+           x.is_positive, x.agent_type, x.metadata_json);
+}
+
 // What the stream actor asks a generator to do.
 struct generation_request {
   std::string request_id;

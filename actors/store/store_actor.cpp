@@ -35,19 +35,29 @@ struct store_state {
 
 using store_ptr = store_actor::stateful_pointer<store_state>;
 
+// Someone else's conversation is reported exactly like a missing one, so
+// ids cannot be probed.
+caf::error not_found(const std::string& conversation_id) {
+  return make_error(errc::not_found, "no conversation \"" + conversation_id + "\"");
+}
+
 // Queues `work` and answers the request once the worker reported back.
+// `work` returns R, or caf::expected<R> to refuse (e.g. not_found) without
+// failing the transaction.
 template <class R, class F>
 caf::result<R> submit(store_ptr self, bool write, F work) {
   auto& st = self->state;
   auto rp = self->make_response_promise<R>();
   auto id = ++st.next_job;
-  auto value = std::make_shared<std::optional<R>>();
+  auto value = std::make_shared<std::optional<caf::expected<R>>>();
   auto error = std::make_shared<std::string>();
   st.pending.emplace(id, [rp, value, error]() mutable {
-    if (value->has_value())
-      rp.deliver(std::move(**value));
-    else
+    if (!value->has_value())
       rp.deliver(make_error(errc::unavailable, "database error: " + *error));
+    else if (**value)
+      rp.deliver(std::move(***value));
+    else
+      rp.deliver(std::move((*value)->error()));
   });
   auto handle = caf::actor_cast<store_actor>(self);
   auto run = [value, work](store_backend& db) { *value = work(db); };
@@ -98,6 +108,42 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
       [=](atom::history, const std::string& conversation_id, int32_t limit) {
         return submit<std::vector<stored_message>>(self, false, [=](store_backend& db) {
           return db.history(conversation_id, limit);
+        });
+      },
+      [=](atom::list_convs, const std::string& user_id, int32_t limit,
+          const std::string& cursor) {
+        return submit<conversation_page>(self, false, [=](store_backend& db) {
+          return db.list_conversations(user_id, limit, cursor);
+        });
+      },
+      [=](atom::messages, const std::string& conversation_id, const std::string& user_id,
+          int32_t limit, int64_t before) {
+        return submit<std::vector<stored_message>>(
+          self, false,
+          [=](store_backend& db) -> caf::expected<std::vector<stored_message>> {
+            if (db.conversation_owner(conversation_id) != user_id)
+              return not_found(conversation_id);
+            return db.messages_page(conversation_id, limit, before);
+          });
+      },
+      [=](atom::delete_conv, const std::string& conversation_id, const std::string& user_id) {
+        return submit<bool>(self, true, [=](store_backend& db) -> caf::expected<bool> {
+          if (db.conversation_owner(conversation_id) != user_id)
+            return not_found(conversation_id);
+          return db.delete_conversation(conversation_id);
+        });
+      },
+      [=](atom::clear, const std::string& user_id, const std::string& session_id) {
+        return submit<int64_t>(self, true, [=](store_backend& db) {
+          return db.clear_conversation(user_id, session_id);
+        });
+      },
+      [=](atom::feedback, const feedback_vote& vote) {
+        return submit<std::string>(self, true, [=](store_backend& db) -> caf::expected<std::string> {
+          auto state = db.toggle_feedback(vote, now_ms());
+          if (state.empty())
+            return make_error(errc::not_found, "no message \"" + vote.message_id + "\"");
+          return state;
         });
       },
       [=](atom::store_done, uint64_t id) {

@@ -135,7 +135,7 @@ int run_serve(const serve_options& opts) {
       return true;
     return catalog->get(kb == "default" ? std::string_view{} : kb) != nullptr;
   };
-  http::server srv{sys, hs, sessions};
+  http::server srv{sys, hs, sessions, *store};
   auto port = srv.start();
   auto stop_actors = [&] {
     caf::anon_send_exit(sessions, caf::exit_reason::user_shutdown);

@@ -1,6 +1,8 @@
 #include "persistence/sqlite/sqlite_backend.hpp"
 
 #include <algorithm>
+#include <cstdlib>
+#include <limits>
 
 #include <sqlite3.h>
 
@@ -219,12 +221,8 @@ std::string sqlite_backend::finish_turn(const stored_message& msg, int64_t now) 
                         msg.content, msg.citations_json, msg.completed, msg.request_id, now);
 }
 
-std::vector<stored_message> sqlite_backend::history(const std::string& conversation_id,
-                                                    int32_t limit) {
-  auto& st = prepare("SELECT id, seq, role, content, citations, completed, request_id, "
-                     "created_at FROM messages WHERE conversation_id = ? "
-                     "ORDER BY seq DESC LIMIT ?");
-  st.bind(conversation_id).bind(int64_t{limit});
+std::vector<stored_message> sqlite_backend::read_messages(statement& st,
+                                                          const std::string& conversation_id) {
   std::vector<stored_message> out;
   while (st.step()) {
     stored_message m;
@@ -239,8 +237,154 @@ std::vector<stored_message> sqlite_backend::history(const std::string& conversat
     m.created_at_ms = st.integer(7);
     out.push_back(std::move(m));
   }
-  std::reverse(out.begin(), out.end());
+  std::reverse(out.begin(), out.end());  // queries read newest first
   return out;
+}
+
+std::vector<stored_message> sqlite_backend::history(const std::string& conversation_id,
+                                                    int32_t limit) {
+  return messages_page(conversation_id, limit, 0);
+}
+
+std::vector<stored_message> sqlite_backend::messages_page(const std::string& conversation_id,
+                                                          int32_t limit, int64_t before_seq) {
+  auto& st = prepare("SELECT id, seq, role, content, citations, completed, request_id, "
+                     "created_at FROM messages WHERE conversation_id = ? AND seq < ? "
+                     "ORDER BY seq DESC LIMIT ?");
+  st.bind(conversation_id)
+    .bind(before_seq > 0 ? before_seq : std::numeric_limits<int64_t>::max())
+    .bind(int64_t{limit});
+  return read_messages(st, conversation_id);
+}
+
+conversation_page sqlite_backend::list_conversations(const std::string& user_id, int32_t limit,
+                                                     const std::string& cursor) {
+  int64_t after_time = std::numeric_limits<int64_t>::max();
+  std::string after_id;
+  if (!cursor.empty()) {
+    auto colon = cursor.find(':');
+    char* end = nullptr;
+    if (colon != std::string::npos)
+      after_time = std::strtoll(cursor.c_str(), &end, 10);
+    if (colon == std::string::npos || end != cursor.c_str() + colon)
+      throw store_error("malformed cursor");
+    after_id = cursor.substr(colon + 1);
+  }
+  auto& st = prepare(
+    "SELECT c.id, c.session_id, c.title, c.created_at, c.updated_at, "
+    "(SELECT content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
+    " ORDER BY m.seq LIMIT 1), "
+    "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
+    "FROM conversations c WHERE c.user_id = ? "
+    "AND (c.updated_at < ? OR (c.updated_at = ? AND c.id < ?)) "
+    "ORDER BY c.updated_at DESC, c.id DESC LIMIT ?");
+  // Without a cursor every id compares below the sentinel "~".
+  st.bind(user_id).bind(after_time).bind(after_time).bind(cursor.empty() ? "~" : after_id)
+    .bind(int64_t{limit} + 1);
+  conversation_page page;
+  while (st.step()) {
+    conversation_info c;
+    c.conversation_id = st.text(0);
+    c.user_id = user_id;
+    c.session_id = st.text(1);
+    c.title = st.text(2);
+    c.created_at_ms = st.integer(3);
+    c.updated_at_ms = st.integer(4);
+    c.first_message = st.text(5);
+    c.message_count = st.integer(6);
+    page.conversations.push_back(std::move(c));
+  }
+  if (page.conversations.size() > static_cast<size_t>(limit)) {
+    page.conversations.pop_back();
+    auto& last = page.conversations.back();
+    page.next_cursor = std::to_string(last.updated_at_ms) + ":" + last.conversation_id;
+  }
+  return page;
+}
+
+std::string sqlite_backend::conversation_owner(const std::string& conversation_id) {
+  auto& st = prepare("SELECT user_id FROM conversations WHERE id = ?");
+  st.bind(conversation_id);
+  return st.step() ? st.text(0) : std::string{};
+}
+
+bool sqlite_backend::delete_conversation(const std::string& conversation_id) {
+  auto& fb = prepare("DELETE FROM feedback WHERE message_id IN "
+                     "(SELECT id FROM messages WHERE conversation_id = ?)");
+  fb.bind(conversation_id).step();
+  // messages, summary and episodes go with it (ON DELETE CASCADE).
+  auto& st = prepare("DELETE FROM conversations WHERE id = ?");
+  st.bind(conversation_id).step();
+  return sqlite3_changes(db_) > 0;
+}
+
+int64_t sqlite_backend::clear_conversation(const std::string& user_id,
+                                           const std::string& session_id) {
+  std::string id;
+  {
+    auto& st = prepare("SELECT id FROM conversations WHERE user_id = ? AND session_id = ?");
+    st.bind(user_id).bind(session_id);
+    if (!st.step())
+      return 0;
+    id = st.text(0);
+  }
+  prepare("DELETE FROM conversation_summaries WHERE conversation_id = ?").bind(id).step();
+  prepare("DELETE FROM episodes WHERE conversation_id = ?").bind(id).step();
+  prepare("DELETE FROM feedback WHERE message_id IN "
+          "(SELECT id FROM messages WHERE conversation_id = ?)")
+    .bind(id)
+    .step();
+  prepare("DELETE FROM messages WHERE conversation_id = ?").bind(id).step();
+  return sqlite3_changes(db_);
+}
+
+std::string sqlite_backend::toggle_feedback(const feedback_vote& vote, int64_t now) {
+  {
+    auto& st = prepare("SELECT 1 FROM messages WHERE id = ?");
+    st.bind(vote.message_id);
+    if (!st.step())
+      return {};
+  }
+  int64_t current = -1;  // -1: no vote
+  {
+    auto& st = prepare("SELECT is_positive FROM feedback WHERE thread_id = ? AND message_id = ?");
+    st.bind(vote.thread_id).bind(vote.message_id);
+    if (st.step())
+      current = st.integer(0);
+  }
+  int64_t wanted = vote.is_positive ? 1 : 0;
+  if (current == wanted) {
+    prepare("DELETE FROM feedback WHERE thread_id = ? AND message_id = ?")
+      .bind(vote.thread_id)
+      .bind(vote.message_id)
+      .step();
+    return "none";
+  }
+  if (current >= 0) {
+    prepare("UPDATE feedback SET is_positive = ?, query = ?, agent_type = ?, metadata = ?, "
+            "created_at = ? WHERE thread_id = ? AND message_id = ?")
+      .bind(wanted)
+      .bind(vote.query)
+      .bind_null_if_empty(vote.agent_type)
+      .bind_null_if_empty(vote.metadata_json)
+      .bind(now)
+      .bind(vote.thread_id)
+      .bind(vote.message_id)
+      .step();
+  } else {
+    prepare("INSERT INTO feedback (id, thread_id, message_id, query, is_positive, agent_type, "
+            "metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+      .bind(new_id())
+      .bind(vote.thread_id)
+      .bind(vote.message_id)
+      .bind(vote.query)
+      .bind(wanted)
+      .bind_null_if_empty(vote.agent_type)
+      .bind_null_if_empty(vote.metadata_json)
+      .bind(now)
+      .step();
+  }
+  return vote.is_positive ? "positive" : "negative";
 }
 
 }  // namespace ragtor

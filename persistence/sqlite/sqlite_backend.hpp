@@ -43,6 +43,14 @@ public:
   std::string finish_turn(const stored_message& msg, int64_t now_ms) override;
   std::vector<stored_message> history(const std::string& conversation_id,
                                       int32_t limit) override;
+  conversation_page list_conversations(const std::string& user_id, int32_t limit,
+                                       const std::string& cursor) override;
+  std::string conversation_owner(const std::string& conversation_id) override;
+  std::vector<stored_message> messages_page(const std::string& conversation_id, int32_t limit,
+                                            int64_t before_seq) override;
+  bool delete_conversation(const std::string& conversation_id) override;
+  int64_t clear_conversation(const std::string& user_id, const std::string& session_id) override;
+  std::string toggle_feedback(const feedback_vote& vote, int64_t now_ms) override;
 
 private:
   class statement;
@@ -53,6 +61,7 @@ private:
                              std::string_view role, const std::string& content,
                              const std::string& citations, bool completed,
                              const std::string& request_id, int64_t now_ms);
+  std::vector<stored_message> read_messages(class statement& st, const std::string& conversation_id);
   bool find_message(const std::string& conversation_id, const std::string& request_id,
                     std::string_view role, stored_message& out);
 

@@ -1,0 +1,133 @@
+#include "protocol/json_object.hpp"
+
+#include <algorithm>
+#include <vector>
+
+#include <simdjson.h>
+
+#include "protocol/json_writer.hpp"
+
+namespace ragtor {
+
+namespace {
+
+constexpr size_t max_echoed_name = 64;
+
+object_parse fail(request_error e) {
+  object_parse r;
+  r.error = std::move(e);
+  return r;
+}
+
+}  // namespace
+
+bool json_fields::has(std::string_view name) const {
+  return strings.count(name) || bools.count(name) || integers.count(name) || objects.count(name);
+}
+
+std::string json_fields::string_or(std::string_view name, std::string fallback) const {
+  auto i = strings.find(name);
+  return i == strings.end() ? std::move(fallback) : i->second;
+}
+
+bool json_fields::bool_or(std::string_view name, bool fallback) const {
+  auto i = bools.find(name);
+  return i == bools.end() ? fallback : i->second;
+}
+
+std::string quoted_field(std::string_view name) {
+  if (name.size() > max_echoed_name)
+    return "\"" + std::string{name.substr(0, max_echoed_name)} + "...\"";
+  return "\"" + std::string{name} + "\"";
+}
+
+request_error make_request_error(std::string_view code, std::string message,
+                                 std::string_view field) {
+  request_error e;
+  e.status = code == "payload_too_large" ? 413 : 400;
+  e.code = std::string{code};
+  e.message = std::move(message);
+  e.field = std::string{field.substr(0, std::min(field.size(), max_echoed_name))};
+  return e;
+}
+
+request_error id_field_error(std::string_view field, size_t max_chars) {
+  return make_request_error("invalid_request",
+                            "field " + quoted_field(field) + " must be 1-"
+                              + std::to_string(max_chars) + " characters of [A-Za-z0-9_.:@-]",
+                            field);
+}
+
+object_parse parse_json_object(std::string_view body, size_t max_body_bytes,
+                               std::span<const field_spec> specs) {
+  auto invalid = [](std::string msg, std::string_view field = {}) {
+    return fail(make_request_error("invalid_request", std::move(msg), field));
+  };
+  if (body.size() > max_body_bytes)
+    return fail(make_request_error(
+      "payload_too_large", "request body exceeds " + std::to_string(max_body_bytes) + " bytes"));
+  if (!is_valid_utf8(body))
+    return invalid("invalid UTF-8");
+  simdjson::dom::parser parser;
+  simdjson::padded_string padded{body};
+  simdjson::dom::element doc;
+  if (auto err = parser.parse(padded).get(doc); err != simdjson::SUCCESS) {
+    // simdjson also rejects escaped lone surrogates ("\ud800"), which would
+    // decode to invalid UTF-8.
+    if (err == simdjson::UTF8_ERROR || err == simdjson::STRING_ERROR)
+      return invalid("invalid UTF-8 or string escape in JSON body");
+    return invalid("body is not valid JSON");
+  }
+  simdjson::dom::object obj;
+  if (doc.get_object().get(obj) != simdjson::SUCCESS)
+    return invalid("body must be a JSON object");
+  object_parse result;
+  auto& out = result.fields;
+  std::vector<bool> seen(specs.size(), false);
+  for (auto [key, value] : obj) {
+    auto spec = std::find_if(specs.begin(), specs.end(),
+                             [&](const field_spec& f) { return f.name == key; });
+    if (spec == specs.end())
+      return invalid("unknown field " + quoted_field(key), key);
+    auto index = static_cast<size_t>(spec - specs.begin());
+    if (seen[index])
+      return invalid("duplicate field " + quoted_field(key), key);
+    seen[index] = true;
+    std::string name{key};
+    switch (spec->kind) {
+      case field_kind::string: {
+        std::string_view s;
+        if (value.get_string().get(s) != simdjson::SUCCESS)
+          return invalid("field " + quoted_field(key) + " must be a string", key);
+        out.strings.emplace(name, s);
+        break;
+      }
+      case field_kind::boolean: {
+        bool b;
+        if (value.get_bool().get(b) != simdjson::SUCCESS)
+          return invalid("field " + quoted_field(key) + " must be a boolean", key);
+        out.bools.emplace(name, b);
+        break;
+      }
+      case field_kind::integer: {
+        int64_t i;
+        if (value.get_int64().get(i) != simdjson::SUCCESS)
+          return invalid("field " + quoted_field(key) + " must be an integer", key);
+        out.integers.emplace(name, i);
+        break;
+      }
+      case field_kind::object:
+        if (!value.is_object())
+          return invalid("field " + quoted_field(key) + " must be an object", key);
+        out.objects.emplace(name, simdjson::minify(value));
+        break;
+    }
+  }
+  for (size_t i = 0; i < specs.size(); ++i)
+    if (specs[i].required && !seen[i])
+      return invalid("field " + quoted_field(specs[i].name) + " is required", specs[i].name);
+  result.ok = true;
+  return result;
+}
+
+}  // namespace ragtor
