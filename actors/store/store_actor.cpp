@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include "persistence/migrations.hpp"
+#include "persistence/postgres/pg_backend.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
 #include "persistence/store_executor.hpp"
 #include "protocol/errc.hpp"
@@ -21,6 +22,7 @@ namespace {
 struct store_state {
   static inline const char* name = "store";
   std::shared_ptr<store_executor> executor;
+  std::string backend;
   // Job id -> delivers that job's response promise.
   std::unordered_map<uint64_t, std::function<void()>> pending;
   uint64_t next_job = 0;
@@ -80,19 +82,27 @@ caf::result<R> submit(store_ptr self, bool write, F work) {
 caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_options& opts) {
   std::shared_ptr<store_executor> executor;
   try {
-    auto writer = std::make_unique<sqlite_backend>(opts.sqlite_path);
+    // Two connections: the writer (group commits) and the reader.
+    auto open = [&]() -> std::unique_ptr<store_backend> {
+      if (!opts.postgres_dsn.empty())
+        return std::make_unique<pg_backend>(opts.postgres_dsn);
+      return std::make_unique<sqlite_backend>(opts.sqlite_path);
+    };
+    auto writer = open();
     auto ran = apply_migrations(*writer, embedded_migrations());
     if (ran > 0)
-      spdlog::info("store: applied {} migration(s) to {}", ran, opts.sqlite_path.string());
-    auto reader = std::make_unique<sqlite_backend>(opts.sqlite_path);
+      spdlog::info("store: applied {} migration(s) ({})", ran, writer->backend_name());
+    auto reader = open();
     executor = std::make_shared<store_executor>(std::move(writer), std::move(reader),
                                                 static_cast<size_t>(opts.flush_max_batch),
                                                 opts.run_inline);
   } catch (const std::exception& e) {
     return make_error(errc::unavailable, e.what());
   }
-  return sys.spawn([executor](store_ptr self) -> store_actor::behavior_type {
+  std::string backend = opts.postgres_dsn.empty() ? "sqlite" : "postgres";
+  return sys.spawn([executor, backend](store_ptr self) -> store_actor::behavior_type {
     self->state.executor = executor;
+    self->state.backend = backend;
     return {
       [=](atom::begin_turn, const std::string& user_id, const std::string& session_id,
           const std::string& content, const std::string& request_id) {
@@ -160,7 +170,7 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
         w.begin_object()
           .field("kind", "store")
           .field("name", "store")
-          .field("backend", "sqlite")
+          .field("backend", self->state.backend)
           .field("queued", s.queued)
           .field("pending_replies", static_cast<uint64_t>(self->state.pending.size()))
           .field("committed_batches", s.committed_batches)

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <filesystem>
+#include <string>
 
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
@@ -16,6 +17,8 @@
 namespace ragtor {
 
 struct store_options {
+  // PostgreSQL when set (libpq DSN); otherwise the SQLite file below.
+  std::string postgres_dsn;
   std::filesystem::path sqlite_path;
   int flush_max_batch = 256;
   // Run jobs on the façade's own thread (no worker threads), so tests with

@@ -82,13 +82,10 @@ int run_serve(const serve_options& opts) {
     caf_cfg.set("scheduler.max-threads", static_cast<size_t>(cfg->actors.scheduler_threads));
   caf::actor_system sys{caf_cfg};
 
-  if (cfg->store.backend == "postgres"
-      || (cfg->store.backend == "auto" && !cfg->store.postgres_dsn.empty())) {
-    spdlog::error("the PostgreSQL store is not available in this build yet; "
-                  "set store.backend = \"sqlite\"");
-    return 1;
-  }
   store_options store_opts;
+  if (cfg->store.backend == "postgres"
+      || (cfg->store.backend == "auto" && !cfg->store.postgres_dsn.empty()))
+    store_opts.postgres_dsn = cfg->store.postgres_dsn;
   store_opts.sqlite_path = cfg->store.sqlite_path.empty()
                              ? std::filesystem::path{cfg->data_dir} / "ragtor.db"
                              : std::filesystem::path{cfg->store.sqlite_path};
@@ -153,7 +150,9 @@ int run_serve(const serve_options& opts) {
                                                             : listen->first;
   std::printf("ragtor listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(*port));
   std::fflush(stdout);
-  spdlog::info("ready: data dir {}, store {}", cfg->data_dir, store_opts.sqlite_path.string());
+  spdlog::info("ready: data dir {}, store {}", cfg->data_dir,
+               store_opts.postgres_dsn.empty() ? store_opts.sqlite_path.string()
+                                               : std::string{"postgres"});
 
   int sig = 0;
   sigwait(&signals, &sig);

@@ -1,0 +1,369 @@
+#include "persistence/postgres/pg_backend.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <limits>
+#include <utility>
+
+#include <libpq-fe.h>
+
+namespace ragtor {
+
+// Owns a PGresult.
+class pg_backend::result {
+public:
+  explicit result(PGresult* r) : r_(r) {}
+  result(result&& other) noexcept : r_(std::exchange(other.r_, nullptr)) {}
+  ~result() {
+    if (r_)
+      PQclear(r_);
+  }
+  int rows() const { return PQntuples(r_); }
+  std::string text(int row, int col) const {
+    return PQgetisnull(r_, row, col) ? std::string{}
+                                     : std::string{PQgetvalue(r_, row, col),
+                                                   static_cast<size_t>(PQgetlength(r_, row, col))};
+  }
+  int64_t integer(int row, int col) const {
+    return PQgetisnull(r_, row, col) ? 0 : std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
+  }
+  int64_t affected() const { return std::strtoll(PQcmdTuples(r_), nullptr, 10); }
+
+private:
+  PGresult* r_;
+};
+
+namespace {
+
+// The DSN's host/port/dbname for messages, never the password.
+std::string describe(PGconn* c) {
+  if (!c)
+    return "?";
+  std::string out = PQhost(c) ? PQhost(c) : "?";
+  out += ":";
+  out += PQport(c) ? PQport(c) : "?";
+  out += "/";
+  out += PQdb(c) ? PQdb(c) : "?";
+  return out;
+}
+
+std::string trimmed(const char* msg) {
+  std::string s = msg ? msg : "";
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+}  // namespace
+
+pg_backend::pg_backend(std::string dsn) : dsn_(std::move(dsn)) {
+  conn_ = PQconnectdb(dsn_.c_str());
+  if (PQstatus(conn_) != CONNECTION_OK) {
+    auto msg = "cannot connect to PostgreSQL at " + describe(conn_) + ": "
+               + trimmed(PQerrorMessage(conn_));
+    PQfinish(conn_);
+    conn_ = nullptr;
+    throw store_error(msg);
+  }
+  // Warnings about e.g. DROP ... CASCADE are not errors; keep stderr quiet.
+  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+}
+
+pg_backend::~pg_backend() {
+  if (conn_)
+    PQfinish(conn_);
+}
+
+void pg_backend::ensure_connected() {
+  if (PQstatus(conn_) == CONNECTION_OK)
+    return;
+  PQreset(conn_);
+  if (PQstatus(conn_) != CONNECTION_OK)
+    throw store_error("PostgreSQL is unreachable (" + describe(conn_)
+                      + "): " + trimmed(PQerrorMessage(conn_)));
+}
+
+pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (auto& p : params)
+    values.push_back(p ? p->c_str() : nullptr);
+  auto* r = PQexecParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(),
+                         nullptr, nullptr, 0);
+  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+    auto msg = trimmed(r ? PQresultErrorMessage(r) : "");
+    if (msg.empty())
+      msg = trimmed(PQerrorMessage(conn_));
+    if (r)
+      PQclear(r);
+    throw store_error("postgres: " + msg);
+  }
+  return result{r};
+}
+
+void pg_backend::begin() {
+  ensure_connected();
+  run("BEGIN");
+}
+
+void pg_backend::commit() {
+  run("COMMIT");
+}
+
+void pg_backend::rollback() {
+  if (PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) != PQTRANS_IDLE)
+    run("ROLLBACK");
+}
+
+void pg_backend::savepoint() {
+  run("SAVEPOINT job");
+}
+
+void pg_backend::release_savepoint() {
+  run("RELEASE SAVEPOINT job");
+}
+
+void pg_backend::rollback_to_savepoint() {
+  run("ROLLBACK TO SAVEPOINT job");
+  run("RELEASE SAVEPOINT job");
+}
+
+void pg_backend::execute_script(std::string_view sql) {
+  ensure_connected();
+  // PQexec runs a multi-statement script (no parameters).
+  std::string text{sql};
+  auto* r = PQexec(conn_, text.c_str());
+  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+  std::string msg = r ? trimmed(PQresultErrorMessage(r)) : trimmed(PQerrorMessage(conn_));
+  if (r)
+    PQclear(r);
+  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK)
+    throw store_error("postgres: " + msg);
+}
+
+std::vector<int> pg_backend::applied_migrations() {
+  ensure_connected();
+  run("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+      "name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
+  auto r = run("SELECT version FROM schema_migrations ORDER BY version");
+  std::vector<int> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back(static_cast<int>(r.integer(i, 0)));
+  return out;
+}
+
+void pg_backend::record_migration(int version, std::string_view name, int64_t now) {
+  run("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
+      {std::to_string(version), std::string{name}, std::to_string(now)});
+}
+
+int64_t pg_backend::next_seq(const std::string& conversation_id) {
+  // The row lock serializes writers of one conversation across nodes.
+  run("SELECT id FROM conversations WHERE id = $1 FOR UPDATE", {conversation_id});
+  auto r = run("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = $1",
+               {conversation_id});
+  return r.integer(0, 0);
+}
+
+std::string pg_backend::insert_message(const std::string& conversation_id, int64_t seq,
+                                       std::string_view role, const std::string& content,
+                                       const std::string& citations, bool completed,
+                                       const std::string& request_id, int64_t now) {
+  auto id = new_id();
+  run("INSERT INTO messages (id, conversation_id, seq, role, content, citations, completed, "
+      "request_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+      {id, conversation_id, std::to_string(seq), std::string{role}, content,
+       citations.empty() ? std::string{"[]"} : citations, completed ? "1" : "0",
+       request_id.empty() ? param{} : param{request_id}, std::to_string(now)});
+  run("UPDATE conversations SET updated_at = $1 WHERE id = $2",
+      {std::to_string(now), conversation_id});
+  return id;
+}
+
+bool pg_backend::find_message(const std::string& conversation_id, const std::string& request_id,
+                              std::string_view role, stored_message& out) {
+  auto r = run("SELECT id, seq, content, citations, completed, created_at FROM messages "
+               "WHERE conversation_id = $1 AND request_id = $2 AND role = $3",
+               {conversation_id, request_id, std::string{role}});
+  if (r.rows() == 0)
+    return false;
+  out.message_id = r.text(0, 0);
+  out.conversation_id = conversation_id;
+  out.seq = r.integer(0, 1);
+  out.role = std::string{role};
+  out.content = r.text(0, 2);
+  out.citations_json = r.text(0, 3);
+  out.completed = r.integer(0, 4) != 0;
+  out.request_id = request_id;
+  out.created_at_ms = r.integer(0, 5);
+  return true;
+}
+
+turn_opened pg_backend::begin_turn(const std::string& user_id, const std::string& session_id,
+                                   const std::string& content, const std::string& request_id,
+                                   int64_t now) {
+  turn_opened out;
+  size_t n = std::min<size_t>(content.size(), 80);
+  while (n > 0 && n < content.size() && (static_cast<unsigned char>(content[n]) & 0xC0) == 0x80)
+    --n;
+  // Two nodes may create the same conversation at once: the unique key
+  // decides, and both read the winner.
+  run("INSERT INTO conversations (id, user_id, session_id, title, created_at, updated_at) "
+      "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (user_id, session_id) DO NOTHING",
+      {new_id(), user_id, session_id, content.substr(0, n), std::to_string(now)});
+  auto r = run("SELECT id FROM conversations WHERE user_id = $1 AND session_id = $2",
+               {user_id, session_id});
+  out.conversation_id = r.text(0, 0);
+  auto seq = next_seq(out.conversation_id);  // also locks the conversation
+  if (!request_id.empty()) {
+    stored_message user;
+    if (find_message(out.conversation_id, request_id, "user", user)) {
+      out.existing = true;
+      out.message_id = user.message_id;
+      out.seq = user.seq;
+      out.has_answer = find_message(out.conversation_id, request_id, "assistant", out.answer);
+      return out;
+    }
+  }
+  out.seq = seq;
+  out.message_id = insert_message(out.conversation_id, seq, "user", content, "[]", true,
+                                  request_id, now);
+  return out;
+}
+
+std::string pg_backend::finish_turn(const stored_message& msg, int64_t now) {
+  return insert_message(msg.conversation_id, next_seq(msg.conversation_id), "assistant",
+                        msg.content, msg.citations_json, msg.completed, msg.request_id, now);
+}
+
+std::vector<stored_message> pg_backend::history(const std::string& conversation_id,
+                                                int32_t limit) {
+  return messages_page(conversation_id, limit, 0);
+}
+
+std::vector<stored_message> pg_backend::messages_page(const std::string& conversation_id,
+                                                      int32_t limit, int64_t before_seq) {
+  ensure_connected();
+  auto r = run("SELECT id, seq, role, content, citations, completed, request_id, created_at "
+               "FROM messages WHERE conversation_id = $1 AND seq < $2 "
+               "ORDER BY seq DESC LIMIT $3",
+               {conversation_id,
+                std::to_string(before_seq > 0 ? before_seq : std::numeric_limits<int64_t>::max()),
+                std::to_string(limit)});
+  std::vector<stored_message> out;
+  for (int i = r.rows() - 1; i >= 0; --i) {  // newest first -> oldest first
+    stored_message m;
+    m.message_id = r.text(i, 0);
+    m.conversation_id = conversation_id;
+    m.seq = r.integer(i, 1);
+    m.role = r.text(i, 2);
+    m.content = r.text(i, 3);
+    m.citations_json = r.text(i, 4);
+    m.completed = r.integer(i, 5) != 0;
+    m.request_id = r.text(i, 6);
+    m.created_at_ms = r.integer(i, 7);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+conversation_page pg_backend::list_conversations(const std::string& user_id, int32_t limit,
+                                                 const std::string& cursor) {
+  ensure_connected();
+  int64_t after_time = std::numeric_limits<int64_t>::max();
+  std::string after_id = "~";
+  if (!cursor.empty()) {
+    auto colon = cursor.find(':');
+    char* end = nullptr;
+    if (colon != std::string::npos)
+      after_time = std::strtoll(cursor.c_str(), &end, 10);
+    if (colon == std::string::npos || end != cursor.c_str() + colon)
+      throw store_error("malformed cursor");
+    after_id = cursor.substr(colon + 1);
+  }
+  // COLLATE "C": ids compare bytewise, exactly as in SQLite.
+  auto r = run(
+    "SELECT c.id, c.session_id, c.title, c.created_at, c.updated_at, "
+    "(SELECT content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
+    " ORDER BY m.seq LIMIT 1), "
+    "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
+    "FROM conversations c WHERE c.user_id = $1 "
+    "AND (c.updated_at < $2 OR (c.updated_at = $2 AND c.id COLLATE \"C\" < $3)) "
+    "ORDER BY c.updated_at DESC, c.id COLLATE \"C\" DESC LIMIT $4",
+    {user_id, std::to_string(after_time), after_id, std::to_string(int64_t{limit} + 1)});
+  conversation_page page;
+  for (int i = 0; i < r.rows(); ++i) {
+    conversation_info c;
+    c.conversation_id = r.text(i, 0);
+    c.user_id = user_id;
+    c.session_id = r.text(i, 1);
+    c.title = r.text(i, 2);
+    c.created_at_ms = r.integer(i, 3);
+    c.updated_at_ms = r.integer(i, 4);
+    c.first_message = r.text(i, 5);
+    c.message_count = r.integer(i, 6);
+    page.conversations.push_back(std::move(c));
+  }
+  if (page.conversations.size() > static_cast<size_t>(limit)) {
+    page.conversations.pop_back();
+    auto& last = page.conversations.back();
+    page.next_cursor = std::to_string(last.updated_at_ms) + ":" + last.conversation_id;
+  }
+  return page;
+}
+
+std::string pg_backend::conversation_owner(const std::string& conversation_id) {
+  ensure_connected();
+  auto r = run("SELECT user_id FROM conversations WHERE id = $1", {conversation_id});
+  return r.rows() ? r.text(0, 0) : std::string{};
+}
+
+bool pg_backend::delete_conversation(const std::string& conversation_id) {
+  run("DELETE FROM feedback WHERE message_id IN "
+      "(SELECT id FROM messages WHERE conversation_id = $1)",
+      {conversation_id});
+  return run("DELETE FROM conversations WHERE id = $1", {conversation_id}).affected() > 0;
+}
+
+int64_t pg_backend::clear_conversation(const std::string& user_id,
+                                       const std::string& session_id) {
+  auto r = run("SELECT id FROM conversations WHERE user_id = $1 AND session_id = $2 FOR UPDATE",
+               {user_id, session_id});
+  if (r.rows() == 0)
+    return 0;
+  auto id = r.text(0, 0);
+  run("DELETE FROM conversation_summaries WHERE conversation_id = $1", {id});
+  run("DELETE FROM episodes WHERE conversation_id = $1", {id});
+  run("DELETE FROM feedback WHERE message_id IN "
+      "(SELECT id FROM messages WHERE conversation_id = $1)",
+      {id});
+  return run("DELETE FROM messages WHERE conversation_id = $1", {id}).affected();
+}
+
+std::string pg_backend::toggle_feedback(const feedback_vote& vote, int64_t now) {
+  if (run("SELECT 1 FROM messages WHERE id = $1", {vote.message_id}).rows() == 0)
+    return {};
+  auto current = run("SELECT is_positive FROM feedback WHERE thread_id = $1 AND message_id = $2 "
+                     "FOR UPDATE",
+                     {vote.thread_id, vote.message_id});
+  std::string wanted = vote.is_positive ? "1" : "0";
+  auto optional = [](const std::string& s) { return s.empty() ? param{} : param{s}; };
+  if (current.rows() && current.text(0, 0) == wanted) {
+    run("DELETE FROM feedback WHERE thread_id = $1 AND message_id = $2",
+        {vote.thread_id, vote.message_id});
+    return "none";
+  }
+  // Insert or replace in one statement: two nodes voting at once cannot
+  // both insert.
+  run("INSERT INTO feedback (id, thread_id, message_id, query, is_positive, agent_type, metadata, "
+      "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8) "
+      "ON CONFLICT (thread_id, message_id) DO UPDATE SET is_positive = EXCLUDED.is_positive, "
+      "query = EXCLUDED.query, agent_type = EXCLUDED.agent_type, metadata = EXCLUDED.metadata, "
+      "created_at = EXCLUDED.created_at",
+      {new_id(), vote.thread_id, vote.message_id, vote.query, wanted, optional(vote.agent_type),
+       optional(vote.metadata_json), std::to_string(now)});
+  return vote.is_positive ? "positive" : "negative";
+}
+
+}  // namespace ragtor

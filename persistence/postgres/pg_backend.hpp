@@ -1,0 +1,75 @@
+// The PostgreSQL backend (libpq): production and clusters, several ragtor
+// nodes sharing one database. Synchronous libpq calls are fine here because
+// a backend is only ever driven by a store worker thread (the store
+// executor), never by a CAF scheduler thread; each connection belongs to
+// one thread. A broken connection is re-established with PQreset before the
+// next transaction or read, so the server recovers by itself when the
+// database returns.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "persistence/store_backend.hpp"
+
+struct pg_conn;
+struct pg_result;
+
+namespace ragtor {
+
+class pg_backend final : public store_backend {
+public:
+  // Connects; throws store_error (without the password) on failure.
+  explicit pg_backend(std::string dsn);
+  ~pg_backend() override;
+  pg_backend(const pg_backend&) = delete;
+  pg_backend& operator=(const pg_backend&) = delete;
+
+  std::string_view backend_name() const override { return "postgres"; }
+
+  void begin() override;
+  void commit() override;
+  void rollback() override;
+  void savepoint() override;
+  void release_savepoint() override;
+  void rollback_to_savepoint() override;
+
+  void execute_script(std::string_view sql) override;
+  std::vector<int> applied_migrations() override;
+  void record_migration(int version, std::string_view name, int64_t now_ms) override;
+
+  turn_opened begin_turn(const std::string& user_id, const std::string& session_id,
+                         const std::string& content, const std::string& request_id,
+                         int64_t now_ms) override;
+  std::string finish_turn(const stored_message& msg, int64_t now_ms) override;
+  std::vector<stored_message> history(const std::string& conversation_id,
+                                      int32_t limit) override;
+  conversation_page list_conversations(const std::string& user_id, int32_t limit,
+                                       const std::string& cursor) override;
+  std::string conversation_owner(const std::string& conversation_id) override;
+  std::vector<stored_message> messages_page(const std::string& conversation_id, int32_t limit,
+                                            int64_t before_seq) override;
+  bool delete_conversation(const std::string& conversation_id) override;
+  int64_t clear_conversation(const std::string& user_id, const std::string& session_id) override;
+  std::string toggle_feedback(const feedback_vote& vote, int64_t now_ms) override;
+
+private:
+  class result;
+  using param = std::optional<std::string>;  // nullopt = SQL NULL
+  // Runs one statement with $1..$n text parameters; throws store_error.
+  result run(const char* sql, const std::vector<param>& params = {});
+  void ensure_connected();
+  int64_t next_seq(const std::string& conversation_id);
+  std::string insert_message(const std::string& conversation_id, int64_t seq,
+                             std::string_view role, const std::string& content,
+                             const std::string& citations, bool completed,
+                             const std::string& request_id, int64_t now_ms);
+  bool find_message(const std::string& conversation_id, const std::string& request_id,
+                    std::string_view role, stored_message& out);
+
+  std::string dsn_;
+  pg_conn* conn_ = nullptr;
+};
+
+}  // namespace ragtor

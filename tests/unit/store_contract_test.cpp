@@ -1,0 +1,230 @@
+// One contract suite for every store backend (DESIGN §9): SQLite always,
+// PostgreSQL when RAGTOR_TEST_POSTGRES_DSN names a throwaway database
+// (scripts/test starts one). With RAGTOR_REQUIRE_POSTGRES=1 (make test, CI)
+// a missing DSN fails instead of skipping.
+#include <cstdlib>
+#include <filesystem>
+
+#include <gtest/gtest.h>
+
+#include "persistence/migrations.hpp"
+#include "persistence/postgres/pg_backend.hpp"
+#include "persistence/sqlite/sqlite_backend.hpp"
+
+using namespace ragtor;
+
+namespace {
+
+std::string postgres_dsn() {
+  auto* dsn = std::getenv("RAGTOR_TEST_POSTGRES_DSN");
+  return dsn ? dsn : "";
+}
+
+class store_contract : public testing::TestWithParam<std::string> {
+protected:
+  void SetUp() override {
+    if (GetParam() == "sqlite") {
+      dir_ = std::filesystem::temp_directory_path() / ("ragtor-contract-" + new_id());
+      std::filesystem::create_directories(dir_);
+      db_ = std::make_unique<sqlite_backend>(dir_ / "c.db");
+    } else {
+      auto dsn = postgres_dsn();
+      if (dsn.empty()) {
+        if (auto* req = std::getenv("RAGTOR_REQUIRE_POSTGRES"); req && std::string{req} == "1")
+          FAIL() << "RAGTOR_REQUIRE_POSTGRES=1 but RAGTOR_TEST_POSTGRES_DSN is not set";
+        GTEST_SKIP() << "set RAGTOR_TEST_POSTGRES_DSN to run the PostgreSQL contract";
+      }
+      db_ = std::make_unique<pg_backend>(dsn);
+      // A clean database per test.
+      db_->execute_script("DROP SCHEMA public CASCADE; CREATE SCHEMA public;");
+    }
+    apply_migrations(*db_, embedded_migrations());
+  }
+
+  void TearDown() override {
+    db_.reset();
+    if (!dir_.empty())
+      std::filesystem::remove_all(dir_);
+  }
+
+  // Runs `f` in one committed transaction.
+  template <class F>
+  auto tx(F f) {
+    db_->begin();
+    auto result = f(*db_);
+    db_->commit();
+    return result;
+  }
+
+  turn_opened user_turn(const std::string& user, const std::string& session,
+                        const std::string& text, const std::string& request_id, int64_t t) {
+    return tx([&](store_backend& db) { return db.begin_turn(user, session, text, request_id, t); });
+  }
+
+  std::string assistant_turn(const std::string& conversation, const std::string& text,
+                             const std::string& request_id, int64_t t, bool completed = true) {
+    stored_message m;
+    m.conversation_id = conversation;
+    m.content = text;
+    m.request_id = request_id;
+    m.completed = completed;
+    return tx([&](store_backend& db) { return db.finish_turn(m, t); });
+  }
+
+  std::filesystem::path dir_;
+  std::unique_ptr<store_backend> db_;
+};
+
+}  // namespace
+
+TEST_P(store_contract, migrations_apply_exactly_once) {
+  EXPECT_EQ(apply_migrations(*db_, embedded_migrations()), 0);
+  auto applied = db_->applied_migrations();
+  ASSERT_EQ(applied.size(), embedded_migrations().size());
+  EXPECT_EQ(applied.front(), 1);
+}
+
+TEST_P(store_contract, turns_number_messages_per_conversation) {
+  auto a = user_turn("u", "s", "hello", "r1", 1);
+  auto reply = assistant_turn(a.conversation_id, "hi there", "r1", 2);
+  auto b = user_turn("u", "s", "again", "r2", 3);
+  auto other = user_turn("u", "s2", "elsewhere", "", 4);
+  EXPECT_EQ(a.seq, 1);
+  EXPECT_EQ(b.seq, 3);
+  EXPECT_EQ(a.conversation_id, b.conversation_id);
+  EXPECT_NE(a.conversation_id, other.conversation_id);
+  EXPECT_EQ(other.seq, 1);
+  auto h = db_->history(a.conversation_id, 10);
+  ASSERT_EQ(h.size(), 3u);
+  EXPECT_EQ(h[0].content, "hello");
+  EXPECT_EQ(h[1].message_id, reply);
+  EXPECT_EQ(h[1].role, "assistant");
+  EXPECT_EQ(h[2].request_id, "r2");
+  auto last = db_->history(a.conversation_id, 2);
+  ASSERT_EQ(last.size(), 2u);
+  EXPECT_EQ(last[0].seq, 2);
+  EXPECT_EQ(last[1].seq, 3);
+}
+
+TEST_P(store_contract, a_known_request_id_writes_nothing_and_reports_the_stored_turn) {
+  auto first = user_turn("u", "s", "hello", "r1", 1);
+  auto again = user_turn("u", "s", "hello", "r1", 2);
+  EXPECT_TRUE(again.existing);
+  EXPECT_FALSE(again.has_answer);
+  EXPECT_EQ(again.message_id, first.message_id);
+  assistant_turn(first.conversation_id, "partial", "r1", 3, false);
+  auto third = user_turn("u", "s", "hello", "r1", 4);
+  EXPECT_TRUE(third.has_answer);
+  EXPECT_EQ(third.answer.content, "partial");
+  EXPECT_FALSE(third.answer.completed);
+  EXPECT_EQ(db_->history(first.conversation_id, 10).size(), 2u);
+}
+
+TEST_P(store_contract, a_failed_job_is_undone_alone_inside_a_transaction) {
+  db_->begin();
+  db_->savepoint();
+  auto ok = db_->begin_turn("u", "s", "kept", "", 1);
+  db_->release_savepoint();
+  db_->savepoint();
+  stored_message bad;
+  bad.conversation_id = "missing";  // foreign key violation
+  bad.content = "x";
+  EXPECT_THROW(db_->finish_turn(bad, 2), store_error);
+  db_->rollback_to_savepoint();
+  db_->commit();
+  EXPECT_EQ(db_->history(ok.conversation_id, 10).size(), 1u);
+}
+
+TEST_P(store_contract, conversations_are_listed_newest_first_in_pages) {
+  for (int i = 0; i < 5; ++i)
+    user_turn("u", "s" + std::to_string(i), "question " + std::to_string(i), "", 100 + i);
+  user_turn("someone_else", "s0", "not yours", "", 200);
+  auto p1 = db_->list_conversations("u", 2, "");
+  ASSERT_EQ(p1.conversations.size(), 2u);
+  EXPECT_EQ(p1.conversations[0].session_id, "s4");
+  EXPECT_EQ(p1.conversations[0].first_message, "question 4");
+  EXPECT_EQ(p1.conversations[0].message_count, 1);
+  EXPECT_EQ(p1.conversations[1].session_id, "s3");
+  ASSERT_FALSE(p1.next_cursor.empty());
+  auto p2 = db_->list_conversations("u", 2, p1.next_cursor);
+  ASSERT_EQ(p2.conversations.size(), 2u);
+  EXPECT_EQ(p2.conversations[0].session_id, "s2");
+  auto p3 = db_->list_conversations("u", 2, p2.next_cursor);
+  ASSERT_EQ(p3.conversations.size(), 1u);
+  EXPECT_EQ(p3.conversations[0].session_id, "s0");
+  EXPECT_TRUE(p3.next_cursor.empty());
+  // Exactly `limit` left: no further page.
+  auto all = db_->list_conversations("u", 5, "");
+  EXPECT_EQ(all.conversations.size(), 5u);
+  EXPECT_TRUE(all.next_cursor.empty());
+  EXPECT_TRUE(db_->list_conversations("nobody", 10, "").conversations.empty());
+}
+
+TEST_P(store_contract, message_pages_go_backwards_and_read_oldest_first) {
+  auto t = user_turn("u", "s", "m1", "", 1);
+  for (int i = 2; i <= 7; ++i)
+    assistant_turn(t.conversation_id, "m" + std::to_string(i), "", i);
+  auto newest = db_->messages_page(t.conversation_id, 3, 0);
+  ASSERT_EQ(newest.size(), 3u);
+  EXPECT_EQ(newest[0].seq, 5);
+  EXPECT_EQ(newest[2].seq, 7);
+  auto older = db_->messages_page(t.conversation_id, 3, newest[0].seq);
+  ASSERT_EQ(older.size(), 3u);
+  EXPECT_EQ(older[0].seq, 2);
+  EXPECT_EQ(older[2].seq, 4);
+  auto oldest = db_->messages_page(t.conversation_id, 3, older[0].seq);
+  ASSERT_EQ(oldest.size(), 1u);
+  EXPECT_EQ(oldest[0].content, "m1");
+  EXPECT_TRUE(db_->messages_page(t.conversation_id, 3, 1).empty());
+  EXPECT_EQ(db_->conversation_owner(t.conversation_id), "u");
+  EXPECT_EQ(db_->conversation_owner("nope"), "");
+}
+
+TEST_P(store_contract, clear_drops_messages_but_keeps_the_conversation) {
+  auto t = user_turn("u", "s", "q", "", 1);
+  assistant_turn(t.conversation_id, "a", "", 2);
+  auto cleared = tx([&](store_backend& db) { return db.clear_conversation("u", "s"); });
+  EXPECT_EQ(cleared, 2);
+  EXPECT_TRUE(db_->history(t.conversation_id, 10).empty());
+  EXPECT_EQ(db_->conversation_owner(t.conversation_id), "u");
+  EXPECT_EQ(tx([&](store_backend& db) { return db.clear_conversation("u", "unknown"); }), 0);
+  // Numbering restarts after a clear.
+  EXPECT_EQ(user_turn("u", "s", "fresh", "", 3).seq, 1);
+}
+
+TEST_P(store_contract, delete_removes_everything) {
+  auto t = user_turn("u", "s", "q", "", 1);
+  auto a = assistant_turn(t.conversation_id, "a", "", 2);
+  feedback_vote v;
+  v.message_id = a;
+  v.thread_id = "s";
+  v.query = "q";
+  tx([&](store_backend& db) { return db.toggle_feedback(v, 3); });
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.delete_conversation(t.conversation_id); }));
+  EXPECT_EQ(db_->conversation_owner(t.conversation_id), "");
+  EXPECT_TRUE(db_->history(t.conversation_id, 10).empty());
+  EXPECT_FALSE(tx([&](store_backend& db) { return db.delete_conversation(t.conversation_id); }));
+}
+
+TEST_P(store_contract, feedback_toggles) {
+  auto t = user_turn("u", "s", "q", "", 1);
+  auto a = assistant_turn(t.conversation_id, "a", "", 2);
+  feedback_vote v;
+  v.message_id = a;
+  v.thread_id = "s";
+  v.query = "q";
+  v.is_positive = true;
+  auto vote = [&](bool positive) {
+    v.is_positive = positive;
+    return tx([&](store_backend& db) { return db.toggle_feedback(v, 3); });
+  };
+  EXPECT_EQ(vote(true), "positive");
+  EXPECT_EQ(vote(true), "none");  // same vote again removes it
+  EXPECT_EQ(vote(false), "negative");
+  EXPECT_EQ(vote(true), "positive");  // the opposite vote replaces it
+  v.message_id = "no_such_message";
+  EXPECT_EQ(vote(true), "");
+}
+
+INSTANTIATE_TEST_SUITE_P(backends, store_contract, testing::Values("sqlite", "postgres"),
+                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
