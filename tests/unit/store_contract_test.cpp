@@ -10,15 +10,11 @@
 #include "persistence/migrations.hpp"
 #include "persistence/postgres/pg_backend.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
+#include "tests/support/pg_scratch.hpp"
 
 using namespace ragtor;
 
 namespace {
-
-std::string postgres_dsn() {
-  auto* dsn = std::getenv("RAGTOR_TEST_POSTGRES_DSN");
-  return dsn ? dsn : "";
-}
 
 class store_contract : public testing::TestWithParam<std::string> {
 protected:
@@ -28,21 +24,22 @@ protected:
       std::filesystem::create_directories(dir_);
       db_ = std::make_unique<sqlite_backend>(dir_ / "c.db");
     } else {
-      auto dsn = postgres_dsn();
+      auto dsn = test::test_postgres_dsn();
       if (dsn.empty()) {
         if (auto* req = std::getenv("RAGTOR_REQUIRE_POSTGRES"); req && std::string{req} == "1")
           FAIL() << "RAGTOR_REQUIRE_POSTGRES=1 but RAGTOR_TEST_POSTGRES_DSN is not set";
         GTEST_SKIP() << "set RAGTOR_TEST_POSTGRES_DSN to run the PostgreSQL contract";
       }
-      db_ = std::make_unique<pg_backend>(dsn);
-      // A clean database per test.
-      db_->execute_script("DROP SCHEMA public CASCADE; CREATE SCHEMA public;");
+      // A database of its own: tests run in parallel processes.
+      scratch_ = std::make_unique<test::scratch_database>(dsn);
+      db_ = std::make_unique<pg_backend>(scratch_->dsn());
     }
     apply_migrations(*db_, embedded_migrations());
   }
 
   void TearDown() override {
     db_.reset();
+    scratch_.reset();
     if (!dir_.empty())
       std::filesystem::remove_all(dir_);
   }
@@ -72,6 +69,7 @@ protected:
   }
 
   std::filesystem::path dir_;
+  std::unique_ptr<test::scratch_database> scratch_;
   std::unique_ptr<store_backend> db_;
 };
 
