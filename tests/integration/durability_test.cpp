@@ -180,3 +180,22 @@ TEST(outage_test, requests_fail_cleanly_then_recover_without_restart) {
 
 }  // namespace
 }  // namespace ragtor::test
+
+namespace ragtor::test {
+namespace {
+
+TEST(startup_test, unreachable_postgres_at_start_is_a_clear_error_and_nonzero_exit) {
+  temp_dir data;
+  // Port 1 on loopback: nothing listens there.
+  auto r = run_ragtor({"serve", "--listen", "127.0.0.1:0", "--data-dir", (data.path() / "d").string()},
+                      {{"RAGTOR_STORE__POSTGRES_DSN",
+                        "host=127.0.0.1 port=1 user=ragtor password=secret dbname=x connect_timeout=2"}},
+                      std::chrono::seconds(30));
+  EXPECT_TRUE(r.status.exited);
+  EXPECT_NE(r.status.code, 0);
+  EXPECT_NE(r.output.find("cannot connect to PostgreSQL"), std::string::npos) << r.output;
+  EXPECT_EQ(r.output.find("secret"), std::string::npos) << "the password leaked: " << r.output;
+}
+
+}  // namespace
+}  // namespace ragtor::test
