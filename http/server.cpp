@@ -62,9 +62,21 @@ std::string new_request_id() {
 }
 
 // Per-request bridge actor: hands event batches from the stream actor to the
-// connection's coroutine through a thread-safe channel.
-event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<event_channel> ch) {
-  return sys.spawn([ch](event_sink_actor::pointer self) -> event_sink_actor::behavior_type {
+// connection's coroutine through a thread-safe channel. If the stream dies
+// without a `done` (e.g. a retry joined a turn that just ended), it ends
+// the client's stream itself with error + done.
+event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<event_channel> ch,
+                            stream_actor stream) {
+  return sys.spawn([ch, stream](event_sink_actor::pointer self) -> event_sink_actor::behavior_type {
+    self->monitor(stream);
+    self->set_down_handler([=](caf::down_msg&) {
+      done_content partial;
+      partial.partial = true;
+      event_batch tail{make_error_event("unavailable", "the turn ended before it could be followed"),
+                       make_done_event(partial)};
+      ch->try_send(boost::system::error_code{}, std::move(tail));
+      self->quit();
+    });
     return {
       [=](atom::events, event_batch& batch) {
         bool last = !batch.empty() && batch.back().kind == event_kind::done;
@@ -501,9 +513,10 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     }
     auto ex = co_await net::this_coro::executor;
     auto ch = std::make_shared<event_channel>(ex, channel_capacity);
-    auto sink = spawn_sink(sys, ch);
+    auto sink = spawn_sink(sys, ch, ticket->stream);
     caf::anon_send(ticket->stream, atom::subscribe_v, sink);
-    caf::anon_send(ticket->stream, atom::demand_v, static_cast<int32_t>(settings.initial_credit));
+    caf::anon_send(ticket->stream, atom::demand_v, sink,
+                   static_cast<int32_t>(settings.initial_credit));
 
     // Watch the socket: a client that goes away cancels its turn at once.
     auto finished = std::make_shared<bool>(false);
@@ -511,9 +524,9 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
 
     bool done = false;
     if (sse)
-      done = co_await pump_sse(stream, *ch, ticket->stream, chat_req.request_id);
+      done = co_await pump_sse(stream, *ch, ticket->stream, sink, chat_req.request_id);
     else
-      done = co_await collect_json(stream, *ch, ticket->stream, chat_req, *ticket);
+      done = co_await collect_json(stream, *ch, ticket->stream, sink, chat_req);
     *finished = true;
     if (!done)
       caf::anon_send(ticket->stream, atom::cancel_v);
@@ -575,7 +588,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
 
   // Streams events as SSE; returns true once `done` was written.
   net::awaitable<bool> pump_sse(beast::tcp_stream& stream, event_channel& ch, stream_actor turn,
-                                const std::string& request_id) {
+                                event_sink_actor sink, const std::string& request_id) {
     auto& sock = stream.socket();
     std::string head =
       "HTTP/1.1 200 OK\r\n"
@@ -614,13 +627,13 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
         co_return true;
       }
       if (batch)
-        caf::anon_send(turn, atom::demand_v, int32_t{1});
+        caf::anon_send(turn, atom::demand_v, sink, int32_t{1});
     }
   }
 
   // Collects the turn and answers with one JSON object.
   net::awaitable<bool> collect_json(beast::tcp_stream& stream, event_channel& ch, stream_actor turn,
-                                    const chat_request& req, const turn_ticket& ticket) {
+                                    event_sink_actor sink, const chat_request& req) {
     std::string route_json = "null";
     std::string done_json;
     std::string error_json;
@@ -643,7 +656,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       }
       if (!done_json.empty())
         break;
-      caf::anon_send(turn, atom::demand_v, int32_t{1});
+      caf::anon_send(turn, atom::demand_v, sink, int32_t{1});
     }
     // done_json is the done content object: add request_id and
     // route_decision (and the error, if any) in front of its members.

@@ -38,10 +38,12 @@ using token_sink_actor = caf::typed_actor<
 // One per request: runs route -> history -> retrieve -> generate -> persist
 // and publishes the turn's events. Quits after `done` was delivered.
 using stream_actor = caf::typed_actor<
-  // Attaches the (single) subscriber; buffered events flow as demand allows.
+  // Attaches a subscriber; it is replayed the turn so far (a client
+  // retrying its request_id joins the running turn), then events flow as
+  // its demand allows.
   caf::reacts_to<atom::subscribe, event_sink_actor>,
-  // The subscriber can take `n` more event batches.
-  caf::reacts_to<atom::demand, int32_t>,
+  // That subscriber can take `n` more event batches.
+  caf::reacts_to<atom::demand, event_sink_actor, int32_t>,
   // Stop generating; store what was generated as partial, then end with
   // `error` + `done`.
   caf::reacts_to<atom::cancel>,

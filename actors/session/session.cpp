@@ -25,6 +25,7 @@ struct queued_turn {
 struct running_turn {
   std::string request_id;
   stream_actor stream;
+  turn_ticket ticket;  // handed to a client retrying this request_id
 };
 
 struct session_state {
@@ -81,9 +82,9 @@ void start_next(session_ptr self) {
                          caf::actor_cast<session_actor>(self)};
         auto stream = spawn_stream(self->system(), turn.req, opened, deps, st.settings.stream);
         self->monitor(stream);
-        st.running = running_turn{turn.req.request_id, stream};
-        turn.promise.deliver(
-          turn_ticket{stream, opened.conversation_id, turn.req.request_id, opened.message_id});
+        turn_ticket ticket{stream, opened.conversation_id, turn.req.request_id, opened.message_id};
+        st.running = running_turn{turn.req.request_id, stream, ticket};
+        turn.promise.deliver(ticket);
         if (st.stopping)
           self->send(stream, atom::cancel_v);
       },
@@ -118,8 +119,10 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
           return make_error(errc::overloaded,
                             "too many queued turns in this conversation; retry later");
         if (!req.request_id.empty()) {
-          bool busy = (st.running && st.running->request_id == req.request_id)
-                      || (st.starting && st.starting_id == req.request_id);
+          // A retry of the running turn joins its stream (replayed so far).
+          if (st.running && st.running->request_id == req.request_id)
+            return st.running->ticket;
+          bool busy = st.starting && st.starting_id == req.request_id;
           for (auto& t : st.queue)
             busy = busy || t.req.request_id == req.request_id;
           if (busy)

@@ -20,6 +20,23 @@ enum class phase { routing, history, retrieving, generating, persisting, finishe
 constexpr int32_t subscriber_check = 0;
 constexpr int32_t turn_deadline = 1;
 
+// Appends `ev`, merging consecutive tokens into one event.
+template <class Container>
+void append_coalesced(Container& events, const stream_event& ev) {
+  if (ev.kind == event_kind::token && !events.empty() && events.back().kind == event_kind::token)
+    events.back().data += ev.data;
+  else
+    events.push_back(ev);
+}
+
+struct subscriber {
+  event_sink_actor sink;
+  int32_t credit = 0;  // event batches it can take
+  std::deque<stream_event> pending;
+  size_t pending_bytes = 0;
+  bool got_done = false;
+};
+
 struct stream_state {
   static inline const char* name = "stream";
   chat_request req;
@@ -40,12 +57,13 @@ struct stream_state {
   std::string error_message;
   bool cancelled = false;
 
-  // Delivery to the subscriber.
-  event_sink_actor sink;
-  bool sink_lost = false;
-  int32_t credit = 0;
-  std::deque<stream_event> pending;
-  size_t pending_bytes = 0;
+  // Delivery. Every event is also kept (tokens coalesced) so that a
+  // subscriber joining late — a client retrying with the same request_id —
+  // is replayed the whole turn.
+  std::vector<stream_event> log;
+  std::vector<subscriber> subs;
+  bool had_subscriber = false;
+  bool abandoned = false;  // nobody subscribed in time
   bool done_emitted = false;
 };
 
@@ -54,34 +72,56 @@ using self_ptr = stream_actor::stateful_pointer<stream_state>;
 void persist(self_ptr self);
 void cancel_turn(self_ptr self, std::string code, std::string message);
 
-void flush(self_ptr self) {
+// Quits once `done` reached every subscriber (and somebody subscribed).
+void maybe_quit(self_ptr self) {
   auto& st = self->state;
-  if (!st.sink || st.credit <= 0 || st.pending.empty())
+  if (!st.done_emitted)
     return;
-  std::vector<stream_event> batch{std::make_move_iterator(st.pending.begin()),
-                                  std::make_move_iterator(st.pending.end())};
-  st.pending.clear();
-  st.pending_bytes = 0;
-  --st.credit;
-  bool has_done = batch.back().kind == event_kind::done;
-  self->send(st.sink, atom::events_v, std::move(batch));
-  if (has_done)
+  if (st.abandoned) {
     self->quit();
+    return;
+  }
+  if (!st.had_subscriber)
+    return;
+  for (auto& sub : st.subs)
+    if (!sub.got_done)
+      return;
+  self->quit();
+}
+
+void flush(self_ptr self, subscriber& sub) {
+  if (sub.credit <= 0 || sub.pending.empty())
+    return;
+  std::vector<stream_event> batch{std::make_move_iterator(sub.pending.begin()),
+                                  std::make_move_iterator(sub.pending.end())};
+  sub.pending.clear();
+  sub.pending_bytes = 0;
+  --sub.credit;
+  sub.got_done = batch.back().kind == event_kind::done;
+  self->send(sub.sink, atom::events_v, std::move(batch));
 }
 
 void emit(self_ptr self, stream_event ev) {
   auto& st = self->state;
-  st.pending_bytes += ev.data.size();
-  // Coalesce consecutive tokens while the subscriber is behind.
-  if (ev.kind == event_kind::token && !st.pending.empty()
-      && st.pending.back().kind == event_kind::token)
-    st.pending.back().data += ev.data;
-  else
-    st.pending.push_back(std::move(ev));
-  flush(self);
-  if (st.pending_bytes > st.settings.max_pending_bytes && !st.cancelled
-      && st.ph != phase::finished)
+  bool too_slow = false;
+  for (auto& sub : st.subs) {
+    sub.pending_bytes += ev.data.size();
+    // Coalesce consecutive tokens while the subscriber is behind.
+    append_coalesced(sub.pending, ev);
+    flush(self, sub);
+    too_slow = too_slow || sub.pending_bytes > st.settings.max_pending_bytes;
+  }
+  append_coalesced(st.log, ev);
+  if (too_slow && !st.cancelled && st.ph != phase::finished)
     cancel_turn(self, "slow_client", "the client does not read the stream fast enough");
+  maybe_quit(self);
+}
+
+subscriber* find_subscriber(self_ptr self, const caf::actor_addr& addr) {
+  for (auto& sub : self->state.subs)
+    if (sub.sink.address() == addr)
+      return &sub;
+  return nullptr;
 }
 
 void fail(self_ptr self, const caf::error& err, std::string_view what) {
@@ -114,8 +154,6 @@ void finish(self_ptr self) {
   st.done_emitted = true;
   self->send(st.deps.session, atom::turn_done_v, st.req.request_id);
   emit(self, make_done_event(c));
-  if (st.sink_lost)
-    self->quit();
 }
 
 void persist(self_ptr self) {
@@ -240,7 +278,7 @@ void load_history(self_ptr self) {
 void cancel_turn(self_ptr self, std::string code, std::string message) {
   auto& st = self->state;
   if (st.done_emitted) {
-    if (!st.sink || st.sink_lost)
+    if (st.subs.empty())
       self->quit();
     return;
   }
@@ -286,14 +324,13 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
     st.settings = settings;
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& st = self->state;
-      if (st.sink && msg.source == st.sink.address()) {
-        st.sink_lost = true;
-        st.sink = nullptr;
-        if (st.done_emitted)
-          self->quit();
-        else
-          cancel_turn(self, "cancelled", "the client went away");
-      }
+      std::erase_if(st.subs, [&](const subscriber& sub) { return sub.sink.address() == msg.source; });
+      if (!st.subs.empty())
+        return;
+      if (st.done_emitted)
+        self->quit();
+      else
+        cancel_turn(self, "cancelled", "the client went away");
     });
     emit(self, make_start_event());
     self->delayed_send(self, settings.subscriber_timeout, atom::tick_v, subscriber_check);
@@ -317,15 +354,25 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
     return {
       [=](atom::subscribe, event_sink_actor sink) {
         auto& st = self->state;
-        if (st.sink || st.sink_lost)
-          return;  // one subscriber per stream
-        st.sink = sink;
+        if (find_subscriber(self, sink.address()))
+          return;
+        st.had_subscriber = true;
         self->monitor(sink);
-        flush(self);
+        subscriber sub;
+        sub.sink = sink;
+        // A late subscriber first gets everything so far.
+        for (auto& ev : st.log) {
+          sub.pending.push_back(ev);
+          sub.pending_bytes += ev.data.size();
+        }
+        st.subs.push_back(std::move(sub));
       },
-      [=](atom::demand, int32_t n) {
-        self->state.credit += n;
-        flush(self);
+      [=](atom::demand, event_sink_actor sink, int32_t n) {
+        if (auto* sub = find_subscriber(self, sink.address())) {
+          sub->credit += n;
+          flush(self, *sub);
+          maybe_quit(self);
+        }
       },
       [=](atom::cancel) {
         cancel_turn(self, "cancelled", "the request was cancelled");
@@ -334,8 +381,8 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
         auto& st = self->state;
         if (which == turn_deadline) {
           cancel_turn(self, "timeout", "the turn exceeded server.turn_timeout_s");
-        } else if (!st.sink) {
-          st.sink_lost = true;
+        } else if (!st.had_subscriber) {
+          st.abandoned = true;
           if (st.done_emitted)
             self->quit();
           else

@@ -174,3 +174,34 @@ TEST_F(stop_test, stop_cancels_a_running_turn) {
 
 }  // namespace
 }  // namespace ragtor::test
+
+namespace ragtor::test {
+namespace {
+
+// DESIGN §5: a retry with the same request_id never stores a second user
+// message; while the turn is still running the retry joins its stream.
+TEST_F(stop_test, a_retry_during_the_turn_joins_the_running_stream) {
+  auto body = chat_body("alice", "s1", question, "test", {{"request_id", "join-me"}});
+  auto first = open_sse(port(), chat_stream_path, body);
+  bool saw_token = false;
+  for (int i = 0; i < 100 && !saw_token; ++i) {
+    auto ev = first.next_event(std::chrono::seconds(10));
+    ASSERT_TRUE(ev);
+    saw_token = ev->data.find("\"token\"") != std::string::npos;
+  }
+  ASSERT_TRUE(saw_token);
+  auto retry = chat_stream(port(), body);
+  ASSERT_TRUE(well_formed_stream(retry));
+  auto original = read_stream(first);
+  ASSERT_TRUE(original.done);
+  EXPECT_EQ(retry.done->str("/content/message_id"), original.done->str("/content/message_id"));
+  EXPECT_EQ(retry.answer(), original.done->str("/content/answer"));
+  EXPECT_FALSE(retry.done->boolean("/content/partial"));
+  auto rows = db().messages("alice", "s1");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].role, "user");
+  EXPECT_EQ(rows[1].completed, 1);
+}
+
+}  // namespace
+}  // namespace ragtor::test

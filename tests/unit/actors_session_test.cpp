@@ -113,7 +113,7 @@ protected:
     auto out = std::make_shared<collected>();
     auto sink = spawn_collector(sys, out);
     caf::anon_send(t.stream, atom::subscribe_v, sink);
-    caf::anon_send(t.stream, atom::demand_v, int32_t{1000});
+    caf::anon_send(t.stream, atom::demand_v, sink, int32_t{1000});
     sched.run();
     return out;
   }
@@ -210,6 +210,29 @@ TEST_F(session_actors, a_cancelled_turn_ends_with_error_then_done_and_is_stored_
   auto events2 = subscribe(*next);
   ASSERT_TRUE(run_until([&] { return events2->done(); }));
   EXPECT_EQ(events2->events.back().data.find("\"partial\":true"), std::string::npos);
+}
+
+TEST_F(session_actors, a_retry_of_the_running_turn_joins_its_stream) {
+  self->send(sessions, atom::open_turn_v, turn("r1"));
+  sched.run();
+  auto first = take_ticket();
+  ASSERT_TRUE(first);
+  auto events = subscribe(*first);
+  ASSERT_TRUE(run_until([&] { return events->tokens().size() > 10; }));
+  // The client retries while the answer is still being written.
+  self->send(sessions, atom::open_turn_v, turn("r1"));
+  sched.run();
+  auto again = take_ticket();
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->stream, first->stream);
+  auto replayed = subscribe(*again);
+  ASSERT_TRUE(run_until([&] { return events->done() && replayed->done(); }));
+  EXPECT_EQ(replayed->events.front().kind, event_kind::start);
+  EXPECT_EQ(replayed->tokens(), events->tokens());
+  EXPECT_EQ(replayed->events.back().data, events->events.back().data);
+  auto h = history(first->conversation_id);
+  ASSERT_EQ(h.size(), 2u);  // one user message, one answer
+  EXPECT_EQ(h[1].content, events->tokens());
 }
 
 TEST_F(session_actors, a_busy_request_id_is_refused) {
