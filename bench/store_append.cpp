@@ -47,7 +47,9 @@ result run(const std::function<std::unique_ptr<store_backend>()>& open, size_t w
            size_t per_writer, size_t max_batch) {
   auto writer_db = open();
   apply_migrations(*writer_db, embedded_migrations());
-  store_executor ex{std::move(writer_db), open(), max_batch};
+  std::vector<std::unique_ptr<store_backend>> readers;
+  readers.push_back(open());
+  store_executor ex{std::move(writer_db), std::move(readers), max_batch};
   std::vector<std::vector<double>> latencies(writers);
   auto started = clock_type::now();
   std::vector<std::thread> threads;

@@ -50,6 +50,7 @@ std::vector<binding> bindings_of(config& c) {
     {"store", "sqlite_path", &c.store.sqlite_path},
     {"store", "postgres_dsn", &c.store.postgres_dsn},
     {"store", "flush_max_batch", &c.store.flush_max_batch},
+    {"store", "read_connections", &c.store.read_connections},
     {"router", "default_kb", &c.router.default_kb},
     {"router", "default_agent_type", &c.router.default_agent_type},
     {"router", "min_confidence", &c.router.min_confidence},
@@ -355,6 +356,7 @@ caf::error validate(const config& c) {
                     "must be set (or POSTGRES_DSN / POSTGRES_HOST) when store.backend is "
                     "\"postgres\"");
   first(at_least("store.flush_max_batch", c.store.flush_max_batch, 1));
+  first(at_least("store.read_connections", c.store.read_connections, 1));
   if (!err && !c.router.default_kb.empty() && !is_valid_id(c.router.default_kb, 128))
     err = key_error("router.default_kb", "must be 1-128 characters of [A-Za-z0-9_.:@-]");
   if (!err && !is_agent_type(c.router.default_agent_type)) {

@@ -39,6 +39,7 @@ struct store_config_section {
   std::string sqlite_path;       // "" = <data_dir>/ragtor.db
   std::string postgres_dsn;
   int flush_max_batch = 256;
+  int read_connections = 2;
   bool operator==(const store_config_section&) const = default;
 };
 

@@ -5,16 +5,17 @@
 namespace ragtor {
 
 store_executor::store_executor(std::unique_ptr<store_backend> writer,
-                               std::unique_ptr<store_backend> reader, size_t max_batch,
-                               bool run_inline)
+                               std::vector<std::unique_ptr<store_backend>> readers,
+                               size_t max_batch, bool run_inline)
   : writer_(std::move(writer)),
-    reader_(std::move(reader)),
+    readers_(std::move(readers)),
     max_batch_(std::max<size_t>(1, max_batch)),
     inline_(run_inline) {
   if (inline_)
     return;
-  writes_.thread = std::thread{[this] { write_loop(); }};
-  reads_.thread = std::thread{[this] { read_loop(); }};
+  writes_.threads.emplace_back([this] { write_loop(); });
+  for (auto& r : readers_)
+    reads_.threads.emplace_back([this, db = r.get()] { read_loop(*db); });
 }
 
 store_executor::~store_executor() {
@@ -43,7 +44,7 @@ void store_executor::submit_write(work_fn work, done_fn done) {
 void store_executor::submit_read(work_fn work, done_fn done) {
   job j{std::move(work), std::move(done)};
   if (inline_) {
-    run_read(j);
+    run_read(*readers_.front(), j);
     return;
   }
   {
@@ -113,7 +114,7 @@ void store_executor::run_batch(std::deque<job>& batch) {
   }
 }
 
-void store_executor::read_loop() {
+void store_executor::read_loop(store_backend& reader) {
   for (;;) {
     job j;
     {
@@ -124,14 +125,14 @@ void store_executor::read_loop() {
       j = std::move(reads_.jobs.front());
       reads_.jobs.pop_front();
     }
-    run_read(j);
+    run_read(reader, j);
   }
 }
 
-void store_executor::run_read(job& j) {
+void store_executor::run_read(store_backend& reader, job& j) {
   std::string err;
   try {
-    j.work(*reader_);
+    j.work(reader);
   } catch (const std::exception& e) {
     err = e.what();
   }
@@ -146,9 +147,12 @@ void store_executor::stop() {
     }
     l->cv.notify_all();
   }
-  for (auto* l : {&writes_, &reads_})
-    if (l->thread.joinable())
-      l->thread.join();
+  for (auto* l : {&writes_, &reads_}) {
+    for (auto& t : l->threads)
+      if (t.joinable())
+        t.join();
+    l->threads.clear();
+  }
 }
 
 store_executor::stats store_executor::snapshot() const {

@@ -1,9 +1,9 @@
 // Group commit for a store backend. A writer thread owns one connection: it
 // takes every queued write job (up to max_batch), runs them in ONE
 // transaction — each inside its own savepoint, so a failing job is undone
-// alone — commits, and only then reports each job's outcome. A reader
-// thread with a second connection serves read jobs. Neither ever runs on a
-// CAF scheduler thread. In `inline` mode (deterministic tests) jobs run on
+// alone — commits, and only then reports each job's outcome. A pool of
+// reader threads, each with its own connection, serves read jobs. None of
+// them ever runs on a CAF scheduler thread. In `inline` mode (deterministic tests) jobs run on
 // the submitting thread, one transaction each.
 #pragma once
 
@@ -37,8 +37,9 @@ public:
     uint64_t failed_jobs = 0;
   };
 
-  store_executor(std::unique_ptr<store_backend> writer, std::unique_ptr<store_backend> reader,
-                 size_t max_batch, bool run_inline = false);
+  store_executor(std::unique_ptr<store_backend> writer,
+                 std::vector<std::unique_ptr<store_backend>> readers, size_t max_batch,
+                 bool run_inline = false);
   ~store_executor();
   store_executor(const store_executor&) = delete;
   store_executor& operator=(const store_executor&) = delete;
@@ -61,16 +62,16 @@ private:
     std::condition_variable cv;
     std::deque<job> jobs;
     bool stopping = false;
-    std::thread thread;
+    std::vector<std::thread> threads;
   };
 
   void write_loop();
-  void read_loop();
+  void read_loop(store_backend& reader);
   void run_batch(std::deque<job>& batch);
-  void run_read(job& j);
+  void run_read(store_backend& reader, job& j);
 
   std::unique_ptr<store_backend> writer_;
-  std::unique_ptr<store_backend> reader_;
+  std::vector<std::unique_ptr<store_backend>> readers_;
   size_t max_batch_;
   bool inline_;
   lane writes_;

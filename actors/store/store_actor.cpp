@@ -92,8 +92,10 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
     auto ran = apply_migrations(*writer, embedded_migrations());
     if (ran > 0)
       spdlog::info("store: applied {} migration(s) ({})", ran, writer->backend_name());
-    auto reader = open();
-    executor = std::make_shared<store_executor>(std::move(writer), std::move(reader),
+    std::vector<std::unique_ptr<store_backend>> readers;
+    for (int i = 0; i < std::max(1, opts.read_connections); ++i)
+      readers.push_back(open());
+    executor = std::make_shared<store_executor>(std::move(writer), std::move(readers),
                                                 static_cast<size_t>(opts.flush_max_batch),
                                                 opts.run_inline);
   } catch (const std::exception& e) {

@@ -21,6 +21,7 @@ struct store_options {
   std::string postgres_dsn;
   std::filesystem::path sqlite_path;
   int flush_max_batch = 256;
+  int read_connections = 2;
   // Run jobs on the façade's own thread (no worker threads), so tests with
   // CAF's deterministic test coordinator see every step. Never in serve.
   bool run_inline = false;

@@ -90,6 +90,7 @@ int run_serve(const serve_options& opts) {
                              ? std::filesystem::path{cfg->data_dir} / "ragtor.db"
                              : std::filesystem::path{cfg->store.sqlite_path};
   store_opts.flush_max_batch = cfg->store.flush_max_batch;
+  store_opts.read_connections = cfg->store.read_connections;
   auto store = spawn_store(sys, store_opts);
   if (!store) {
     spdlog::error("cannot open the store: {}", sys.render(store.error()));

@@ -88,18 +88,28 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
   values.reserve(params.size());
   for (auto& p : params)
     values.push_back(p ? p->c_str() : nullptr);
-  auto* r = PQexecParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(),
-                         nullptr, nullptr, 0);
-  auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-  if (st != PGRES_COMMAND_OK && st != PGRES_TUPLES_OK) {
+  // A statement outside a transaction (a read, or BEGIN) may be retried once
+  // on a fresh connection: libpq only notices that the server went away
+  // (and came back) when a statement fails.
+  bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
+  for (int attempt = 0;; ++attempt) {
+    auto* r = PQexecParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(),
+                           nullptr, nullptr, 0);
+    auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+      return result{r};
     auto msg = trimmed(r ? PQresultErrorMessage(r) : "");
     if (msg.empty())
       msg = trimmed(PQerrorMessage(conn_));
     if (r)
       PQclear(r);
+    if (retryable && attempt == 0 && PQstatus(conn_) == CONNECTION_BAD) {
+      PQreset(conn_);
+      if (PQstatus(conn_) == CONNECTION_OK)
+        continue;
+    }
     throw store_error("postgres: " + msg);
   }
-  return result{r};
 }
 
 void pg_backend::begin() {

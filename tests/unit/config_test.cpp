@@ -84,6 +84,7 @@ backend = "sqlite"
 sqlite_path = "x.db"
 postgres_dsn = "host=h"
 flush_max_batch = 5
+read_connections = 3
 [router]
 default_kb = "edu"
 default_agent_type = "graph_agent"
@@ -125,6 +126,7 @@ level = "debug"
   EXPECT_EQ(cfg->store.sqlite_path, "x.db");
   EXPECT_EQ(cfg->store.postgres_dsn, "host=h");
   EXPECT_EQ(cfg->store.flush_max_batch, 5);
+  EXPECT_EQ(cfg->store.read_connections, 3);
   EXPECT_EQ(cfg->router.default_kb, "edu");
   EXPECT_EQ(cfg->router.default_agent_type, "graph_agent");
   EXPECT_EQ(cfg->router.min_confidence, 0.5);

@@ -83,8 +83,9 @@ TEST(store_backend, sqlite_data_survives_reopening) {
 TEST(store_executor, concurrent_writes_are_group_committed) {
   temp_db t;
   auto writer = open_migrated(t.file());
-  auto reader = std::make_unique<sqlite_backend>(t.file());
-  store_executor ex{std::move(writer), std::move(reader), 256};
+  std::vector<std::unique_ptr<store_backend>> readers;
+  readers.push_back(std::make_unique<sqlite_backend>(t.file()));
+  store_executor ex{std::move(writer), std::move(readers), 256};
   constexpr int threads = 8;
   constexpr int per_thread = 25;
   std::atomic<int> acked{0};
@@ -118,8 +119,9 @@ TEST(store_executor, concurrent_writes_are_group_committed) {
 
 TEST(store_executor, a_failing_job_does_not_fail_its_batch) {
   temp_db t;
-  store_executor ex{open_migrated(t.file()), std::make_unique<sqlite_backend>(t.file()), 256,
-                    true};
+  std::vector<std::unique_ptr<store_backend>> readers;
+  readers.push_back(std::make_unique<sqlite_backend>(t.file()));
+  store_executor ex{open_migrated(t.file()), std::move(readers), 256, true};
   std::vector<std::string> outcomes;
   ex.submit_write([](store_backend& db) { db.begin_turn("u", "s", "ok", "", 1); },
                   [&](const std::string& e) { outcomes.push_back(e); });
