@@ -18,9 +18,11 @@ int main(int argc, char** argv) {
   serve_cmd->add_option("--data-dir", serve.common.data_dir, "directory for KBs and the database");
 
   ragtor::ingest_options ingest;
-  auto* ingest_cmd = app.add_subcommand("ingest", "add .txt/.md/.jsonl documents to a knowledge base");
+  auto* ingest_cmd =
+      app.add_subcommand("ingest", "add .txt/.md/.jsonl documents to a knowledge base");
   ingest_cmd->add_option("--config", ingest.common.config_file, "TOML configuration file");
-  ingest_cmd->add_option("--data-dir", ingest.common.data_dir, "directory for KBs and the database");
+  ingest_cmd->add_option("--data-dir", ingest.common.data_dir,
+                         "directory for KBs and the database");
   ingest_cmd->add_option("--kb", ingest.kb, "knowledge base name")->required();
   ingest_cmd->add_option("paths", ingest.paths, "files or directories")->required();
 

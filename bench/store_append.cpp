@@ -62,22 +62,23 @@ result run(const std::function<std::unique_ptr<store_backend>()>& open, size_t w
         bool done = false;
         auto t0 = clock_type::now();
         ex.submit_write(
-          [&, w](store_backend& db) {
-            auto t = db.begin_turn("bench", "w" + std::to_string(w) + "-" + new_id().substr(0, 6),
-                                   "a message of moderate length for the benchmark", "", now_ms());
-            (void) t;
-          },
-          [&](const std::string& err) {
-            if (!err.empty())
-              std::fprintf(stderr, "write failed: %s\n", err.c_str());
-            std::lock_guard lock{mx};
-            done = true;
-            cv.notify_one();
-          });
+            [&, w](store_backend& db) {
+              auto t =
+                  db.begin_turn("bench", "w" + std::to_string(w) + "-" + new_id().substr(0, 6),
+                                "a message of moderate length for the benchmark", "", now_ms());
+              (void)t;
+            },
+            [&](const std::string& err) {
+              if (!err.empty())
+                std::fprintf(stderr, "write failed: %s\n", err.c_str());
+              std::lock_guard lock{mx};
+              done = true;
+              cv.notify_one();
+            });
         std::unique_lock lock{mx};
         cv.wait(lock, [&] { return done; });
         latencies[w].push_back(
-          std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
+            std::chrono::duration<double, std::milli>(clock_type::now() - t0).count());
       }
     });
   for (auto& t : threads)
@@ -118,19 +119,19 @@ int main(int argc, char** argv) {
   std::filesystem::create_directories(dir);
   auto file = dir / "bench.db";
   bench_backend(
-    "sqlite", [&] { return std::make_unique<sqlite_backend>(file); },
-    [&] {
-      std::filesystem::remove_all(dir);
-      std::filesystem::create_directories(dir);
-    },
-    scale);
+      "sqlite", [&] { return std::make_unique<sqlite_backend>(file); },
+      [&] {
+        std::filesystem::remove_all(dir);
+        std::filesystem::create_directories(dir);
+      },
+      scale);
   std::filesystem::remove_all(dir);
   if (auto* dsn = std::getenv("RAGTOR_BENCH_POSTGRES_DSN")) {
     std::string d{dsn};
     bench_backend(
-      "postgres", [&] { return std::make_unique<pg_backend>(d); },
-      [&] { pg_backend{d}.execute_script("DROP SCHEMA public CASCADE; CREATE SCHEMA public;"); },
-      scale);
+        "postgres", [&] { return std::make_unique<pg_backend>(d); },
+        [&] { pg_backend{d}.execute_script("DROP SCHEMA public CASCADE; CREATE SCHEMA public;"); },
+        scale);
   } else {
     std::printf("(set RAGTOR_BENCH_POSTGRES_DSN to include PostgreSQL)\n");
   }

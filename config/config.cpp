@@ -35,38 +35,38 @@ struct binding {
 
 std::vector<binding> bindings_of(config& c) {
   return {
-    {"", "data_dir", &c.data_dir},
-    {"server", "listen", &c.server.listen},
-    {"server", "io_threads", &c.server.io_threads},
-    {"server", "max_body_bytes", &c.server.max_body_bytes},
-    {"server", "max_message_bytes", &c.server.max_message_bytes},
-    {"server", "turn_timeout_s", &c.server.turn_timeout_s},
-    {"server", "shutdown_grace_s", &c.server.shutdown_grace_s},
-    {"sse", "heartbeat_s", &c.sse.heartbeat_s},
-    {"sse", "write_timeout_s", &c.sse.write_timeout_s},
-    {"sse", "initial_credit", &c.sse.initial_credit},
-    {"sse", "max_pending_bytes", &c.sse.max_pending_bytes},
-    {"store", "backend", &c.store.backend},
-    {"store", "sqlite_path", &c.store.sqlite_path},
-    {"store", "postgres_dsn", &c.store.postgres_dsn},
-    {"store", "flush_max_batch", &c.store.flush_max_batch},
-    {"store", "read_connections", &c.store.read_connections},
-    {"router", "default_kb", &c.router.default_kb},
-    {"router", "default_agent_type", &c.router.default_agent_type},
-    {"router", "min_confidence", &c.router.min_confidence},
-    {"retrieval", "top_k", &c.retrieval.top_k},
-    {"retrieval", "chunk_max_chars", &c.retrieval.chunk_max_chars},
-    {"retrieval", "chunk_overlap_chars", &c.retrieval.chunk_overlap_chars},
-    {"retrieval", "bm25_k1", &c.retrieval.bm25_k1},
-    {"retrieval", "bm25_b", &c.retrieval.bm25_b},
-    {"generator", "provider", &c.generator.provider},
-    {"generator", "extractive_max_sentences", &c.generator.extractive_max_sentences},
-    {"generator", "extractive_pace_ms", &c.generator.extractive_pace_ms},
-    {"memory", "window", &c.memory.window},
-    {"session", "idle_timeout_s", &c.session.idle_timeout_s},
-    {"session", "max_queued_turns", &c.session.max_queued_turns},
-    {"actors", "scheduler_threads", &c.actors.scheduler_threads},
-    {"log", "level", &c.log.level},
+      {"", "data_dir", &c.data_dir},
+      {"server", "listen", &c.server.listen},
+      {"server", "io_threads", &c.server.io_threads},
+      {"server", "max_body_bytes", &c.server.max_body_bytes},
+      {"server", "max_message_bytes", &c.server.max_message_bytes},
+      {"server", "turn_timeout_s", &c.server.turn_timeout_s},
+      {"server", "shutdown_grace_s", &c.server.shutdown_grace_s},
+      {"sse", "heartbeat_s", &c.sse.heartbeat_s},
+      {"sse", "write_timeout_s", &c.sse.write_timeout_s},
+      {"sse", "initial_credit", &c.sse.initial_credit},
+      {"sse", "max_pending_bytes", &c.sse.max_pending_bytes},
+      {"store", "backend", &c.store.backend},
+      {"store", "sqlite_path", &c.store.sqlite_path},
+      {"store", "postgres_dsn", &c.store.postgres_dsn},
+      {"store", "flush_max_batch", &c.store.flush_max_batch},
+      {"store", "read_connections", &c.store.read_connections},
+      {"router", "default_kb", &c.router.default_kb},
+      {"router", "default_agent_type", &c.router.default_agent_type},
+      {"router", "min_confidence", &c.router.min_confidence},
+      {"retrieval", "top_k", &c.retrieval.top_k},
+      {"retrieval", "chunk_max_chars", &c.retrieval.chunk_max_chars},
+      {"retrieval", "chunk_overlap_chars", &c.retrieval.chunk_overlap_chars},
+      {"retrieval", "bm25_k1", &c.retrieval.bm25_k1},
+      {"retrieval", "bm25_b", &c.retrieval.bm25_b},
+      {"generator", "provider", &c.generator.provider},
+      {"generator", "extractive_max_sentences", &c.generator.extractive_max_sentences},
+      {"generator", "extractive_pace_ms", &c.generator.extractive_pace_ms},
+      {"memory", "window", &c.memory.window},
+      {"session", "idle_timeout_s", &c.session.idle_timeout_s},
+      {"session", "max_queued_turns", &c.session.max_queued_turns},
+      {"actors", "scheduler_threads", &c.actors.scheduler_threads},
+      {"log", "level", &c.log.level},
   };
 }
 
@@ -96,25 +96,24 @@ const binding* find_binding(const std::vector<binding>& bs, std::string_view sec
 }
 
 bool is_section(const std::vector<binding>& bs, std::string_view name) {
-  return !name.empty() && std::any_of(bs.begin(), bs.end(), [&](const binding& b) {
-    return b.section == name;
-  });
+  return !name.empty()
+         && std::any_of(bs.begin(), bs.end(), [&](const binding& b) { return b.section == name; });
 }
 
 std::string_view type_name(const slot& s) {
   return std::visit(
-    [](auto* p) -> std::string_view {
-      using T = std::remove_pointer_t<decltype(p)>;
-      if constexpr (std::is_same_v<T, std::string>)
-        return "must be a string";
-      else if constexpr (std::is_same_v<T, int>)
-        return "must be an integer";
-      else if constexpr (std::is_same_v<T, size_t>)
-        return "must be a non-negative integer";
-      else
-        return "must be a number";
-    },
-    s);
+      [](auto* p) -> std::string_view {
+        using T = std::remove_pointer_t<decltype(p)>;
+        if constexpr (std::is_same_v<T, std::string>)
+          return "must be a string";
+        else if constexpr (std::is_same_v<T, int>)
+          return "must be an integer";
+        else if constexpr (std::is_same_v<T, size_t>)
+          return "must be a non-negative integer";
+        else
+          return "must be a number";
+      },
+      s);
 }
 
 // Stores an integer into an int or size_t slot, checking its range.
@@ -137,58 +136,58 @@ caf::error assign_from_toml(const binding& b, const toml::node& node) {
     return key_error(name, std::string{type_name(b.target)} + where);
   };
   return std::visit(
-    [&](auto* target) -> caf::error {
-      using T = std::remove_pointer_t<decltype(target)>;
-      if constexpr (std::is_same_v<T, std::string>) {
-        auto* s = node.as_string();
-        if (!s)
-          return wrong_type();
-        *target = s->get();
-        return {};
-      } else if constexpr (std::is_same_v<T, double>) {
-        if (auto* f = node.as_floating_point()) {
-          *target = f->get();
+      [&](auto* target) -> caf::error {
+        using T = std::remove_pointer_t<decltype(target)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          auto* s = node.as_string();
+          if (!s)
+            return wrong_type();
+          *target = s->get();
           return {};
-        }
-        // `bm25_b = 1` is a number too.
-        if (auto* i = node.as_integer()) {
-          *target = static_cast<double>(i->get());
-          return {};
-        }
-        return wrong_type();
-      } else {
-        auto* i = node.as_integer();
-        if (!i)
+        } else if constexpr (std::is_same_v<T, double>) {
+          if (auto* f = node.as_floating_point()) {
+            *target = f->get();
+            return {};
+          }
+          // `bm25_b = 1` is a number too.
+          if (auto* i = node.as_integer()) {
+            *target = static_cast<double>(i->get());
+            return {};
+          }
           return wrong_type();
-        return store_integer(target, i->get(), name);
-      }
-    },
-    b.target);
+        } else {
+          auto* i = node.as_integer();
+          if (!i)
+            return wrong_type();
+          return store_integer(target, i->get(), name);
+        }
+      },
+      b.target);
 }
 
 caf::error assign_from_text(const binding& b, std::string_view text, std::string_view var) {
   auto fail = [&](std::string_view what) {
-    return config_error("environment variable " + std::string{var} + ": config key \""
-                        + dotted(b) + "\" " + std::string{what});
+    return config_error("environment variable " + std::string{var} + ": config key \"" + dotted(b)
+                        + "\" " + std::string{what});
   };
   return std::visit(
-    [&](auto* target) -> caf::error {
-      using T = std::remove_pointer_t<decltype(target)>;
-      if constexpr (std::is_same_v<T, std::string>) {
-        *target = std::string{text};
-        return {};
-      } else {
-        T v{};
-        auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
-        if (ec == std::errc::result_out_of_range)
-          return fail("is out of range (got " + std::string{text} + ")");
-        if (ec != std::errc{} || ptr != text.data() + text.size() || text.empty())
-          return fail(type_name(b.target));
-        *target = v;
-        return {};
-      }
-    },
-    b.target);
+      [&](auto* target) -> caf::error {
+        using T = std::remove_pointer_t<decltype(target)>;
+        if constexpr (std::is_same_v<T, std::string>) {
+          *target = std::string{text};
+          return {};
+        } else {
+          T v{};
+          auto [ptr, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+          if (ec == std::errc::result_out_of_range)
+            return fail("is out of range (got " + std::string{text} + ")");
+          if (ec != std::errc{} || ptr != text.data() + text.size() || text.empty())
+            return fail(type_name(b.target));
+          *target = v;
+          return {};
+        }
+      },
+      b.target);
 }
 
 caf::error apply_toml(const toml::table& root, std::vector<binding>& bs) {
@@ -328,7 +327,7 @@ caf::error one_of(std::string_view key, const std::string& value,
 
 caf::error validate(const config& c) {
   constexpr std::array<std::string_view, 3> backends = {"auto", "sqlite", "postgres"};
-  constexpr std::array<std::string_view, 7> levels = {"trace", "debug", "info",    "warn",
+  constexpr std::array<std::string_view, 7> levels = {"trace", "debug",    "info", "warn",
                                                       "error", "critical", "off"};
   if (c.data_dir.empty())
     return key_error("data_dir", "must not be empty");
@@ -427,8 +426,8 @@ std::map<std::string, std::string> current_environment() {
 
 caf::expected<std::pair<std::string, uint16_t>> parse_listen(std::string_view listen) {
   auto bad = [&](std::string_view why) {
-    return config_error("invalid listen address \"" + std::string{listen} + "\": "
-                        + std::string{why});
+    return config_error("invalid listen address \"" + std::string{listen}
+                        + "\": " + std::string{why});
   };
   std::string_view host;
   std::string_view port;

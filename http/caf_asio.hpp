@@ -11,8 +11,8 @@
 #include <boost/asio/async_result.hpp>
 #include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
-#include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/event_based_actor.hpp>
 #include <caf/expected.hpp>
@@ -38,12 +38,13 @@ boost::asio::awaitable<caf::expected<R>> async_request(caf::actor_system& sys, H
     };
     sys.spawn([dest, timeout, complete, xs...](caf::event_based_actor* self) mutable {
       self->request(dest, timeout, xs...)
-        .then([complete](R& value) mutable { complete(caf::expected<R>{std::move(value)}); },
+          .then(
+              [complete](R& value) mutable { complete(caf::expected<R>{std::move(value)}); },
               [complete](caf::error& err) mutable { complete(caf::expected<R>{std::move(err)}); });
     });
   };
   co_return co_await net::async_initiate<decltype(net::use_awaitable), void(caf::expected<R>)>(
-    std::move(initiate), net::use_awaitable);
+      std::move(initiate), net::use_awaitable);
 }
 
 }  // namespace ragtor::http

@@ -54,7 +54,8 @@ target parse_target(std::string_view raw) {
     auto eq = pair.find('=');
     std::string key, value;
     if (!decode(pair.substr(0, eq), key)
-        || !decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1), value)) {
+        || !decode(eq == std::string_view::npos ? std::string_view{} : pair.substr(eq + 1),
+                   value)) {
       t.valid = false;
       return t;
     }

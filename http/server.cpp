@@ -8,13 +8,14 @@
 #include <variant>
 #include <vector>
 
+#include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
-#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/experimental/concurrent_channel.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/asio/write.hpp>
@@ -23,13 +24,12 @@
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
 #include "http/caf_asio.hpp"
 #include "http/query.hpp"
 #include "protocol/api_json.hpp"
-#include "protocol/json_object.hpp"
 #include "protocol/errc.hpp"
+#include "protocol/json_object.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/stream_events.hpp"
 
@@ -44,7 +44,8 @@ using namespace net::experimental::awaitable_operators;
 namespace {
 
 using event_batch = std::vector<stream_event>;
-using event_channel = net::experimental::concurrent_channel<void(boost::system::error_code, event_batch)>;
+using event_channel =
+    net::experimental::concurrent_channel<void(boost::system::error_code, event_batch)>;
 using request_t = bhttp::request<bhttp::string_body>;
 
 constexpr size_t channel_capacity = 256;  // > initial credit: try_send never fails on "full"
@@ -72,18 +73,19 @@ event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<event_channe
     self->set_down_handler([=](caf::down_msg&) {
       done_content partial;
       partial.partial = true;
-      event_batch tail{make_error_event("unavailable", "the turn ended before it could be followed"),
-                       make_done_event(partial)};
+      event_batch tail{
+          make_error_event("unavailable", "the turn ended before it could be followed"),
+          make_done_event(partial)};
       ch->try_send(boost::system::error_code{}, std::move(tail));
       self->quit();
     });
     return {
-      [=](atom::events, event_batch& batch) {
-        bool last = !batch.empty() && batch.back().kind == event_kind::done;
-        // try_send fails only if the connection closed the channel.
-        if (!ch->try_send(boost::system::error_code{}, std::move(batch)) || last)
-          self->quit();
-      },
+        [=](atom::events, event_batch& batch) {
+          bool last = !batch.empty() && batch.back().kind == event_kind::done;
+          // try_send fails only if the connection closed the channel.
+          if (!ch->try_send(boost::system::error_code{}, std::move(batch)) || last)
+            self->quit();
+        },
     };
   });
 }
@@ -118,12 +120,11 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
 
   impl(caf::actor_system& s, server_settings st, session_manager_actor sm, store_actor sa)
-    : sys(s),
-      settings(std::move(st)),
-      sessions(std::move(sm)),
-      store(std::move(sa)),
-      ioc(settings.io_threads) {
-  }
+      : sys(s),
+        settings(std::move(st)),
+        sessions(std::move(sm)),
+        store(std::move(sa)),
+        ioc(settings.io_threads) {}
 
   // Counts a chat request in flight for graceful shutdown.
   struct flight_guard {
@@ -204,17 +205,18 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
           co_await bhttp::async_read(stream, buffer, parser,
                                      net::redirect_error(net::use_awaitable, ec));
         if (ec == bhttp::error::body_limit) {
-          co_await write_error(stream, 413, "payload_too_large",
-                               "request body exceeds " + std::to_string(settings.limits.max_body_bytes)
-                                 + " bytes",
-                               "", false);
+          co_await write_error(
+              stream, 413, "payload_too_large",
+              "request body exceeds " + std::to_string(settings.limits.max_body_bytes) + " bytes",
+              "", false);
           co_await drain(stream);
           break;
         }
         if (ec) {
           if (ec != bhttp::error::end_of_stream && ec != net::error::eof
               && ec != beast::error::timeout && ec != net::error::operation_aborted)
-            co_await write_error(stream, 400, "invalid_request", "malformed HTTP request", "", false);
+            co_await write_error(stream, 400, "invalid_request", "malformed HTTP request", "",
+                                 false);
           break;
         }
         stream.expires_never();
@@ -333,8 +335,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
 
   net::awaitable<void> write_request_error(beast::tcp_stream& stream, const request_error& e,
                                            bool keep) {
-    co_await write_error(stream, static_cast<unsigned>(e.status), e.code, e.message, e.field,
-                         keep);
+    co_await write_error(stream, static_cast<unsigned>(e.status), e.code, e.message, e.field, keep);
   }
 
   // The user_id query parameter, validated; "" after writing a 400.
@@ -359,12 +360,12 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     auto v = int_param(i->second, min, max);
     if (!v)
       co_await write_request_error(
-        stream,
-        make_request_error("invalid_request",
-                           "parameter " + quoted_field(name) + " must be an integer in ["
-                             + std::to_string(min) + ", " + std::to_string(max) + "]",
-                           name),
-        keep);
+          stream,
+          make_request_error("invalid_request",
+                             "parameter " + quoted_field(name) + " must be an integer in ["
+                                 + std::to_string(min) + ", " + std::to_string(max) + "]",
+                             name),
+          keep);
     co_return v;
   }
 
@@ -388,9 +389,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
         co_return;
       }
     }
-    auto page = co_await async_request<conversation_page>(sys, store, store_timeout,
-                                                          atom::list_convs_v, user,
-                                                          static_cast<int32_t>(*limit), cursor);
+    auto page = co_await async_request<conversation_page>(
+        sys, store, store_timeout, atom::list_convs_v, user, static_cast<int32_t>(*limit), cursor);
     if (!page)
       co_return co_await write_caf_error(stream, page.error(), keep);
     co_await write_json(stream, 200, conversation_page_json(*page), keep);
@@ -409,8 +409,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       co_return;
     // One extra message tells whether an older page exists.
     auto msgs = co_await async_request<std::vector<stored_message>>(
-      sys, store, store_timeout, atom::messages_v, id, user, static_cast<int32_t>(*limit + 1),
-      *before);
+        sys, store, store_timeout, atom::messages_v, id, user, static_cast<int32_t>(*limit + 1),
+        *before);
     if (!msgs)
       co_return co_await write_caf_error(stream, msgs.error(), keep);
     bool has_more = msgs->size() > static_cast<size_t>(*limit);
@@ -424,8 +424,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     auto user = co_await user_param(stream, t, keep);
     if (user.empty())
       co_return;
-    auto deleted = co_await async_request<bool>(sys, store, store_timeout, atom::delete_conv_v,
-                                                id, user);
+    auto deleted =
+        co_await async_request<bool>(sys, store, store_timeout, atom::delete_conv_v, id, user);
     if (!deleted)
       co_return co_await write_caf_error(stream, deleted.error(), keep);
     json_writer w;
@@ -454,10 +454,10 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       co_return co_await write_caf_error(stream, state.error(), keep);
     json_writer w;
     w.begin_object()
-      .field("status", "ok")
-      .field("message_id", parsed.value.message_id)
-      .field("feedback", *state)
-      .end_object();
+        .field("status", "ok")
+        .field("message_id", parsed.value.message_id)
+        .field("feedback", *state)
+        .end_object();
     co_await write_json(stream, 200, w.take(), keep);
   }
 
@@ -474,8 +474,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   }
 
   net::awaitable<bool> method_not_allowed(beast::tcp_stream& stream, bool keep) {
-    co_await write_error(stream, 405, "method_not_allowed", "method not allowed for this path",
-                         "", keep);
+    co_await write_error(stream, 405, "method_not_allowed", "method not allowed for this path", "",
+                         keep);
     co_return keep;
   }
 
@@ -483,16 +483,17 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
 
   // Both chat endpoints run the same turn; `sse` selects the wire format.
   // The connection is closed afterwards.
-  net::awaitable<void> chat(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                            request_t& req, bool sse) {
+  net::awaitable<void> chat(beast::tcp_stream& stream, beast::flat_buffer& buffer, request_t& req,
+                            bool sse) {
     auto parsed = parse_chat_request(req.body(), settings.limits);
     if (!parsed.ok) {
-      co_await write_error(stream, static_cast<unsigned>(parsed.error.status),
-                           parsed.error.code, parsed.error.message, parsed.error.field, false);
+      co_await write_error(stream, static_cast<unsigned>(parsed.error.status), parsed.error.code,
+                           parsed.error.message, parsed.error.field, false);
       co_return;
     }
     auto chat_req = std::move(parsed.request);
-    if (!chat_req.kb_prefix.empty() && settings.kb_exists && !settings.kb_exists(chat_req.kb_prefix)) {
+    if (!chat_req.kb_prefix.empty() && settings.kb_exists
+        && !settings.kb_exists(chat_req.kb_prefix)) {
       co_await write_error(stream, 404, "not_found",
                            "unknown knowledge base \"" + chat_req.kb_prefix + "\"", "kb_prefix",
                            false);
@@ -501,13 +502,12 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     if (chat_req.request_id.empty())
       chat_req.request_id = new_request_id();
     auto ticket = co_await async_request<turn_ticket>(
-      sys, sessions, caf::timespan{settings.turn_timeout}, atom::open_turn_v, chat_req);
+        sys, sessions, caf::timespan{settings.turn_timeout}, atom::open_turn_v, chat_req);
     if (!ticket) {
       auto code = code_of(ticket.error());
       auto he = http_error_of(code);
       auto msg = error_message(ticket.error());
-      spdlog::warn("http: request {} refused: {}", chat_req.request_id,
-                   sys.render(ticket.error()));
+      spdlog::warn("http: request {} refused: {}", chat_req.request_id, sys.render(ticket.error()));
       co_await write_error(stream, he.status, he.code, msg, "", false);
       co_return;
     }
@@ -560,7 +560,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
                                                                std::chrono::seconds timeout) {
     net::steady_timer timer{co_await net::this_coro::executor};
     timer.expires_after(timeout);
-    auto r = co_await (ch.async_receive(net::use_awaitable) || timer.async_wait(net::use_awaitable));
+    auto r =
+        co_await (ch.async_receive(net::use_awaitable) || timer.async_wait(net::use_awaitable));
     if (r.index() == 0)
       co_return std::move(std::get<0>(r));
     co_return std::nullopt;
@@ -573,9 +574,9 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     timer.expires_after(settings.write_timeout);
     try {
       if (as_chunk) {
-        auto r = co_await (net::async_write(sock, bhttp::make_chunk(net::buffer(data)),
-                                            net::use_awaitable)
-                           || timer.async_wait(net::use_awaitable));
+        auto r = co_await (
+            net::async_write(sock, bhttp::make_chunk(net::buffer(data)), net::use_awaitable)
+            || timer.async_wait(net::use_awaitable));
         co_return r.index() == 0;
       }
       auto r = co_await (net::async_write(sock, net::buffer(data), net::use_awaitable)
@@ -591,13 +592,13 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
                                 event_sink_actor sink, const std::string& request_id) {
     auto& sock = stream.socket();
     std::string head =
-      "HTTP/1.1 200 OK\r\n"
-      "Server: ragtor\r\n"
-      "Content-Type: text/event-stream\r\n"
-      "Cache-Control: no-cache\r\n"
-      "X-Accel-Buffering: no\r\n"
-      "Connection: close\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n";
+        "HTTP/1.1 200 OK\r\n"
+        "Server: ragtor\r\n"
+        "Content-Type: text/event-stream\r\n"
+        "Cache-Control: no-cache\r\n"
+        "X-Accel-Buffering: no\r\n"
+        "Connection: close\r\n"
+        "Transfer-Encoding: chunked\r\n\r\n";
     if (!co_await write_with_deadline(sock, head, false))
       co_return false;
     uint64_t seq = 0;
@@ -692,9 +693,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
 
 server::server(caf::actor_system& sys, server_settings settings, session_manager_actor sessions,
                store_actor store)
-  : impl_(std::make_shared<impl>(sys, std::move(settings), std::move(sessions),
-                                 std::move(store))) {
-}
+    : impl_(
+        std::make_shared<impl>(sys, std::move(settings), std::move(sessions), std::move(store))) {}
 
 server::~server() {
   stop();
@@ -717,8 +717,8 @@ caf::expected<uint16_t> server::start() {
     im.acceptor->listen(net::socket_base::max_listen_connections, ec);
   if (ec)
     return make_error(errc::unavailable, "cannot listen on " + im.settings.host + ":"
-                                           + std::to_string(im.settings.port) + ": "
-                                           + ec.message());
+                                             + std::to_string(im.settings.port) + ": "
+                                             + ec.message());
   auto port = im.acceptor->local_endpoint().port();
   im.work.emplace(im.ioc.get_executor());
   net::co_spawn(im.ioc, impl_->accept_loop(), net::detached);

@@ -7,9 +7,9 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
-#include <string_view>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>

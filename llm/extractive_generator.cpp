@@ -143,7 +143,7 @@ extractive_answer extractive_answer_for(std::string_view question, const retriev
                  + " (" + item.doc_id + ")";
     }
     a.citations.push_back(
-      {item.doc_id, item.result_id, item.title, std::string{cands[c].sentence}, true});
+        {item.doc_id, item.result_id, item.title, std::string{cands[c].sentence}, true});
   }
   auto text = body + "\n\nSources: " + sources;
   a.tokens = split_tokens(text);
@@ -153,8 +153,8 @@ extractive_answer extractive_answer_for(std::string_view question, const retriev
 
 extractive_answer general_reply_without_model() {
   return with_tokens(
-    "No language model is configured, so I can only answer questions from a knowledge base. "
-    "Name one with \"kb_prefix\" in your request, for example \"demo\".");
+      "No language model is configured, so I can only answer questions from a knowledge base. "
+      "Name one with \"kb_prefix\" in your request, for example \"demo\".");
 }
 
 }  // namespace ragtor

@@ -20,8 +20,8 @@ std::string new_id() {
 
 int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
-           std::chrono::system_clock::now().time_since_epoch())
-    .count();
+             std::chrono::system_clock::now().time_since_epoch())
+      .count();
 }
 
 }  // namespace ragtor

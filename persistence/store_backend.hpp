@@ -82,8 +82,7 @@ public:
   // Deletes the messages, summary and episodes of (user_id, session_id) but
   // keeps the conversation; returns how many messages were deleted (0 when
   // the conversation does not exist).
-  virtual int64_t clear_conversation(const std::string& user_id,
-                                     const std::string& session_id) = 0;
+  virtual int64_t clear_conversation(const std::string& user_id, const std::string& session_id) = 0;
 
   // Toggles a vote: no vote -> the vote; the same vote again -> removed;
   // the opposite vote -> replaced. Returns "positive", "negative" or "none",

@@ -7,10 +7,10 @@ namespace ragtor {
 store_executor::store_executor(std::unique_ptr<store_backend> writer,
                                std::vector<std::unique_ptr<store_backend>> readers,
                                size_t max_batch, bool run_inline)
-  : writer_(std::move(writer)),
-    readers_(std::move(readers)),
-    max_batch_(std::max<size_t>(1, max_batch)),
-    inline_(run_inline) {
+    : writer_(std::move(writer)),
+      readers_(std::move(readers)),
+      max_batch_(std::max<size_t>(1, max_batch)),
+      inline_(run_inline) {
   if (inline_)
     return;
   writes_.threads.emplace_back([this] { write_loop(); });
@@ -156,8 +156,7 @@ void store_executor::stop() {
 }
 
 store_executor::stats store_executor::snapshot() const {
-  return {queued_.load(), committed_batches_.load(), committed_jobs_.load(),
-          failed_jobs_.load()};
+  return {queued_.load(), committed_batches_.load(), committed_jobs_.load(), failed_jobs_.load()};
 }
 
 }  // namespace ragtor

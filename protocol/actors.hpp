@@ -20,35 +20,35 @@ namespace ragtor {
 
 // Answered by every long-lived actor.
 using status_api = caf::typed_actor<
-  // A JSON object describing the actor: kind, name, counters, state.
-  caf::replies_to<atom::status>::with<std::string>>;
+    // A JSON object describing the actor: kind, name, counters, state.
+    caf::replies_to<atom::status>::with<std::string>>;
 
 // -- streaming ----------------------------------------------------------------
 
 // Where a stream actor publishes events: the HTTP bridge on the frontend.
 using event_sink_actor = caf::typed_actor<
-  // A batch of events in order; `start` first, `done` last.
-  caf::reacts_to<atom::events, std::vector<stream_event>>>;
+    // A batch of events in order; `start` first, `done` last.
+    caf::reacts_to<atom::events, std::vector<stream_event>>>;
 
 // Where a generator sends tokens as it produces them.
 using token_sink_actor = caf::typed_actor<
-  // One piece of answer text for request `request_id`.
-  caf::reacts_to<atom::token, std::string /*request_id*/, std::string /*text*/>>;
+    // One piece of answer text for request `request_id`.
+    caf::reacts_to<atom::token, std::string /*request_id*/, std::string /*text*/>>;
 
 // One per request: runs route -> history -> retrieve -> generate -> persist
 // and publishes the turn's events. Quits after `done` was delivered.
 using stream_actor = caf::typed_actor<
-  // Attaches a subscriber; it is replayed the turn so far (a client
-  // retrying its request_id joins the running turn), then events flow as
-  // its demand allows.
-  caf::reacts_to<atom::subscribe, event_sink_actor>,
-  // That subscriber can take `n` more event batches.
-  caf::reacts_to<atom::demand, event_sink_actor, int32_t>,
-  // Stop generating; store what was generated as partial, then end with
-  // `error` + `done`.
-  caf::reacts_to<atom::cancel>,
-  // INTERNAL: a timer fired (0 = subscriber check, 1 = turn deadline).
-  caf::reacts_to<atom::tick, int32_t>>::extend_with<token_sink_actor>;
+    // Attaches a subscriber; it is replayed the turn so far (a client
+    // retrying its request_id joins the running turn), then events flow as
+    // its demand allows.
+    caf::reacts_to<atom::subscribe, event_sink_actor>,
+    // That subscriber can take `n` more event batches.
+    caf::reacts_to<atom::demand, event_sink_actor, int32_t>,
+    // Stop generating; store what was generated as partial, then end with
+    // `error` + `done`.
+    caf::reacts_to<atom::cancel>,
+    // INTERNAL: a timer fired (0 = subscriber check, 1 = turn deadline).
+    caf::reacts_to<atom::tick, int32_t>>::extend_with<token_sink_actor>;
 
 // -- sessions -------------------------------------------------------------------
 
@@ -62,109 +62,110 @@ struct turn_ticket {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_ticket& x) {
-  return f(caf::meta::type_name("turn_ticket"), x.stream, x.conversation_id,
-           x.request_id, x.user_message_id);
+  return f(caf::meta::type_name("turn_ticket"), x.stream, x.conversation_id, x.request_id,
+           x.user_message_id);
 }
 
 // One per active conversation (user_id, session_id): turns run one at a time
 // in arrival order.
 using session_actor = caf::typed_actor<
-  // Queues a turn; answers once its user message is committed and its
-  // stream actor runs.
-  caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
-  // Cancels the running or queued turn with this request id; true if found.
-  caf::replies_to<atom::stop, std::string /*request_id*/>::with<bool>,
-  // INTERNAL (from its stream actor): the turn ended; start the next one.
-  caf::reacts_to<atom::turn_done, std::string /*request_id*/>,
-  // Graceful shutdown: refuse queued turns, cancel the running one, quit
-  // once it has been stored.
-  caf::reacts_to<atom::shutdown>,
-  // INTERNAL: idle timer; the session quits if nothing happened since
-  // activity number `epoch`.
-  caf::reacts_to<atom::tick, uint64_t /*epoch*/>>::extend_with<status_api>;
+    // Queues a turn; answers once its user message is committed and its
+    // stream actor runs.
+    caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
+    // Cancels the running or queued turn with this request id; true if found.
+    caf::replies_to<atom::stop, std::string /*request_id*/>::with<bool>,
+    // INTERNAL (from its stream actor): the turn ended; start the next one.
+    caf::reacts_to<atom::turn_done, std::string /*request_id*/>,
+    // Graceful shutdown: refuse queued turns, cancel the running one, quit
+    // once it has been stored.
+    caf::reacts_to<atom::shutdown>,
+    // INTERNAL: idle timer; the session quits if nothing happened since
+    // activity number `epoch`.
+    caf::reacts_to<atom::tick, uint64_t /*epoch*/>>::extend_with<status_api>;
 
 // One per node: maps (user_id, session_id) to session actors.
 using session_manager_actor = caf::typed_actor<
-  // Routes the turn to its session (spawning it on first use).
-  caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
-  // POST /api/v1/chat/stop: cancels a user's running turn; true if found.
-  caf::replies_to<atom::stop, std::string /*request_id*/, std::string /*user_id*/>::with<bool>,
-  // Stops every session (graceful shutdown): running turns are cancelled
-  // and stored as partial; answers when all sessions are gone.
-  caf::replies_to<atom::shutdown>::with<bool>>::extend_with<status_api>;
+    // Routes the turn to its session (spawning it on first use).
+    caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
+    // POST /api/v1/chat/stop: cancels a user's running turn; true if found.
+    caf::replies_to<atom::stop, std::string /*request_id*/, std::string /*user_id*/>::with<bool>,
+    // Stops every session (graceful shutdown): running turns are cancelled
+    // and stored as partial; answers when all sessions are gone.
+    caf::replies_to<atom::shutdown>::with<bool>>::extend_with<status_api>;
 
 // -- routing and retrieval ---------------------------------------------------------
 
 // Decides KB and retrieval strategy for a turn (stateless).
 using router_actor = caf::typed_actor<
-  // intent_detect -> apply_override_policy -> worker_select.
-  caf::replies_to<atom::route, chat_request>::with<route_decision>>::extend_with<status_api>;
+    // intent_detect -> apply_override_policy -> worker_select.
+    caf::replies_to<atom::route, chat_request>::with<route_decision>>::extend_with<status_api>;
 
 // A resident retrieval agent over one KB. Never generates answers, never
 // holds conversation state, never caches results.
 using retrieval_agent_actor = caf::typed_actor<
-  // Top evidence for `query`; thread_id is for traces only.
-  caf::replies_to<atom::retrieve, std::string /*query*/, std::string /*thread_id*/,
-                  retrieve_options>::with<retrieval_result>>::extend_with<status_api>;
+    // Top evidence for `query`; thread_id is for traces only.
+    caf::replies_to<atom::retrieve, std::string /*query*/, std::string /*thread_id*/,
+                    retrieve_options>::with<retrieval_result>>::extend_with<status_api>;
 
 // One per node (RAGAgentManager): worker_name -> resident agent.
 using agent_pool_actor = caf::typed_actor<
-  // The agent serving `worker_name` (its instance_key), spawned lazily.
-  caf::replies_to<atom::resolve, std::string /*worker_name*/>::with<retrieval_agent_actor>>::
-  extend_with<status_api>;
+    // The agent serving `worker_name` (its instance_key), spawned lazily.
+    caf::replies_to<atom::resolve, std::string /*worker_name*/>::with<retrieval_agent_actor>>::
+    extend_with<status_api>;
 
 // -- generation --------------------------------------------------------------------
 
 // A language model gateway (OpenAI-compatible or the extractive generator).
 using llm_actor = caf::typed_actor<
-  // Streams tokens to `sink` while generating; answers with the whole
-  // result (its answer equals the concatenated tokens).
-  caf::replies_to<atom::generate, generation_request, token_sink_actor>::with<generation_result>,
-  // Stops the generation for this request id; its promise is answered with
-  // what was produced so far (finish_reason "cancelled").
-  caf::reacts_to<atom::cancel, std::string /*request_id*/>,
-  // INTERNAL: time to emit the next paced token of this request.
-  caf::reacts_to<atom::tick, std::string /*request_id*/>>::extend_with<status_api>;
+    // Streams tokens to `sink` while generating; answers with the whole
+    // result (its answer equals the concatenated tokens).
+    caf::replies_to<atom::generate, generation_request, token_sink_actor>::with<generation_result>,
+    // Stops the generation for this request id; its promise is answered with
+    // what was produced so far (finish_reason "cancelled").
+    caf::reacts_to<atom::cancel, std::string /*request_id*/>,
+    // INTERNAL: time to emit the next paced token of this request.
+    caf::reacts_to<atom::tick, std::string /*request_id*/>>::extend_with<status_api>;
 
 // -- persistence -------------------------------------------------------------------
 
 // The store façade: every persistence operation. Replies only after the
 // write committed; blocking database calls run on store worker threads.
 using store_actor = caf::typed_actor<
-  // Ensures the conversation (user_id, session_id) exists and appends the
-  // user message, in one transaction.
-  caf::replies_to<atom::begin_turn, std::string /*user_id*/, std::string /*session_id*/,
-                  std::string /*content*/, std::string /*request_id*/>::with<turn_opened>,
-  // Appends the assistant message (completed or partial); answers its id.
-  caf::replies_to<atom::finish_turn, stored_message>::with<std::string>,
-  // The last `limit` messages of a conversation, oldest first.
-  caf::replies_to<atom::history, std::string /*conversation_id*/, int32_t /*limit*/>::with<
-    std::vector<stored_message>>,
-  // A user's conversations, newest first, paged by an opaque cursor.
-  caf::replies_to<atom::list_convs, std::string /*user_id*/, int32_t /*limit*/,
-                  std::string /*cursor*/>::with<conversation_page>,
-  // The newest `limit` messages before seq `before` (0 = latest), oldest
-  // first; not_found unless the conversation is the user's.
-  caf::replies_to<atom::messages, std::string /*conversation_id*/, std::string /*user_id*/,
-                  int32_t /*limit*/, int64_t /*before*/>::with<std::vector<stored_message>>,
-  // Deletes a conversation; not_found unless it is the user's.
-  caf::replies_to<atom::delete_conv, std::string /*conversation_id*/,
-                  std::string /*user_id*/>::with<bool>,
-  // Drops a conversation's messages, summary and episodes; answers how many
-  // messages were removed.
-  caf::replies_to<atom::clear, std::string /*user_id*/, std::string /*session_id*/>::with<int64_t>,
-  // Toggles a vote; answers "positive", "negative" or "none".
-  caf::replies_to<atom::feedback, feedback_vote>::with<std::string>,
-  // INTERNAL (from the store's worker threads): job `id` finished (its
-  // transaction committed or failed); deliver its response promise.
-  caf::reacts_to<atom::store_done, uint64_t /*job id*/>>::extend_with<status_api>;
+    // Ensures the conversation (user_id, session_id) exists and appends the
+    // user message, in one transaction.
+    caf::replies_to<atom::begin_turn, std::string /*user_id*/, std::string /*session_id*/,
+                    std::string /*content*/, std::string /*request_id*/>::with<turn_opened>,
+    // Appends the assistant message (completed or partial); answers its id.
+    caf::replies_to<atom::finish_turn, stored_message>::with<std::string>,
+    // The last `limit` messages of a conversation, oldest first.
+    caf::replies_to<atom::history, std::string /*conversation_id*/,
+                    int32_t /*limit*/>::with<std::vector<stored_message>>,
+    // A user's conversations, newest first, paged by an opaque cursor.
+    caf::replies_to<atom::list_convs, std::string /*user_id*/, int32_t /*limit*/,
+                    std::string /*cursor*/>::with<conversation_page>,
+    // The newest `limit` messages before seq `before` (0 = latest), oldest
+    // first; not_found unless the conversation is the user's.
+    caf::replies_to<atom::messages, std::string /*conversation_id*/, std::string /*user_id*/,
+                    int32_t /*limit*/, int64_t /*before*/>::with<std::vector<stored_message>>,
+    // Deletes a conversation; not_found unless it is the user's.
+    caf::replies_to<atom::delete_conv, std::string /*conversation_id*/,
+                    std::string /*user_id*/>::with<bool>,
+    // Drops a conversation's messages, summary and episodes; answers how many
+    // messages were removed.
+    caf::replies_to<atom::clear, std::string /*user_id*/,
+                    std::string /*session_id*/>::with<int64_t>,
+    // Toggles a vote; answers "positive", "negative" or "none".
+    caf::replies_to<atom::feedback, feedback_vote>::with<std::string>,
+    // INTERNAL (from the store's worker threads): job `id` finished (its
+    // transaction committed or failed); deliver its response promise.
+    caf::reacts_to<atom::store_done, uint64_t /*job id*/>>::extend_with<status_api>;
 
 }  // namespace ragtor
 
 CAF_BEGIN_TYPE_ID_BLOCK(ragtor_actors, caf::id_block::ragtor::end)
-  CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::turn_ticket))
-  CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::event_sink_actor))
-  CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::token_sink_actor))
-  CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::stream_actor))
-  CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::retrieval_agent_actor))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::turn_ticket))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::event_sink_actor))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::token_sink_actor))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::stream_actor))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::retrieval_agent_actor))
 CAF_END_TYPE_ID_BLOCK(ragtor_actors)

@@ -15,14 +15,14 @@ namespace ragtor {
 namespace {
 
 constexpr std::array<field_spec, 8> fields = {{
-  {"user_id", field_kind::string, true},
-  {"session_id", field_kind::string, true},
-  {"message", field_kind::string, true},
-  {"kb_prefix", field_kind::string, false},
-  {"agent_type", field_kind::string, false},
-  {"request_id", field_kind::string, false},
-  {"debug", field_kind::boolean, false},
-  {"incognito", field_kind::boolean, false},
+    {"user_id", field_kind::string, true},
+    {"session_id", field_kind::string, true},
+    {"message", field_kind::string, true},
+    {"kb_prefix", field_kind::string, false},
+    {"agent_type", field_kind::string, false},
+    {"request_id", field_kind::string, false},
+    {"debug", field_kind::boolean, false},
+    {"incognito", field_kind::boolean, false},
 }};
 
 chat_request_parse reject(request_error e) {
@@ -55,8 +55,8 @@ bool is_valid_id(std::string_view id, size_t max_chars) {
   if (id.empty() || id.size() > max_chars)
     return false;
   for (char c : id) {
-    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
-              || c == '_' || c == '.' || c == ':' || c == '@' || c == '-';
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_'
+              || c == '.' || c == ':' || c == '@' || c == '-';
     if (!ok)
       return false;
   }
@@ -93,10 +93,10 @@ chat_request_parse parse_chat_request(std::string_view body, const request_limit
   if (!req.kb_prefix.empty() && !is_valid_id(req.kb_prefix, limits.max_id_chars))
     return id_error("kb_prefix");
   if (req.message.size() > limits.max_message_bytes)
-    return reject(make_request_error("payload_too_large",
-                                     "field \"message\" exceeds "
-                                       + std::to_string(limits.max_message_bytes) + " bytes",
-                                     "message"));
+    return reject(make_request_error(
+        "payload_too_large",
+        "field \"message\" exceeds " + std::to_string(limits.max_message_bytes) + " bytes",
+        "message"));
   if (is_blank(req.message))
     return invalid("field \"message\" must not be empty", "message");
   if (!req.agent_type.empty() && !is_agent_type(req.agent_type))

@@ -20,8 +20,8 @@ struct request_limits {
 
 // Why a request was rejected; `field` is "" when not about one field.
 struct request_error {
-  int status = 400;           // 400 or 413
-  std::string code;           // "invalid_request" | "payload_too_large"
+  int status = 400;  // 400 or 413
+  std::string code;  // "invalid_request" | "payload_too_large"
   std::string message;
   std::string field;
 };

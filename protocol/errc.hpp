@@ -35,7 +35,9 @@ std::string_view to_string(errc x);
 
 // Builds a ragtor error with a human-readable message as its context.
 caf::error make_error(errc code, std::string message);
-inline caf::error make_error(errc code) { return make_error(code, std::string{}); }
+inline caf::error make_error(errc code) {
+  return make_error(code, std::string{});
+}
 
 // The message a ragtor error carries ("" when none).
 std::string error_message(const caf::error& err);

@@ -54,7 +54,7 @@ request_error make_request_error(std::string_view code, std::string message,
 request_error id_field_error(std::string_view field, size_t max_chars) {
   return make_request_error("invalid_request",
                             "field " + quoted_field(field) + " must be 1-"
-                              + std::to_string(max_chars) + " characters of [A-Za-z0-9_.:@-]",
+                                + std::to_string(max_chars) + " characters of [A-Za-z0-9_.:@-]",
                             field);
 }
 
@@ -65,7 +65,7 @@ object_parse parse_json_object(std::string_view body, size_t max_body_bytes,
   };
   if (body.size() > max_body_bytes)
     return fail(make_request_error(
-      "payload_too_large", "request body exceeds " + std::to_string(max_body_bytes) + " bytes"));
+        "payload_too_large", "request body exceeds " + std::to_string(max_body_bytes) + " bytes"));
   if (!is_valid_utf8(body))
     return invalid("invalid UTF-8");
   simdjson::dom::parser parser;

@@ -56,11 +56,21 @@ size_t utf8_sequence(std::string_view s, size_t i, size_t& consumed) {
 void append_escaped_control(std::string& out, unsigned char c) {
   static constexpr char hex[] = "0123456789abcdef";
   switch (c) {
-    case '\b': out += "\\b"; return;
-    case '\f': out += "\\f"; return;
-    case '\n': out += "\\n"; return;
-    case '\r': out += "\\r"; return;
-    case '\t': out += "\\t"; return;
+    case '\b':
+      out += "\\b";
+      return;
+    case '\f':
+      out += "\\f";
+      return;
+    case '\n':
+      out += "\\n";
+      return;
+    case '\r':
+      out += "\\r";
+      return;
+    case '\t':
+      out += "\\t";
+      return;
     default:
       out += "\\u00";
       out += hex[c >> 4];

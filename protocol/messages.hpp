@@ -26,8 +26,8 @@ struct chat_request {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, chat_request& x) {
-  return f(caf::meta::type_name("chat_request"), x.user_id, x.session_id, x.message,
-           x.kb_prefix, x.agent_type, x.request_id, x.debug, x.incognito);
+  return f(caf::meta::type_name("chat_request"), x.user_id, x.session_id, x.message, x.kb_prefix,
+           x.agent_type, x.request_id, x.debug, x.incognito);
 }
 
 // The router's verdict (DESIGN §4.2). worker_name "" means: no retrieval.
@@ -45,9 +45,8 @@ struct route_decision {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, route_decision& x) {
-  return f(caf::meta::type_name("route_decision"), x.requested_kb_prefix,
-           x.routed_kb_prefix, x.kb_prefix, x.confidence, x.method, x.reason,
-           x.worker_name, x.intent, x.agent_type);
+  return f(caf::meta::type_name("route_decision"), x.requested_kb_prefix, x.routed_kb_prefix,
+           x.kb_prefix, x.confidence, x.method, x.reason, x.worker_name, x.intent, x.agent_type);
 }
 
 // One piece of evidence (DESIGN §4.3).
@@ -67,9 +66,8 @@ struct retrieval_item {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, retrieval_item& x) {
-  return f(caf::meta::type_name("retrieval_item"), x.result_id, x.granularity,
-           x.evidence, x.source, x.score, x.source_id, x.source_type, x.doc_id,
-           x.title, x.kb_prefix);
+  return f(caf::meta::type_name("retrieval_item"), x.result_id, x.granularity, x.evidence, x.source,
+           x.score, x.source_id, x.source_type, x.doc_id, x.title, x.kb_prefix);
 }
 
 // One step of an agent's work, for debugging and evaluation.
@@ -96,8 +94,8 @@ struct retrieval_result {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, retrieval_result& x) {
-  return f(caf::meta::type_name("retrieval_result"), x.context, x.retrieval_results,
-           x.chunk_ids, x.entity_ids, x.relationship_ids, x.trace);
+  return f(caf::meta::type_name("retrieval_result"), x.context, x.retrieval_results, x.chunk_ids,
+           x.entity_ids, x.relationship_ids, x.trace);
 }
 
 struct retrieve_options {
@@ -120,8 +118,7 @@ struct citation {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, citation& x) {
-  return f(caf::meta::type_name("citation"), x.doc_id, x.chunk_id, x.title, x.quote,
-           x.verified);
+  return f(caf::meta::type_name("citation"), x.doc_id, x.chunk_id, x.title, x.quote, x.verified);
 }
 
 struct usage_info {
@@ -149,9 +146,8 @@ struct stored_message {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, stored_message& x) {
-  return f(caf::meta::type_name("stored_message"), x.message_id, x.conversation_id,
-           x.seq, x.role, x.content, x.citations_json, x.completed, x.request_id,
-           x.created_at_ms);
+  return f(caf::meta::type_name("stored_message"), x.message_id, x.conversation_id, x.seq, x.role,
+           x.content, x.citations_json, x.completed, x.request_id, x.created_at_ms);
 }
 
 // Answer of store::begin_turn: the user message is committed. When the
@@ -169,8 +165,8 @@ struct turn_opened {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_opened& x) {
-  return f(caf::meta::type_name("turn_opened"), x.conversation_id, x.message_id, x.seq,
-           x.existing, x.has_answer, x.answer);
+  return f(caf::meta::type_name("turn_opened"), x.conversation_id, x.message_id, x.seq, x.existing,
+           x.has_answer, x.answer);
 }
 
 // A conversation as listed by GET /api/v1/conversations.
@@ -187,9 +183,8 @@ struct conversation_info {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, conversation_info& x) {
-  return f(caf::meta::type_name("conversation_info"), x.conversation_id, x.user_id,
-           x.session_id, x.title, x.first_message, x.message_count, x.created_at_ms,
-           x.updated_at_ms);
+  return f(caf::meta::type_name("conversation_info"), x.conversation_id, x.user_id, x.session_id,
+           x.title, x.first_message, x.message_count, x.created_at_ms, x.updated_at_ms);
 }
 
 // One page of conversations, newest first; `next_cursor` is "" on the last
@@ -216,8 +211,8 @@ struct feedback_vote {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, feedback_vote& x) {
-  return f(caf::meta::type_name("feedback_vote"), x.message_id, x.thread_id, x.query,
-           x.is_positive, x.agent_type, x.metadata_json);
+  return f(caf::meta::type_name("feedback_vote"), x.message_id, x.thread_id, x.query, x.is_positive,
+           x.agent_type, x.metadata_json);
 }
 
 // What the stream actor asks a generator to do.
@@ -231,8 +226,8 @@ struct generation_request {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
-  return f(caf::meta::type_name("generation_request"), x.request_id, x.question,
-           x.history, x.evidence, x.general);
+  return f(caf::meta::type_name("generation_request"), x.request_id, x.question, x.history,
+           x.evidence, x.general);
 }
 
 // A generator's final answer; its text equals the concatenated tokens sent.

@@ -89,16 +89,16 @@ stream_event make_progress_event(std::string_view stage, int completed, int tota
 std::string route_decision_json(const route_decision& rd) {
   json_writer w;
   w.begin_object()
-    .field("requested_kb_prefix", rd.requested_kb_prefix)
-    .field("routed_kb_prefix", rd.routed_kb_prefix)
-    .field("kb_prefix", rd.kb_prefix)
-    .field("confidence", rd.confidence)
-    .field("method", rd.method)
-    .field("reason", rd.reason)
-    .field("worker_name", rd.worker_name)
-    .field("intent", rd.intent)
-    .field("agent_type", rd.agent_type)
-    .end_object();
+      .field("requested_kb_prefix", rd.requested_kb_prefix)
+      .field("routed_kb_prefix", rd.routed_kb_prefix)
+      .field("kb_prefix", rd.kb_prefix)
+      .field("confidence", rd.confidence)
+      .field("method", rd.method)
+      .field("reason", rd.reason)
+      .field("worker_name", rd.worker_name)
+      .field("intent", rd.intent)
+      .field("agent_type", rd.agent_type)
+      .end_object();
   return w.take();
 }
 
@@ -111,12 +111,12 @@ std::string citations_json(const std::vector<citation>& cs) {
   w.begin_array();
   for (auto& c : cs)
     w.begin_object()
-      .field("doc_id", c.doc_id)
-      .field("chunk_id", c.chunk_id)
-      .field("title", c.title)
-      .field("quote", c.quote)
-      .field("verified", c.verified)
-      .end_object();
+        .field("doc_id", c.doc_id)
+        .field("chunk_id", c.chunk_id)
+        .field("title", c.title)
+        .field("quote", c.quote)
+        .field("verified", c.verified)
+        .end_object();
   w.end_array();
   return w.take();
 }
@@ -124,9 +124,9 @@ std::string citations_json(const std::vector<citation>& cs) {
 stream_event make_done_event(const done_content& c) {
   json_writer w;
   w.begin_object()
-    .field("answer", c.answer)
-    .field("conversation_id", c.conversation_id)
-    .field("message_id", c.message_id);
+      .field("answer", c.answer)
+      .field("conversation_id", c.conversation_id)
+      .field("message_id", c.message_id);
   w.key("citations").raw(c.citations_raw.empty() ? citations_json(c.citations) : c.citations_raw);
   w.key("reference").begin_object().key("chunks").begin_array();
   for (auto& id : c.chunk_ids)
@@ -136,11 +136,11 @@ stream_event make_done_event(const done_content& c) {
   w.key("relationships").begin_array().end_array();
   w.end_object();
   w.key("usage")
-    .begin_object()
-    .field("prompt_tokens", c.usage.prompt_tokens)
-    .field("completion_tokens", c.usage.completion_tokens)
-    .field("total_tokens", c.usage.prompt_tokens + c.usage.completion_tokens)
-    .end_object();
+      .begin_object()
+      .field("prompt_tokens", c.usage.prompt_tokens)
+      .field("completion_tokens", c.usage.completion_tokens)
+      .field("total_tokens", c.usage.prompt_tokens + c.usage.completion_tokens)
+      .end_object();
   w.field("partial", c.partial).end_object();
   return {event_kind::done, w.take(), true};
 }

@@ -39,7 +39,7 @@ struct done_content {
   std::string conversation_id;
   std::string message_id;
   std::vector<citation> citations;
-  std::string citations_raw;  // a stored JSON array; used instead of `citations` when set
+  std::string citations_raw;           // a stored JSON array; used instead of `citations` when set
   std::vector<std::string> chunk_ids;  // reference.chunks
   usage_info usage;
   bool partial = false;

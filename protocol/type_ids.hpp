@@ -10,6 +10,7 @@
 
 #include "protocol/messages.hpp"
 
+// clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
 
   CAF_ADD_TYPE_ID(ragtor, (ragtor::chat_request))
@@ -57,7 +58,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, shutdown, "shutdown")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
-
+// clang-format on
 
 namespace caf {
 class actor_system_config;

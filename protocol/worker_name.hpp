@@ -16,7 +16,7 @@ inline constexpr std::string_view default_agent_type = "hybrid_agent";
 
 // Every agent type ragtor knows (DESIGN §4.1).
 inline constexpr std::array<std::string_view, 5> agent_types = {
-  "naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent", "fusion_agent"};
+    "naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent", "fusion_agent"};
 
 bool is_agent_type(std::string_view name);
 

@@ -33,9 +33,7 @@ public:
     }
   }
   // Scores at or below this cannot enter (-inf until full).
-  double threshold() const {
-    return heap_.size() < k_ ? -1.0 : heap_.front().second;
-  }
+  double threshold() const { return heap_.size() < k_ ? -1.0 : heap_.front().second; }
   std::vector<bm25_index::hit> sorted() {
     std::sort(heap_.begin(), heap_.end(), better);
     return std::move(heap_);
@@ -97,8 +95,7 @@ std::vector<bm25_index::query_term> bm25_index::query_terms(std::string_view que
   return out;
 }
 
-std::vector<bm25_index::hit> bm25_index::search_exhaustive(std::string_view query,
-                                                           size_t k) const {
+std::vector<bm25_index::hit> bm25_index::search_exhaustive(std::string_view query, size_t k) const {
   std::vector<double> scores(doc_len_.size(), 0.0);
   std::vector<bool> seen(doc_len_.size(), false);
   for (auto& qt : query_terms(query))

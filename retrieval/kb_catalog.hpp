@@ -32,8 +32,8 @@ class kb_catalog {
 public:
   // Loads every KB stored under `data_dir`.
   static caf::expected<std::shared_ptr<kb_catalog>> load(const std::filesystem::path& data_dir,
-                                                        const chunker_options& chunking,
-                                                        const bm25_params& bm25 = {});
+                                                         const chunker_options& chunking,
+                                                         const bm25_params& bm25 = {});
 
   static std::shared_ptr<const kb_snapshot> build_snapshot(std::string name,
                                                            const std::vector<document>& docs,

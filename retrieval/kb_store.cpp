@@ -103,11 +103,11 @@ caf::error write_kb(const fs::path& data_dir, std::string_view kb,
     for (auto& d : docs) {
       json_writer w;
       w.begin_object()
-        .field("id", d.id)
-        .field("title", d.title)
-        .field("text", d.text)
-        .field("source", d.source)
-        .end_object();
+          .field("id", d.id)
+          .field("title", d.title)
+          .field("text", d.text)
+          .field("source", d.source)
+          .end_object();
       out << w.str() << '\n';
     }
     out.flush();
@@ -139,7 +139,7 @@ caf::expected<std::vector<document>> read_documents(const fs::path& file) {
 }
 
 caf::expected<std::vector<document>> load_kb_documents(const fs::path& data_dir,
-                                                        std::string_view kb) {
+                                                       std::string_view kb) {
   auto file = kb_file(data_dir, kb);
   if (!fs::exists(file))
     return std::vector<document>{};

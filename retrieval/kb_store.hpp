@@ -22,7 +22,7 @@ caf::expected<std::vector<document>> read_documents(const std::filesystem::path&
 
 // The stored documents of `kb` (empty when it does not exist yet).
 caf::expected<std::vector<document>> load_kb_documents(const std::filesystem::path& data_dir,
-                                                        std::string_view kb);
+                                                       std::string_view kb);
 
 struct ingest_report {
   size_t documents_added = 0;

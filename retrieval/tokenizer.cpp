@@ -13,13 +13,12 @@ namespace ragtor {
 namespace {
 
 constexpr std::array<std::string_view, 64> stopwords = {
-  "a",     "about", "after", "all",  "also",  "an",   "and",   "any",   "are",   "as",
-  "at",    "be",    "been",  "but",  "by",    "can",  "could", "did",   "do",    "does",
-  "for",   "from",  "had",   "has",  "have",  "he",   "her",   "his",   "how",   "i",
-  "if",    "in",    "into",  "is",   "it",    "its",  "me",    "my",    "no",    "not",
-  "of",    "on",    "or",    "our",  "she",   "so",   "than",  "that",  "the",   "their",
-  "them",  "then",  "there", "these", "they", "this", "to",    "was",   "we",    "were",
-  "what",  "which", "with",  "you"};
+    "a",    "about", "after", "all",  "also", "an",    "and",   "any",  "are",   "as",    "at",
+    "be",   "been",  "but",   "by",   "can",  "could", "did",   "do",   "does",  "for",   "from",
+    "had",  "has",   "have",  "he",   "her",  "his",   "how",   "i",    "if",    "in",    "into",
+    "is",   "it",    "its",   "me",   "my",   "no",    "not",   "of",   "on",    "or",    "our",
+    "she",  "so",    "than",  "that", "the",  "their", "them",  "then", "there", "these", "they",
+    "this", "to",    "was",   "we",   "were", "what",  "which", "with", "you"};
 
 bool is_stopword(std::string_view w) {
   return std::find(stopwords.begin(), stopwords.end(), w) != stopwords.end();

@@ -3,9 +3,9 @@
 #include <chrono>
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
@@ -36,60 +36,59 @@ struct agent_pool_state {
 
 retrieval_agent_actor spawn_bm25_agent(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
                                        std::string kb, std::string agent_type) {
-  return sys.spawn([catalog, kb, agent_type](
-                     retrieval_agent_actor::stateful_pointer<bm25_agent_state> self)
-                     -> retrieval_agent_actor::behavior_type {
+  return sys.spawn([catalog, kb,
+                    agent_type](retrieval_agent_actor::stateful_pointer<bm25_agent_state> self)
+                       -> retrieval_agent_actor::behavior_type {
     self->state.catalog = catalog;
     self->state.kb = kb;
     self->state.agent_type = agent_type;
     return {
-      [=](atom::retrieve, const std::string& query, const std::string& thread_id,
-          const retrieve_options& opts) -> caf::result<retrieval_result> {
-        auto started = std::chrono::steady_clock::now();
-        auto snapshot = self->state.catalog->get(self->state.kb);
-        if (!snapshot)
-          return make_error(errc::not_found,
-                            "unknown knowledge base \"" + self->state.kb + "\"");
-        auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
-        retrieval_result result;
-        result.retrieval_results = snapshot->search(query, k);
-        for (auto& item : result.retrieval_results) {
-          result.chunk_ids.push_back(item.result_id);
-          if (!result.context.empty())
-            result.context += "\n\n";
-          result.context += item.evidence;
-        }
-        auto ms = std::chrono::duration<double, std::milli>(
-                    std::chrono::steady_clock::now() - started)
-                    .count();
-        ++self->state.served;
-        self->state.total_ms += ms;
-        result.trace.push_back(
-          {"bm25", "agent_type=" + self->state.agent_type + " kb=" + self->state.kb
-                     + " hits=" + std::to_string(result.retrieval_results.size()),
-           ms});
-        return result;
-      },
-      [=](atom::status) -> std::string {
-        json_writer w;
-        w.begin_object()
-          .field("kind", "retrieval_agent")
-          .field("name", "bm25_agent")
-          .field("kb", self->state.kb)
-          .field("agent_type", self->state.agent_type)
-          .field("processed", self->state.served)
-          .field("mean_latency_ms",
-                 self->state.served ? self->state.total_ms / self->state.served : 0.0)
-          .end_object();
-        return w.take();
-      },
+        [=](atom::retrieve, const std::string& query, const std::string& thread_id,
+            const retrieve_options& opts) -> caf::result<retrieval_result> {
+          auto started = std::chrono::steady_clock::now();
+          auto snapshot = self->state.catalog->get(self->state.kb);
+          if (!snapshot)
+            return make_error(errc::not_found, "unknown knowledge base \"" + self->state.kb + "\"");
+          auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
+          retrieval_result result;
+          result.retrieval_results = snapshot->search(query, k);
+          for (auto& item : result.retrieval_results) {
+            result.chunk_ids.push_back(item.result_id);
+            if (!result.context.empty())
+              result.context += "\n\n";
+            result.context += item.evidence;
+          }
+          auto ms =
+              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+                  .count();
+          ++self->state.served;
+          self->state.total_ms += ms;
+          result.trace.push_back({"bm25",
+                                  "agent_type=" + self->state.agent_type + " kb=" + self->state.kb
+                                      + " hits=" + std::to_string(result.retrieval_results.size()),
+                                  ms});
+          return result;
+        },
+        [=](atom::status) -> std::string {
+          json_writer w;
+          w.begin_object()
+              .field("kind", "retrieval_agent")
+              .field("name", "bm25_agent")
+              .field("kb", self->state.kb)
+              .field("agent_type", self->state.agent_type)
+              .field("processed", self->state.served)
+              .field("mean_latency_ms",
+                     self->state.served ? self->state.total_ms / self->state.served : 0.0)
+              .end_object();
+          return w.take();
+        },
     };
   });
 }
 
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog) {
   return sys.spawn([catalog](agent_pool_actor::stateful_pointer<agent_pool_state> self)
-                     -> agent_pool_actor::behavior_type {
+                       -> agent_pool_actor::behavior_type {
     self->state.catalog = catalog;
     // Agents are linked to the pool so they stop with it; an agent's own
     // death only removes it (it is respawned on the next resolve).
@@ -106,41 +105,41 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
       self->quit(msg.reason);
     });
     return {
-      [=](atom::resolve, const std::string& worker_name) -> caf::result<retrieval_agent_actor> {
-        auto parsed = parse_worker_name(worker_name);
-        if (!parsed)
-          return std::move(parsed.error());
-        if (parsed->agent_type.empty() || !is_agent_type(parsed->agent_type))
-          return make_error(errc::invalid_request,
-                            "unknown agent_type \"" + parsed->agent_type + "\"");
-        auto kb = kb_of(*parsed);
-        if (!self->state.catalog->get(kb))
-          return make_error(errc::not_found, "unknown knowledge base \""
-                                               + (kb.empty() ? "default" : kb) + "\"");
-        ++self->state.resolved;
-        // instance_key = the normalised worker_name (never a session id).
-        auto key = format_worker_name(parsed->kb_prefix, parsed->agent_type);
-        auto& agents = self->state.agents;
-        if (auto i = agents.find(key); i != agents.end())
-          return i->second;
-        auto agent = spawn_bm25_agent(self->system(), self->state.catalog, kb,
-                                      parsed->agent_type);
-        self->link_to(agent);
-        agents.emplace(key, agent);
-        return agent;
-      },
-      [=](atom::status) -> std::string {
-        json_writer w;
-        w.begin_object()
-          .field("kind", "agent_pool")
-          .field("name", "agent_pool")
-          .field("resolved", self->state.resolved);
-        w.key("agents").begin_array();
-        for (auto& [key, agent] : self->state.agents)
-          w.value(key);
-        w.end_array().end_object();
-        return w.take();
-      },
+        [=](atom::resolve, const std::string& worker_name) -> caf::result<retrieval_agent_actor> {
+          auto parsed = parse_worker_name(worker_name);
+          if (!parsed)
+            return std::move(parsed.error());
+          if (parsed->agent_type.empty() || !is_agent_type(parsed->agent_type))
+            return make_error(errc::invalid_request,
+                              "unknown agent_type \"" + parsed->agent_type + "\"");
+          auto kb = kb_of(*parsed);
+          if (!self->state.catalog->get(kb))
+            return make_error(errc::not_found,
+                              "unknown knowledge base \"" + (kb.empty() ? "default" : kb) + "\"");
+          ++self->state.resolved;
+          // instance_key = the normalised worker_name (never a session id).
+          auto key = format_worker_name(parsed->kb_prefix, parsed->agent_type);
+          auto& agents = self->state.agents;
+          if (auto i = agents.find(key); i != agents.end())
+            return i->second;
+          auto agent =
+              spawn_bm25_agent(self->system(), self->state.catalog, kb, parsed->agent_type);
+          self->link_to(agent);
+          agents.emplace(key, agent);
+          return agent;
+        },
+        [=](atom::status) -> std::string {
+          json_writer w;
+          w.begin_object()
+              .field("kind", "agent_pool")
+              .field("name", "agent_pool")
+              .field("resolved", self->state.resolved);
+          w.key("agents").begin_array();
+          for (auto& [key, agent] : self->state.agents)
+            w.value(key);
+          w.end_array().end_object();
+          return w.take();
+        },
     };
   });
 }

@@ -66,26 +66,26 @@ route_decision decide_route(const chat_request& req, const router_settings& sett
 }
 
 router_actor spawn_router(caf::actor_system& sys, router_settings settings) {
-  return sys.spawn([settings](router_actor::stateful_pointer<router_state> self)
-                     -> router_actor::behavior_type {
-    self->state.settings = settings;
-    return {
-      [=](atom::route, const chat_request& req) -> route_decision {
-        ++self->state.routed;
-        return decide_route(req, self->state.settings);
-      },
-      [=](atom::status) -> std::string {
-        json_writer w;
-        w.begin_object()
-          .field("kind", "router")
-          .field("name", "router")
-          .field("routed", self->state.routed)
-          .field("default_kb", self->state.settings.default_kb)
-          .end_object();
-        return w.take();
-      },
-    };
-  });
+  return sys.spawn(
+      [settings](router_actor::stateful_pointer<router_state> self) -> router_actor::behavior_type {
+        self->state.settings = settings;
+        return {
+            [=](atom::route, const chat_request& req) -> route_decision {
+              ++self->state.routed;
+              return decide_route(req, self->state.settings);
+            },
+            [=](atom::status) -> std::string {
+              json_writer w;
+              w.begin_object()
+                  .field("kind", "router")
+                  .field("name", "router")
+                  .field("routed", self->state.routed)
+                  .field("default_kb", self->state.settings.default_kb)
+                  .end_object();
+              return w.take();
+            },
+        };
+      });
 }
 
 }  // namespace ragtor

@@ -4,9 +4,9 @@
 #include <map>
 #include <optional>
 
+#include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
@@ -36,9 +36,9 @@ struct session_state {
   std::string session_id;
   std::deque<queued_turn> queue;
   std::optional<running_turn> running;
-  bool starting = false;  // begin_turn in flight
+  bool starting = false;    // begin_turn in flight
   std::string starting_id;  // its request_id
-  bool stopping = false;  // shutdown requested
+  bool stopping = false;    // shutdown requested
   uint64_t turns = 0;
   uint64_t epoch = 0;  // bumped on every activity; see the idle timer
 };
@@ -70,31 +70,31 @@ void start_next(session_ptr self) {
   st.queue.pop_front();
   st.starting = true;
   st.starting_id = turn.req.request_id;
-  self
-    ->request(st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
-              turn.req.user_id, turn.req.session_id, turn.req.message, turn.req.request_id)
-    .then(
-      [=](turn_opened& opened) mutable {
-        auto& st = self->state;
-        st.starting = false;
-        ++st.turns;
-        stream_deps deps{st.deps.router, st.deps.pool, st.deps.llm, st.deps.store,
-                         caf::actor_cast<session_actor>(self)};
-        auto stream = spawn_stream(self->system(), turn.req, opened, deps, st.settings.stream);
-        self->monitor(stream);
-        turn_ticket ticket{stream, opened.conversation_id, turn.req.request_id, opened.message_id};
-        st.running = running_turn{turn.req.request_id, stream, ticket};
-        turn.promise.deliver(ticket);
-        if (st.stopping)
-          self->send(stream, atom::cancel_v);
-      },
-      [=](caf::error& err) mutable {
-        spdlog::warn("session: storing the user message of {} failed: {}",
-                     turn.req.request_id, self->system().render(err));
-        self->state.starting = false;
-        turn.promise.deliver(std::move(err));
-        start_next(self);
-      });
+  self->request(st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
+                turn.req.user_id, turn.req.session_id, turn.req.message, turn.req.request_id)
+      .then(
+          [=](turn_opened& opened) mutable {
+            auto& st = self->state;
+            st.starting = false;
+            ++st.turns;
+            stream_deps deps{st.deps.router, st.deps.pool, st.deps.llm, st.deps.store,
+                             caf::actor_cast<session_actor>(self)};
+            auto stream = spawn_stream(self->system(), turn.req, opened, deps, st.settings.stream);
+            self->monitor(stream);
+            turn_ticket ticket{stream, opened.conversation_id, turn.req.request_id,
+                               opened.message_id};
+            st.running = running_turn{turn.req.request_id, stream, ticket};
+            turn.promise.deliver(ticket);
+            if (st.stopping)
+              self->send(stream, atom::cancel_v);
+          },
+          [=](caf::error& err) mutable {
+            spdlog::warn("session: storing the user message of {} failed: {}", turn.req.request_id,
+                         self->system().render(err));
+            self->state.starting = false;
+            turn.promise.deliver(std::move(err));
+            start_next(self);
+          });
 }
 
 session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::string session_id,
@@ -111,75 +111,75 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
         turn_ended(self, st.running->request_id);
     });
     return {
-      [=](atom::open_turn, chat_request& req) -> caf::result<turn_ticket> {
-        auto& st = self->state;
-        if (st.stopping)
-          return make_error(errc::unavailable, "the server is shutting down");
-        if (st.queue.size() >= st.settings.max_queued_turns)
-          return make_error(errc::overloaded,
-                            "too many queued turns in this conversation; retry later");
-        if (!req.request_id.empty()) {
-          // A retry of the running turn joins its stream (replayed so far).
-          if (st.running && st.running->request_id == req.request_id)
-            return st.running->ticket;
-          bool busy = st.starting && st.starting_id == req.request_id;
-          for (auto& t : st.queue)
-            busy = busy || t.req.request_id == req.request_id;
-          if (busy)
-            return make_error(errc::conflict,
-                              "a turn with request_id \"" + req.request_id + "\" is in progress");
-        }
-        ++st.epoch;
-        auto rp = self->make_response_promise<turn_ticket>();
-        st.queue.push_back(queued_turn{std::move(req), rp});
-        start_next(self);
-        return rp;
-      },
-      [=](atom::stop, const std::string& request_id) -> bool {
-        auto& st = self->state;
-        if (st.running && st.running->request_id == request_id) {
-          self->send(st.running->stream, atom::cancel_v);
-          return true;
-        }
-        for (auto i = st.queue.begin(); i != st.queue.end(); ++i) {
-          if (i->req.request_id == request_id) {
-            i->promise.deliver(make_error(errc::cancelled, "the turn was stopped"));
-            st.queue.erase(i);
+        [=](atom::open_turn, chat_request& req) -> caf::result<turn_ticket> {
+          auto& st = self->state;
+          if (st.stopping)
+            return make_error(errc::unavailable, "the server is shutting down");
+          if (st.queue.size() >= st.settings.max_queued_turns)
+            return make_error(errc::overloaded,
+                              "too many queued turns in this conversation; retry later");
+          if (!req.request_id.empty()) {
+            // A retry of the running turn joins its stream (replayed so far).
+            if (st.running && st.running->request_id == req.request_id)
+              return st.running->ticket;
+            bool busy = st.starting && st.starting_id == req.request_id;
+            for (auto& t : st.queue)
+              busy = busy || t.req.request_id == req.request_id;
+            if (busy)
+              return make_error(errc::conflict,
+                                "a turn with request_id \"" + req.request_id + "\" is in progress");
+          }
+          ++st.epoch;
+          auto rp = self->make_response_promise<turn_ticket>();
+          st.queue.push_back(queued_turn{std::move(req), rp});
+          start_next(self);
+          return rp;
+        },
+        [=](atom::stop, const std::string& request_id) -> bool {
+          auto& st = self->state;
+          if (st.running && st.running->request_id == request_id) {
+            self->send(st.running->stream, atom::cancel_v);
             return true;
           }
-        }
-        return false;
-      },
-      [=](atom::turn_done, const std::string& request_id) { turn_ended(self, request_id); },
-      [=](atom::tick, uint64_t epoch) {
-        auto& st = self->state;
-        if (epoch == st.epoch && !st.running && !st.starting && st.queue.empty())
-          self->quit();
-      },
-      [=](atom::shutdown) {
-        auto& st = self->state;
-        st.stopping = true;
-        for (auto& t : st.queue)
-          t.promise.deliver(make_error(errc::unavailable, "the server is shutting down"));
-        st.queue.clear();
-        if (st.running)
-          self->send(st.running->stream, atom::cancel_v);
-        else if (!st.starting)
-          self->quit();
-      },
-      [=](atom::status) -> std::string {
-        auto& st = self->state;
-        json_writer w;
-        w.begin_object()
-          .field("kind", "session")
-          .field("user_id", st.user_id)
-          .field("session_id", st.session_id)
-          .field("turns", st.turns)
-          .field("queued", static_cast<uint64_t>(st.queue.size()))
-          .field("running", st.running ? st.running->request_id : std::string{})
-          .end_object();
-        return w.take();
-      },
+          for (auto i = st.queue.begin(); i != st.queue.end(); ++i) {
+            if (i->req.request_id == request_id) {
+              i->promise.deliver(make_error(errc::cancelled, "the turn was stopped"));
+              st.queue.erase(i);
+              return true;
+            }
+          }
+          return false;
+        },
+        [=](atom::turn_done, const std::string& request_id) { turn_ended(self, request_id); },
+        [=](atom::tick, uint64_t epoch) {
+          auto& st = self->state;
+          if (epoch == st.epoch && !st.running && !st.starting && st.queue.empty())
+            self->quit();
+        },
+        [=](atom::shutdown) {
+          auto& st = self->state;
+          st.stopping = true;
+          for (auto& t : st.queue)
+            t.promise.deliver(make_error(errc::unavailable, "the server is shutting down"));
+          st.queue.clear();
+          if (st.running)
+            self->send(st.running->stream, atom::cancel_v);
+          else if (!st.starting)
+            self->quit();
+        },
+        [=](atom::status) -> std::string {
+          auto& st = self->state;
+          json_writer w;
+          w.begin_object()
+              .field("kind", "session")
+              .field("user_id", st.user_id)
+              .field("session_id", st.session_id)
+              .field("turns", st.turns)
+              .field("queued", static_cast<uint64_t>(st.queue.size()))
+              .field("running", st.running ? st.running->request_id : std::string{})
+              .end_object();
+          return w.take();
+        },
     };
   });
 }
@@ -228,18 +228,18 @@ void open_in_session(manager_ptr self, chat_request req,
   // Queued turns wait for the ones ahead of them: allow for all of them.
   auto timeout = st.settings.stream.turn_timeout * (st.settings.max_queued_turns + 1);
   self->request(session, timeout, atom::open_turn_v, req)
-    .then([=](turn_ticket& t) mutable { rp.deliver(std::move(t)); },
-          [=](caf::error& err) mutable {
-            if (may_retry && err == caf::sec::request_receiver_down) {
-              auto& sessions = self->state.sessions;
-              auto i = sessions.find(std::make_pair(req.user_id, req.session_id));
-              if (i != sessions.end() && i->second == session)
-                sessions.erase(i);
-              open_in_session(self, std::move(req), rp, false);
-              return;
-            }
-            rp.deliver(std::move(err));
-          });
+      .then([=](turn_ticket& t) mutable { rp.deliver(std::move(t)); },
+            [=](caf::error& err) mutable {
+              if (may_retry && err == caf::sec::request_receiver_down) {
+                auto& sessions = self->state.sessions;
+                auto i = sessions.find(std::make_pair(req.user_id, req.session_id));
+                if (i != sessions.end() && i->second == session)
+                  sessions.erase(i);
+                open_in_session(self, std::move(req), rp, false);
+                return;
+              }
+              rp.deliver(std::move(err));
+            });
 }
 
 }  // namespace
@@ -268,61 +268,61 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
       self->quit(msg.reason);
     });
     return {
-      [=](atom::open_turn, chat_request& req) -> caf::result<turn_ticket> {
-        auto& st = self->state;
-        if (st.shutdown_promise)
-          return make_error(errc::unavailable, "the server is shutting down");
-        ++st.opened;
-        auto rp = self->make_response_promise<turn_ticket>();
-        open_in_session(self, std::move(req), rp, true);
-        return rp;
-      },
-      [=](atom::stop, const std::string& request_id,
-          const std::string& user_id) -> caf::result<bool> {
-        auto& st = self->state;
-        std::vector<session_actor> candidates;
-        for (auto& [key, s] : st.sessions)
-          if (key.first == user_id)
-            candidates.push_back(s);
-        if (candidates.empty())
-          return false;
-        auto rp = self->make_response_promise<bool>();
-        auto pending = std::make_shared<size_t>(candidates.size());
-        auto found = std::make_shared<bool>(false);
-        for (auto& s : candidates)
-          self->request(s, std::chrono::seconds(5), atom::stop_v, request_id)
-            .then(
-              [=](bool hit) mutable {
-                *found = *found || hit;
-                if (--*pending == 0)
-                  rp.deliver(*found);
-              },
-              [=](caf::error&) mutable {
-                if (--*pending == 0)
-                  rp.deliver(*found);
-              });
-        return rp;
-      },
-      [=](atom::shutdown) -> caf::result<bool> {
-        auto& st = self->state;
-        auto rp = self->make_response_promise<bool>();
-        st.shutdown_promise = rp;
-        for (auto& [key, s] : st.sessions)
-          self->send(s, atom::shutdown_v);
-        check_shutdown_done(self);
-        return rp;
-      },
-      [=](atom::status) -> std::string {
-        auto& st = self->state;
-        json_writer w;
-        w.begin_object()
-          .field("kind", "session_manager")
-          .field("name", "session_manager")
-          .field("sessions", static_cast<uint64_t>(st.sessions.size()))
-          .field("opened_turns", st.opened)
-          .end_object();
-        return w.take();
-      },
+        [=](atom::open_turn, chat_request& req) -> caf::result<turn_ticket> {
+          auto& st = self->state;
+          if (st.shutdown_promise)
+            return make_error(errc::unavailable, "the server is shutting down");
+          ++st.opened;
+          auto rp = self->make_response_promise<turn_ticket>();
+          open_in_session(self, std::move(req), rp, true);
+          return rp;
+        },
+        [=](atom::stop, const std::string& request_id,
+            const std::string& user_id) -> caf::result<bool> {
+          auto& st = self->state;
+          std::vector<session_actor> candidates;
+          for (auto& [key, s] : st.sessions)
+            if (key.first == user_id)
+              candidates.push_back(s);
+          if (candidates.empty())
+            return false;
+          auto rp = self->make_response_promise<bool>();
+          auto pending = std::make_shared<size_t>(candidates.size());
+          auto found = std::make_shared<bool>(false);
+          for (auto& s : candidates)
+            self->request(s, std::chrono::seconds(5), atom::stop_v, request_id)
+                .then(
+                    [=](bool hit) mutable {
+                      *found = *found || hit;
+                      if (--*pending == 0)
+                        rp.deliver(*found);
+                    },
+                    [=](caf::error&) mutable {
+                      if (--*pending == 0)
+                        rp.deliver(*found);
+                    });
+          return rp;
+        },
+        [=](atom::shutdown) -> caf::result<bool> {
+          auto& st = self->state;
+          auto rp = self->make_response_promise<bool>();
+          st.shutdown_promise = rp;
+          for (auto& [key, s] : st.sessions)
+            self->send(s, atom::shutdown_v);
+          check_shutdown_done(self);
+          return rp;
+        },
+        [=](atom::status) -> std::string {
+          auto& st = self->state;
+          json_writer w;
+          w.begin_object()
+              .field("kind", "session_manager")
+              .field("name", "session_manager")
+              .field("sessions", static_cast<uint64_t>(st.sessions.size()))
+              .field("opened_turns", st.opened)
+              .end_object();
+          return w.take();
+        },
     };
   });
 }

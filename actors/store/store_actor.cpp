@@ -2,11 +2,11 @@
 
 #include <unordered_map>
 
+#include <spdlog/spdlog.h>
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
 #include "persistence/migrations.hpp"
 #include "persistence/postgres/pg_backend.hpp"
@@ -106,81 +106,79 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
     self->state.executor = executor;
     self->state.backend = backend;
     return {
-      [=](atom::begin_turn, const std::string& user_id, const std::string& session_id,
-          const std::string& content, const std::string& request_id) {
-        return submit<turn_opened>(self, true, [=](store_backend& db) {
-          return db.begin_turn(user_id, session_id, content, request_id, now_ms());
-        });
-      },
-      [=](atom::finish_turn, const stored_message& msg) {
-        return submit<std::string>(self, true, [=](store_backend& db) {
-          return db.finish_turn(msg, now_ms());
-        });
-      },
-      [=](atom::history, const std::string& conversation_id, int32_t limit) {
-        return submit<std::vector<stored_message>>(self, false, [=](store_backend& db) {
-          return db.history(conversation_id, limit);
-        });
-      },
-      [=](atom::list_convs, const std::string& user_id, int32_t limit,
-          const std::string& cursor) {
-        return submit<conversation_page>(self, false, [=](store_backend& db) {
-          return db.list_conversations(user_id, limit, cursor);
-        });
-      },
-      [=](atom::messages, const std::string& conversation_id, const std::string& user_id,
-          int32_t limit, int64_t before) {
-        return submit<std::vector<stored_message>>(
-          self, false,
-          [=](store_backend& db) -> caf::expected<std::vector<stored_message>> {
+        [=](atom::begin_turn, const std::string& user_id, const std::string& session_id,
+            const std::string& content, const std::string& request_id) {
+          return submit<turn_opened>(self, true, [=](store_backend& db) {
+            return db.begin_turn(user_id, session_id, content, request_id, now_ms());
+          });
+        },
+        [=](atom::finish_turn, const stored_message& msg) {
+          return submit<std::string>(
+              self, true, [=](store_backend& db) { return db.finish_turn(msg, now_ms()); });
+        },
+        [=](atom::history, const std::string& conversation_id, int32_t limit) {
+          return submit<std::vector<stored_message>>(
+              self, false, [=](store_backend& db) { return db.history(conversation_id, limit); });
+        },
+        [=](atom::list_convs, const std::string& user_id, int32_t limit,
+            const std::string& cursor) {
+          return submit<conversation_page>(self, false, [=](store_backend& db) {
+            return db.list_conversations(user_id, limit, cursor);
+          });
+        },
+        [=](atom::messages, const std::string& conversation_id, const std::string& user_id,
+            int32_t limit, int64_t before) {
+          return submit<std::vector<stored_message>>(
+              self, false, [=](store_backend& db) -> caf::expected<std::vector<stored_message>> {
+                if (db.conversation_owner(conversation_id) != user_id)
+                  return not_found(conversation_id);
+                return db.messages_page(conversation_id, limit, before);
+              });
+        },
+        [=](atom::delete_conv, const std::string& conversation_id, const std::string& user_id) {
+          return submit<bool>(self, true, [=](store_backend& db) -> caf::expected<bool> {
             if (db.conversation_owner(conversation_id) != user_id)
               return not_found(conversation_id);
-            return db.messages_page(conversation_id, limit, before);
+            return db.delete_conversation(conversation_id);
           });
-      },
-      [=](atom::delete_conv, const std::string& conversation_id, const std::string& user_id) {
-        return submit<bool>(self, true, [=](store_backend& db) -> caf::expected<bool> {
-          if (db.conversation_owner(conversation_id) != user_id)
-            return not_found(conversation_id);
-          return db.delete_conversation(conversation_id);
-        });
-      },
-      [=](atom::clear, const std::string& user_id, const std::string& session_id) {
-        return submit<int64_t>(self, true, [=](store_backend& db) {
-          return db.clear_conversation(user_id, session_id);
-        });
-      },
-      [=](atom::feedback, const feedback_vote& vote) {
-        return submit<std::string>(self, true, [=](store_backend& db) -> caf::expected<std::string> {
-          auto state = db.toggle_feedback(vote, now_ms());
-          if (state.empty())
-            return make_error(errc::not_found, "no message \"" + vote.message_id + "\"");
-          return state;
-        });
-      },
-      [=](atom::store_done, uint64_t id) {
-        auto& pending = self->state.pending;
-        if (auto i = pending.find(id); i != pending.end()) {
-          auto deliver = std::move(i->second);
-          pending.erase(i);
-          deliver();
-        }
-      },
-      [=](atom::status) -> std::string {
-        auto s = self->state.executor->snapshot();
-        json_writer w;
-        w.begin_object()
-          .field("kind", "store")
-          .field("name", "store")
-          .field("backend", self->state.backend)
-          .field("queued", s.queued)
-          .field("pending_replies", static_cast<uint64_t>(self->state.pending.size()))
-          .field("committed_batches", s.committed_batches)
-          .field("committed_jobs", s.committed_jobs)
-          .field("failed_jobs", s.failed_jobs)
-          .end_object();
-        return w.take();
-      },
+        },
+        [=](atom::clear, const std::string& user_id, const std::string& session_id) {
+          return submit<int64_t>(self, true, [=](store_backend& db) {
+            return db.clear_conversation(user_id, session_id);
+          });
+        },
+        [=](atom::feedback, const feedback_vote& vote) {
+          return submit<std::string>(
+              self, true, [=](store_backend& db) -> caf::expected<std::string> {
+                auto state = db.toggle_feedback(vote, now_ms());
+                if (state.empty())
+                  return make_error(errc::not_found, "no message \"" + vote.message_id + "\"");
+                return state;
+              });
+        },
+        [=](atom::store_done, uint64_t id) {
+          auto& pending = self->state.pending;
+          if (auto i = pending.find(id); i != pending.end()) {
+            auto deliver = std::move(i->second);
+            pending.erase(i);
+            deliver();
+          }
+        },
+        [=](atom::status) -> std::string {
+          auto s = self->state.executor->snapshot();
+          json_writer w;
+          w.begin_object()
+              .field("kind", "store")
+              .field("name", "store")
+              .field("backend", self->state.backend)
+              .field("queued", s.queued)
+              .field("pending_replies", static_cast<uint64_t>(self->state.pending.size()))
+              .field("committed_batches", s.committed_batches)
+              .field("committed_jobs", s.committed_jobs)
+              .field("failed_jobs", s.failed_jobs)
+              .end_object();
+          return w.take();
+        },
     };
   });
 }

@@ -2,10 +2,10 @@
 
 #include <deque>
 
+#include <spdlog/spdlog.h>
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <spdlog/spdlog.h>
 
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
@@ -131,8 +131,7 @@ void fail(self_ptr self, const caf::error& err, std::string_view what) {
     st.error_code = std::string{http_error_of(code).code};
     auto msg = error_message(err);
     st.error_message = std::string{what} + (msg.empty() ? "" : ": " + msg);
-    spdlog::warn("stream {}: {} failed: {}", st.req.request_id, what,
-                 self->system().render(err));
+    spdlog::warn("stream {}: {} failed: {}", st.req.request_id, what, self->system().render(err));
   }
 }
 
@@ -169,15 +168,15 @@ void persist(self_ptr self) {
   msg.completed = st.error_code.empty() && !st.cancelled;
   msg.request_id = st.req.request_id;
   self->request(st.deps.store, st.settings.step_timeout, atom::finish_turn_v, std::move(msg))
-    .then(
-      [=](std::string& id) {
-        self->state.message_id = std::move(id);
-        finish(self);
-      },
-      [=](caf::error& err) {
-        fail(self, err, "storing the answer");
-        finish(self);
-      });
+      .then(
+          [=](std::string& id) {
+            self->state.message_id = std::move(id);
+            finish(self);
+          },
+          [=](caf::error& err) {
+            fail(self, err, "storing the answer");
+            finish(self);
+          });
 }
 
 void generate(self_ptr self) {
@@ -194,19 +193,19 @@ void generate(self_ptr self) {
   gr.general = st.route.worker_name.empty();
   auto sink = caf::actor_cast<token_sink_actor>(self);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
-    .then(
-      [=](generation_result& res) {
-        auto& st = self->state;
-        st.gen = std::move(res);
-        if (st.gen.finish_reason == "cancelled" && !st.cancelled)
-          st.cancelled = true;
-        emit(self, make_progress_event("generation", 1, 1, st.route.agent_type, -1, ""));
-        persist(self);
-      },
-      [=](caf::error& err) {
-        fail(self, err, "generation");
-        persist(self);
-      });
+      .then(
+          [=](generation_result& res) {
+            auto& st = self->state;
+            st.gen = std::move(res);
+            if (st.gen.finish_reason == "cancelled" && !st.cancelled)
+              st.cancelled = true;
+            emit(self, make_progress_event("generation", 1, 1, st.route.agent_type, -1, ""));
+            persist(self);
+          },
+          [=](caf::error& err) {
+            fail(self, err, "generation");
+            persist(self);
+          });
 }
 
 void retrieve(self_ptr self) {
@@ -224,28 +223,29 @@ void retrieve(self_ptr self) {
     persist(self);
   };
   self->request(st.deps.pool, st.settings.step_timeout, atom::resolve_v, st.route.worker_name)
-    .then(
-      [=](retrieval_agent_actor& agent) {
-        auto& st = self->state;
-        if (st.cancelled)
-          return persist(self);
-        retrieve_options opts;
-        opts.top_k = st.settings.top_k;
-        opts.request_id = st.req.request_id;
-        self->request(agent, st.settings.step_timeout, atom::retrieve_v, st.req.message,
-                      st.opened.conversation_id, opts)
-          .then(
-            [=](retrieval_result& res) {
-              auto& st = self->state;
-              st.evidence = std::move(res);
-              emit(self, make_progress_event(
-                           "retrieval", 1, 1, st.route.agent_type,
-                           static_cast<int64_t>(st.evidence.retrieval_results.size()), ""));
-              generate(self);
-            },
-            on_error);
-      },
-      on_error);
+      .then(
+          [=](retrieval_agent_actor& agent) {
+            auto& st = self->state;
+            if (st.cancelled)
+              return persist(self);
+            retrieve_options opts;
+            opts.top_k = st.settings.top_k;
+            opts.request_id = st.req.request_id;
+            self->request(agent, st.settings.step_timeout, atom::retrieve_v, st.req.message,
+                          st.opened.conversation_id, opts)
+                .then(
+                    [=](retrieval_result& res) {
+                      auto& st = self->state;
+                      st.evidence = std::move(res);
+                      emit(self,
+                           make_progress_event(
+                               "retrieval", 1, 1, st.route.agent_type,
+                               static_cast<int64_t>(st.evidence.retrieval_results.size()), ""));
+                      generate(self);
+                    },
+                    on_error);
+          },
+          on_error);
 }
 
 void load_history(self_ptr self) {
@@ -253,26 +253,26 @@ void load_history(self_ptr self) {
   if (st.cancelled)
     return persist(self);
   st.ph = phase::history;
-  self->request(st.deps.store, st.settings.step_timeout, atom::history_v,
-                st.opened.conversation_id, st.settings.window + 1)
-    .then(
-      [=](std::vector<stored_message>& msgs) {
-        auto& st = self->state;
-        // The window excludes the current message.
-        std::erase_if(msgs, [&](const stored_message& m) {
-          return m.message_id == st.opened.message_id;
-        });
-        while (msgs.size() > static_cast<size_t>(st.settings.window))
-          msgs.erase(msgs.begin());
-        st.history = std::move(msgs);
-        retrieve(self);
-      },
-      [=](caf::error& err) {
-        // History is context, not the answer: degrade instead of failing.
-        spdlog::warn("stream {}: history unavailable: {}", self->state.req.request_id,
-                     self->system().render(err));
-        retrieve(self);
-      });
+  self->request(st.deps.store, st.settings.step_timeout, atom::history_v, st.opened.conversation_id,
+                st.settings.window + 1)
+      .then(
+          [=](std::vector<stored_message>& msgs) {
+            auto& st = self->state;
+            // The window excludes the current message.
+            std::erase_if(msgs, [&](const stored_message& m) {
+              return m.message_id == st.opened.message_id;
+            });
+            while (msgs.size() > static_cast<size_t>(st.settings.window))
+              msgs.erase(msgs.begin());
+            st.history = std::move(msgs);
+            retrieve(self);
+          },
+          [=](caf::error& err) {
+            // History is context, not the answer: degrade instead of failing.
+            spdlog::warn("stream {}: history unavailable: {}", self->state.req.request_id,
+                         self->system().render(err));
+            retrieve(self);
+          });
 }
 
 void cancel_turn(self_ptr self, std::string code, std::string message) {
@@ -298,18 +298,18 @@ void cancel_turn(self_ptr self, std::string code, std::string message) {
 
 void start_pipeline(self_ptr self) {
   auto& st = self->state;
-    self->request(st.deps.router, st.settings.step_timeout, atom::route_v, st.req)
+  self->request(st.deps.router, st.settings.step_timeout, atom::route_v, st.req)
       .then(
-        [=](route_decision& rd) {
-          auto& st = self->state;
-          st.route = std::move(rd);
-          emit(self, make_route_event(st.route, st.req.debug));
-          load_history(self);
-        },
-        [=](caf::error& err) {
-          fail(self, err, "routing");
-          persist(self);
-        });
+          [=](route_decision& rd) {
+            auto& st = self->state;
+            st.route = std::move(rd);
+            emit(self, make_route_event(st.route, st.req.debug));
+            load_history(self);
+          },
+          [=](caf::error& err) {
+            fail(self, err, "routing");
+            persist(self);
+          });
 }
 
 }  // namespace
@@ -324,7 +324,8 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
     st.settings = settings;
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& st = self->state;
-      std::erase_if(st.subs, [&](const subscriber& sub) { return sub.sink.address() == msg.source; });
+      std::erase_if(st.subs,
+                    [&](const subscriber& sub) { return sub.sink.address() == msg.source; });
       if (!st.subs.empty())
         return;
       if (st.done_emitted)
@@ -352,50 +353,48 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
       start_pipeline(self);
     }
     return {
-      [=](atom::subscribe, event_sink_actor sink) {
-        auto& st = self->state;
-        if (find_subscriber(self, sink.address()))
-          return;
-        st.had_subscriber = true;
-        self->monitor(sink);
-        subscriber sub;
-        sub.sink = sink;
-        // A late subscriber first gets everything so far.
-        for (auto& ev : st.log) {
-          sub.pending.push_back(ev);
-          sub.pending_bytes += ev.data.size();
-        }
-        st.subs.push_back(std::move(sub));
-      },
-      [=](atom::demand, event_sink_actor sink, int32_t n) {
-        if (auto* sub = find_subscriber(self, sink.address())) {
-          sub->credit += n;
-          flush(self, *sub);
-          maybe_quit(self);
-        }
-      },
-      [=](atom::cancel) {
-        cancel_turn(self, "cancelled", "the request was cancelled");
-      },
-      [=](atom::tick, int32_t which) {
-        auto& st = self->state;
-        if (which == turn_deadline) {
-          cancel_turn(self, "timeout", "the turn exceeded server.turn_timeout_s");
-        } else if (!st.had_subscriber) {
-          st.abandoned = true;
-          if (st.done_emitted)
-            self->quit();
-          else
-            cancel_turn(self, "cancelled", "nobody subscribed to the stream");
-        }
-      },
-      [=](atom::token, const std::string& request_id, std::string& text) {
-        auto& st = self->state;
-        if (request_id != st.req.request_id || st.ph != phase::generating)
-          return;
-        st.answer += text;
-        emit(self, make_token_event(std::move(text)));
-      },
+        [=](atom::subscribe, event_sink_actor sink) {
+          auto& st = self->state;
+          if (find_subscriber(self, sink.address()))
+            return;
+          st.had_subscriber = true;
+          self->monitor(sink);
+          subscriber sub;
+          sub.sink = sink;
+          // A late subscriber first gets everything so far.
+          for (auto& ev : st.log) {
+            sub.pending.push_back(ev);
+            sub.pending_bytes += ev.data.size();
+          }
+          st.subs.push_back(std::move(sub));
+        },
+        [=](atom::demand, event_sink_actor sink, int32_t n) {
+          if (auto* sub = find_subscriber(self, sink.address())) {
+            sub->credit += n;
+            flush(self, *sub);
+            maybe_quit(self);
+          }
+        },
+        [=](atom::cancel) { cancel_turn(self, "cancelled", "the request was cancelled"); },
+        [=](atom::tick, int32_t which) {
+          auto& st = self->state;
+          if (which == turn_deadline) {
+            cancel_turn(self, "timeout", "the turn exceeded server.turn_timeout_s");
+          } else if (!st.had_subscriber) {
+            st.abandoned = true;
+            if (st.done_emitted)
+              self->quit();
+            else
+              cancel_turn(self, "cancelled", "nobody subscribed to the stream");
+          }
+        },
+        [=](atom::token, const std::string& request_id, std::string& text) {
+          auto& st = self->state;
+          if (request_id != st.req.request_id || st.ph != phase::generating)
+            return;
+          st.answer += text;
+          emit(self, make_token_event(std::move(text)));
+        },
     };
   });
 }

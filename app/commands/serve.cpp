@@ -6,11 +6,11 @@
 #include <cstdio>
 #include <iostream>
 
+#include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
-#include <spdlog/spdlog.h>
 
 #include "actors/agents/agent_pool.hpp"
 #include "actors/llm/extractive_llm.hpp"
@@ -87,8 +87,8 @@ int run_serve(const serve_options& opts) {
       || (cfg->store.backend == "auto" && !cfg->store.postgres_dsn.empty()))
     store_opts.postgres_dsn = cfg->store.postgres_dsn;
   store_opts.sqlite_path = cfg->store.sqlite_path.empty()
-                             ? std::filesystem::path{cfg->data_dir} / "ragtor.db"
-                             : std::filesystem::path{cfg->store.sqlite_path};
+                               ? std::filesystem::path{cfg->data_dir} / "ragtor.db"
+                               : std::filesystem::path{cfg->store.sqlite_path};
   store_opts.flush_max_batch = cfg->store.flush_max_batch;
   store_opts.read_connections = cfg->store.read_connections;
   auto store = spawn_store(sys, store_opts);
@@ -147,13 +147,13 @@ int run_serve(const serve_options& opts) {
     stop_actors();
     return 1;
   }
-  auto host = listen->first.find(':') != std::string::npos ? "[" + listen->first + "]"
-                                                            : listen->first;
+  auto host =
+      listen->first.find(':') != std::string::npos ? "[" + listen->first + "]" : listen->first;
   std::printf("ragtor listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(*port));
   std::fflush(stdout);
-  spdlog::info("ready: data dir {}, store {}", cfg->data_dir,
-               store_opts.postgres_dsn.empty() ? store_opts.sqlite_path.string()
-                                               : std::string{"postgres"});
+  spdlog::info(
+      "ready: data dir {}, store {}", cfg->data_dir,
+      store_opts.postgres_dsn.empty() ? store_opts.sqlite_path.string() : std::string{"postgres"});
 
   int sig = 0;
   sigwait(&signals, &sig);
@@ -165,8 +165,8 @@ int run_serve(const serve_options& opts) {
     // stream with error + done before the connections close.
     caf::scoped_actor self{sys};
     self->request(sessions, grace, atom::shutdown_v)
-      .receive([](bool) {},
-               [](caf::error& err) { spdlog::warn("sessions did not stop in time"); });
+        .receive([](bool) {},
+                 [](caf::error& err) { spdlog::warn("sessions did not stop in time"); });
   }
   if (auto left = srv.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(grace)))
     spdlog::warn("{} request(s) still in flight at shutdown", left);

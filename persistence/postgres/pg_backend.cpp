@@ -3,7 +3,10 @@
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
+#include <optional>
+#include <string_view>
 #include <utility>
+#include <vector>
 
 #include <libpq-fe.h>
 
@@ -28,6 +31,10 @@ public:
     return PQgetisnull(r_, row, col) ? 0 : std::strtoll(PQgetvalue(r_, row, col), nullptr, 10);
   }
   int64_t affected() const { return std::strtoll(PQcmdTuples(r_), nullptr, 10); }
+  std::string tag() const {
+    auto* t = PQcmdStatus(r_);
+    return t ? t : "";
+  }
 
 private:
   PGresult* r_;
@@ -37,9 +44,9 @@ namespace {
 
 // The DSN's host/port/dbname for messages, never the password.
 std::string describe(PGconn* c) {
-  if (!c)
+  if (!c || !PQhost(c) || !*PQhost(c))
     return "?";
-  std::string out = PQhost(c) ? PQhost(c) : "?";
+  std::string out = PQhost(c);
   out += ":";
   out += PQport(c) ? PQport(c) : "?";
   out += "/";
@@ -54,19 +61,93 @@ std::string trimmed(const char* msg) {
   return s;
 }
 
+// libpq's messages about a malformed DSN can quote pieces of it; every
+// spelling of the password found in the DSN is masked before a message
+// leaves this file.
+std::string without_password(std::string msg, const std::string& dsn) {
+  std::vector<std::string> secrets;
+  char* err = nullptr;
+  auto* opts = PQconninfoParse(dsn.c_str(), &err);
+  if (opts) {
+    for (auto* o = opts; o->keyword; ++o)
+      if (std::string_view{o->keyword} == "password" && o->val && *o->val)
+        secrets.emplace_back(o->val);
+    PQconninfoFree(opts);
+  }
+  if (err)
+    PQfreemem(err);
+  // A DSN that does not parse may spell the password in a way the scan
+  // below misses (e.g. an unquoted space in it): mask every quoted piece of
+  // the DSN in libpq's message.
+  if (!opts && (dsn.find("password") != std::string::npos || dsn.find('@') != std::string::npos)) {
+    for (size_t open = msg.find('"'); open != std::string::npos; open = msg.find('"', open + 1)) {
+      auto close = msg.find('"', open + 1);
+      if (close == std::string::npos)
+        break;
+      if (msg.compare(open + 1, close - open - 1, "=") == 0) {  // 'missing "=" after'
+        open = close;
+        continue;
+      }
+      msg.replace(open + 1, close - open - 1, "***");
+      open += 4;
+    }
+  }
+  // Raw spellings, also when the DSN does not parse: "password=VALUE" (in a
+  // keyword string or a URI query) and "scheme://user:VALUE@host".
+  for (size_t at = dsn.find("password"); at != std::string::npos;
+       at = dsn.find("password", at + 1)) {
+    auto eq = dsn.find_first_not_of(' ', at + 8);
+    if (eq == std::string::npos || dsn[eq] != '=')
+      continue;
+    auto start = dsn.find_first_not_of(' ', eq + 1);
+    if (start == std::string::npos)
+      continue;
+    auto end = dsn.find_first_of(" &", start);
+    secrets.push_back(dsn.substr(start, end == std::string::npos ? end : end - start));
+  }
+  if (auto scheme = dsn.find("://"); scheme != std::string::npos) {
+    auto at = dsn.find('@', scheme + 3);
+    auto colon = dsn.find(':', scheme + 3);
+    if (at != std::string::npos && colon < at)
+      secrets.push_back(dsn.substr(colon + 1, at - colon - 1));
+  }
+  for (auto& secret : secrets) {
+    std::string_view v{secret};
+    while (!v.empty() && (v.front() == '\'' || v.front() == '"'))
+      v.remove_prefix(1);
+    while (!v.empty() && (v.back() == '\'' || v.back() == '"'))
+      v.remove_suffix(1);
+    if (v.empty())
+      continue;
+    for (auto pos = msg.find(v); pos != std::string::npos; pos = msg.find(v, pos + 3))
+      msg.replace(pos, v.size(), "***");
+  }
+  return msg;
+}
+
+// LIMIT $n: a negative limit means "no limit" in SQLite; LIMIT NULL is
+// PostgreSQL's spelling of it.
+std::optional<std::string> limit_param(int64_t limit) {
+  if (limit < 0)
+    return std::nullopt;
+  return std::to_string(limit);
+}
+
 }  // namespace
 
 pg_backend::pg_backend(std::string dsn) : dsn_(std::move(dsn)) {
   conn_ = PQconnectdb(dsn_.c_str());
   if (PQstatus(conn_) != CONNECTION_OK) {
-    auto msg = "cannot connect to PostgreSQL at " + describe(conn_) + ": "
-               + trimmed(PQerrorMessage(conn_));
+    auto msg = without_password("cannot connect to PostgreSQL at " + describe(conn_) + ": "
+                                    + trimmed(PQerrorMessage(conn_)),
+                                dsn_);
     PQfinish(conn_);
     conn_ = nullptr;
     throw store_error(msg);
   }
   // Warnings about e.g. DROP ... CASCADE are not errors; keep stderr quiet.
-  PQsetNoticeProcessor(conn_, [](void*, const char*) {}, nullptr);
+  PQsetNoticeProcessor(
+      conn_, [](void*, const char*) {}, nullptr);
 }
 
 pg_backend::~pg_backend() {
@@ -79,8 +160,10 @@ void pg_backend::ensure_connected() {
     return;
   PQreset(conn_);
   if (PQstatus(conn_) != CONNECTION_OK)
-    throw store_error("PostgreSQL is unreachable (" + describe(conn_)
-                      + "): " + trimmed(PQerrorMessage(conn_)));
+    throw store_error(
+        without_password("PostgreSQL is unreachable: " + trimmed(PQerrorMessage(conn_)) + " ("
+                             + describe(conn_) + ")",
+                         dsn_));
 }
 
 pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& params) {
@@ -107,6 +190,10 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
       PQreset(conn_);
       if (PQstatus(conn_) == CONNECTION_OK)
         continue;
+      throw store_error(
+          without_password("PostgreSQL is unreachable: " + trimmed(PQerrorMessage(conn_)) + " ("
+                               + describe(conn_) + ")",
+                           dsn_));
     }
     throw store_error("postgres: " + msg);
   }
@@ -118,7 +205,12 @@ void pg_backend::begin() {
 }
 
 void pg_backend::commit() {
-  run("COMMIT");
+  // COMMIT of a transaction that already failed "succeeds" with the tag
+  // ROLLBACK: nothing was written, so that is an error here.
+  auto aborted = PQtransactionStatus(conn_) == PQTRANS_INERROR;
+  auto r = run("COMMIT");
+  if (aborted || r.tag() != "COMMIT")
+    throw store_error("postgres: the transaction was rolled back (an earlier statement failed)");
 }
 
 void pg_backend::rollback() {
@@ -193,9 +285,10 @@ std::string pg_backend::insert_message(const std::string& conversation_id, int64
 
 bool pg_backend::find_message(const std::string& conversation_id, const std::string& request_id,
                               std::string_view role, stored_message& out) {
-  auto r = run("SELECT id, seq, content, citations, completed, created_at FROM messages "
-               "WHERE conversation_id = $1 AND request_id = $2 AND role = $3",
-               {conversation_id, request_id, std::string{role}});
+  auto r =
+      run("SELECT id, seq, content, citations, completed, created_at FROM messages "
+          "WHERE conversation_id = $1 AND request_id = $2 AND role = $3",
+          {conversation_id, request_id, std::string{role}});
   if (r.rows() == 0)
     return false;
   out.message_id = r.text(0, 0);
@@ -237,8 +330,8 @@ turn_opened pg_backend::begin_turn(const std::string& user_id, const std::string
     }
   }
   out.seq = seq;
-  out.message_id = insert_message(out.conversation_id, seq, "user", content, "[]", true,
-                                  request_id, now);
+  out.message_id =
+      insert_message(out.conversation_id, seq, "user", content, "[]", true, request_id, now);
   return out;
 }
 
@@ -247,20 +340,20 @@ std::string pg_backend::finish_turn(const stored_message& msg, int64_t now) {
                         msg.content, msg.citations_json, msg.completed, msg.request_id, now);
 }
 
-std::vector<stored_message> pg_backend::history(const std::string& conversation_id,
-                                                int32_t limit) {
+std::vector<stored_message> pg_backend::history(const std::string& conversation_id, int32_t limit) {
   return messages_page(conversation_id, limit, 0);
 }
 
 std::vector<stored_message> pg_backend::messages_page(const std::string& conversation_id,
                                                       int32_t limit, int64_t before_seq) {
   ensure_connected();
-  auto r = run("SELECT id, seq, role, content, citations, completed, request_id, created_at "
-               "FROM messages WHERE conversation_id = $1 AND seq < $2 "
-               "ORDER BY seq DESC LIMIT $3",
-               {conversation_id,
-                std::to_string(before_seq > 0 ? before_seq : std::numeric_limits<int64_t>::max()),
-                std::to_string(limit)});
+  auto r =
+      run("SELECT id, seq, role, content, citations, completed, request_id, created_at "
+          "FROM messages WHERE conversation_id = $1 AND seq < $2 "
+          "ORDER BY seq DESC LIMIT $3",
+          {conversation_id,
+           std::to_string(before_seq > 0 ? before_seq : std::numeric_limits<int64_t>::max()),
+           limit_param(limit)});
   std::vector<stored_message> out;
   for (int i = r.rows() - 1; i >= 0; --i) {  // newest first -> oldest first
     stored_message m;
@@ -293,15 +386,15 @@ conversation_page pg_backend::list_conversations(const std::string& user_id, int
     after_id = cursor.substr(colon + 1);
   }
   // COLLATE "C": ids compare bytewise, exactly as in SQLite.
-  auto r = run(
-    "SELECT c.id, c.session_id, c.title, c.created_at, c.updated_at, "
-    "(SELECT content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
-    " ORDER BY m.seq LIMIT 1), "
-    "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
-    "FROM conversations c WHERE c.user_id = $1 "
-    "AND (c.updated_at < $2 OR (c.updated_at = $2 AND c.id COLLATE \"C\" < $3)) "
-    "ORDER BY c.updated_at DESC, c.id COLLATE \"C\" DESC LIMIT $4",
-    {user_id, std::to_string(after_time), after_id, std::to_string(int64_t{limit} + 1)});
+  auto r =
+      run("SELECT c.id, c.session_id, c.title, c.created_at, c.updated_at, "
+          "(SELECT content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
+          " ORDER BY m.seq LIMIT 1), "
+          "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
+          "FROM conversations c WHERE c.user_id = $1 "
+          "AND (c.updated_at < $2 OR (c.updated_at = $2 AND c.id COLLATE \"C\" < $3)) "
+          "ORDER BY c.updated_at DESC, c.id COLLATE \"C\" DESC LIMIT $4",
+          {user_id, std::to_string(after_time), after_id, limit_param(int64_t{limit} + 1)});
   conversation_page page;
   for (int i = 0; i < r.rows(); ++i) {
     conversation_info c;
@@ -336,8 +429,7 @@ bool pg_backend::delete_conversation(const std::string& conversation_id) {
   return run("DELETE FROM conversations WHERE id = $1", {conversation_id}).affected() > 0;
 }
 
-int64_t pg_backend::clear_conversation(const std::string& user_id,
-                                       const std::string& session_id) {
+int64_t pg_backend::clear_conversation(const std::string& user_id, const std::string& session_id) {
   auto r = run("SELECT id FROM conversations WHERE user_id = $1 AND session_id = $2 FOR UPDATE",
                {user_id, session_id});
   if (r.rows() == 0)
@@ -354,9 +446,10 @@ int64_t pg_backend::clear_conversation(const std::string& user_id,
 std::string pg_backend::toggle_feedback(const feedback_vote& vote, int64_t now) {
   if (run("SELECT 1 FROM messages WHERE id = $1", {vote.message_id}).rows() == 0)
     return {};
-  auto current = run("SELECT is_positive FROM feedback WHERE thread_id = $1 AND message_id = $2 "
-                     "FOR UPDATE",
-                     {vote.thread_id, vote.message_id});
+  auto current =
+      run("SELECT is_positive FROM feedback WHERE thread_id = $1 AND message_id = $2 "
+          "FOR UPDATE",
+          {vote.thread_id, vote.message_id});
   std::string wanted = vote.is_positive ? "1" : "0";
   auto optional = [](const std::string& s) { return s.empty() ? param{} : param{s}; };
   if (current.rows() && current.text(0, 0) == wanted) {

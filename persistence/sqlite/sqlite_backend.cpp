@@ -100,14 +100,22 @@ sqlite_backend::statement& sqlite_backend::prepare(const char* sql) {
   return slot->reset();
 }
 
-void sqlite_backend::begin() { exec("BEGIN IMMEDIATE"); }
-void sqlite_backend::commit() { exec("COMMIT"); }
+void sqlite_backend::begin() {
+  exec("BEGIN IMMEDIATE");
+}
+void sqlite_backend::commit() {
+  exec("COMMIT");
+}
 void sqlite_backend::rollback() {
   if (!sqlite3_get_autocommit(db_))
     exec("ROLLBACK");
 }
-void sqlite_backend::savepoint() { exec("SAVEPOINT job"); }
-void sqlite_backend::release_savepoint() { exec("RELEASE SAVEPOINT job"); }
+void sqlite_backend::savepoint() {
+  exec("SAVEPOINT job");
+}
+void sqlite_backend::release_savepoint() {
+  exec("RELEASE SAVEPOINT job");
+}
 void sqlite_backend::rollback_to_savepoint() {
   exec("ROLLBACK TO SAVEPOINT job");
   exec("RELEASE SAVEPOINT job");
@@ -118,8 +126,9 @@ void sqlite_backend::execute_script(std::string_view sql) {
 }
 
 std::vector<int> sqlite_backend::applied_migrations() {
-  exec("CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
-       "name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
+  exec(
+      "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
+      "name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
   std::vector<int> out;
   auto& st = prepare("SELECT version FROM schema_migrations ORDER BY version");
   while (st.step())
@@ -143,28 +152,29 @@ std::string sqlite_backend::insert_message(const std::string& conversation_id, i
                                            const std::string& citations, bool completed,
                                            const std::string& request_id, int64_t now) {
   auto id = new_id();
-  auto& st = prepare("INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
-                     "completed, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  auto& st = prepare(
+      "INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
+      "completed, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   st.bind(id)
-    .bind(conversation_id)
-    .bind(seq)
-    .bind(role)
-    .bind(content)
-    .bind(citations.empty() ? std::string_view{"[]"} : std::string_view{citations})
-    .bind(int64_t{completed ? 1 : 0})
-    .bind_null_if_empty(request_id)
-    .bind(now)
-    .step();
+      .bind(conversation_id)
+      .bind(seq)
+      .bind(role)
+      .bind(content)
+      .bind(citations.empty() ? std::string_view{"[]"} : std::string_view{citations})
+      .bind(int64_t{completed ? 1 : 0})
+      .bind_null_if_empty(request_id)
+      .bind(now)
+      .step();
   auto& up = prepare("UPDATE conversations SET updated_at = ? WHERE id = ?");
   up.bind(now).bind(conversation_id).step();
   return id;
 }
 
-bool sqlite_backend::find_message(const std::string& conversation_id,
-                                  const std::string& request_id, std::string_view role,
-                                  stored_message& out) {
-  auto& st = prepare("SELECT id, seq, content, citations, completed, created_at FROM messages "
-                     "WHERE conversation_id = ? AND request_id = ? AND role = ?");
+bool sqlite_backend::find_message(const std::string& conversation_id, const std::string& request_id,
+                                  std::string_view role, stored_message& out) {
+  auto& st = prepare(
+      "SELECT id, seq, content, citations, completed, created_at FROM messages "
+      "WHERE conversation_id = ? AND request_id = ? AND role = ?");
   st.bind(conversation_id).bind(request_id).bind(role);
   if (!st.step())
     return false;
@@ -192,14 +202,20 @@ turn_opened sqlite_backend::begin_turn(const std::string& user_id, const std::st
   }
   if (out.conversation_id.empty()) {
     out.conversation_id = new_id();
-    auto& st = prepare("INSERT INTO conversations (id, user_id, session_id, title, created_at, "
-                       "updated_at) VALUES (?, ?, ?, ?, ?, ?)");
+    auto& st = prepare(
+        "INSERT INTO conversations (id, user_id, session_id, title, created_at, "
+        "updated_at) VALUES (?, ?, ?, ?, ?, ?)");
     // The title is the start of the first message, cut on a UTF-8 boundary.
     size_t n = std::min<size_t>(content.size(), 80);
     while (n > 0 && n < content.size() && (static_cast<unsigned char>(content[n]) & 0xC0) == 0x80)
       --n;
-    st.bind(out.conversation_id).bind(user_id).bind(session_id)
-      .bind(std::string_view{content}.substr(0, n)).bind(now).bind(now).step();
+    st.bind(out.conversation_id)
+        .bind(user_id)
+        .bind(session_id)
+        .bind(std::string_view{content}.substr(0, n))
+        .bind(now)
+        .bind(now)
+        .step();
   } else if (!request_id.empty()) {
     stored_message user;
     if (find_message(out.conversation_id, request_id, "user", user)) {
@@ -211,8 +227,8 @@ turn_opened sqlite_backend::begin_turn(const std::string& user_id, const std::st
     }
   }
   out.seq = next_seq(out.conversation_id);
-  out.message_id = insert_message(out.conversation_id, out.seq, "user", content, "[]", true,
-                                  request_id, now);
+  out.message_id =
+      insert_message(out.conversation_id, out.seq, "user", content, "[]", true, request_id, now);
   return out;
 }
 
@@ -248,12 +264,13 @@ std::vector<stored_message> sqlite_backend::history(const std::string& conversat
 
 std::vector<stored_message> sqlite_backend::messages_page(const std::string& conversation_id,
                                                           int32_t limit, int64_t before_seq) {
-  auto& st = prepare("SELECT id, seq, role, content, citations, completed, request_id, "
-                     "created_at FROM messages WHERE conversation_id = ? AND seq < ? "
-                     "ORDER BY seq DESC LIMIT ?");
+  auto& st = prepare(
+      "SELECT id, seq, role, content, citations, completed, request_id, "
+      "created_at FROM messages WHERE conversation_id = ? AND seq < ? "
+      "ORDER BY seq DESC LIMIT ?");
   st.bind(conversation_id)
-    .bind(before_seq > 0 ? before_seq : std::numeric_limits<int64_t>::max())
-    .bind(int64_t{limit});
+      .bind(before_seq > 0 ? before_seq : std::numeric_limits<int64_t>::max())
+      .bind(int64_t{limit});
   return read_messages(st, conversation_id);
 }
 
@@ -271,16 +288,19 @@ conversation_page sqlite_backend::list_conversations(const std::string& user_id,
     after_id = cursor.substr(colon + 1);
   }
   auto& st = prepare(
-    "SELECT c.id, c.session_id, c.title, c.created_at, c.updated_at, "
-    "(SELECT content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
-    " ORDER BY m.seq LIMIT 1), "
-    "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
-    "FROM conversations c WHERE c.user_id = ? "
-    "AND (c.updated_at < ? OR (c.updated_at = ? AND c.id < ?)) "
-    "ORDER BY c.updated_at DESC, c.id DESC LIMIT ?");
+      "SELECT c.id, c.session_id, c.title, c.created_at, c.updated_at, "
+      "(SELECT content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
+      " ORDER BY m.seq LIMIT 1), "
+      "(SELECT COUNT(*) FROM messages m WHERE m.conversation_id = c.id) "
+      "FROM conversations c WHERE c.user_id = ? "
+      "AND (c.updated_at < ? OR (c.updated_at = ? AND c.id < ?)) "
+      "ORDER BY c.updated_at DESC, c.id DESC LIMIT ?");
   // Without a cursor every id compares below the sentinel "~".
-  st.bind(user_id).bind(after_time).bind(after_time).bind(cursor.empty() ? "~" : after_id)
-    .bind(int64_t{limit} + 1);
+  st.bind(user_id)
+      .bind(after_time)
+      .bind(after_time)
+      .bind(cursor.empty() ? "~" : after_id)
+      .bind(int64_t{limit} + 1);
   conversation_page page;
   while (st.step()) {
     conversation_info c;
@@ -309,8 +329,9 @@ std::string sqlite_backend::conversation_owner(const std::string& conversation_i
 }
 
 bool sqlite_backend::delete_conversation(const std::string& conversation_id) {
-  auto& fb = prepare("DELETE FROM feedback WHERE message_id IN "
-                     "(SELECT id FROM messages WHERE conversation_id = ?)");
+  auto& fb = prepare(
+      "DELETE FROM feedback WHERE message_id IN "
+      "(SELECT id FROM messages WHERE conversation_id = ?)");
   fb.bind(conversation_id).step();
   // messages, summary and episodes go with it (ON DELETE CASCADE).
   auto& st = prepare("DELETE FROM conversations WHERE id = ?");
@@ -330,10 +351,11 @@ int64_t sqlite_backend::clear_conversation(const std::string& user_id,
   }
   prepare("DELETE FROM conversation_summaries WHERE conversation_id = ?").bind(id).step();
   prepare("DELETE FROM episodes WHERE conversation_id = ?").bind(id).step();
-  prepare("DELETE FROM feedback WHERE message_id IN "
-          "(SELECT id FROM messages WHERE conversation_id = ?)")
-    .bind(id)
-    .step();
+  prepare(
+      "DELETE FROM feedback WHERE message_id IN "
+      "(SELECT id FROM messages WHERE conversation_id = ?)")
+      .bind(id)
+      .step();
   prepare("DELETE FROM messages WHERE conversation_id = ?").bind(id).step();
   return sqlite3_changes(db_);
 }
@@ -355,34 +377,36 @@ std::string sqlite_backend::toggle_feedback(const feedback_vote& vote, int64_t n
   int64_t wanted = vote.is_positive ? 1 : 0;
   if (current == wanted) {
     prepare("DELETE FROM feedback WHERE thread_id = ? AND message_id = ?")
-      .bind(vote.thread_id)
-      .bind(vote.message_id)
-      .step();
+        .bind(vote.thread_id)
+        .bind(vote.message_id)
+        .step();
     return "none";
   }
   if (current >= 0) {
-    prepare("UPDATE feedback SET is_positive = ?, query = ?, agent_type = ?, metadata = ?, "
-            "created_at = ? WHERE thread_id = ? AND message_id = ?")
-      .bind(wanted)
-      .bind(vote.query)
-      .bind_null_if_empty(vote.agent_type)
-      .bind_null_if_empty(vote.metadata_json)
-      .bind(now)
-      .bind(vote.thread_id)
-      .bind(vote.message_id)
-      .step();
+    prepare(
+        "UPDATE feedback SET is_positive = ?, query = ?, agent_type = ?, metadata = ?, "
+        "created_at = ? WHERE thread_id = ? AND message_id = ?")
+        .bind(wanted)
+        .bind(vote.query)
+        .bind_null_if_empty(vote.agent_type)
+        .bind_null_if_empty(vote.metadata_json)
+        .bind(now)
+        .bind(vote.thread_id)
+        .bind(vote.message_id)
+        .step();
   } else {
-    prepare("INSERT INTO feedback (id, thread_id, message_id, query, is_positive, agent_type, "
-            "metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
-      .bind(new_id())
-      .bind(vote.thread_id)
-      .bind(vote.message_id)
-      .bind(vote.query)
-      .bind(wanted)
-      .bind_null_if_empty(vote.agent_type)
-      .bind_null_if_empty(vote.metadata_json)
-      .bind(now)
-      .step();
+    prepare(
+        "INSERT INTO feedback (id, thread_id, message_id, query, is_positive, agent_type, "
+        "metadata, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?)")
+        .bind(new_id())
+        .bind(vote.thread_id)
+        .bind(vote.message_id)
+        .bind(vote.query)
+        .bind(wanted)
+        .bind_null_if_empty(vote.agent_type)
+        .bind_null_if_empty(vote.metadata_json)
+        .bind(now)
+        .step();
   }
   return vote.is_positive ? "positive" : "negative";
 }

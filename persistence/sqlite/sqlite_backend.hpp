@@ -41,8 +41,7 @@ public:
                          const std::string& content, const std::string& request_id,
                          int64_t now_ms) override;
   std::string finish_turn(const stored_message& msg, int64_t now_ms) override;
-  std::vector<stored_message> history(const std::string& conversation_id,
-                                      int32_t limit) override;
+  std::vector<stored_message> history(const std::string& conversation_id, int32_t limit) override;
   conversation_page list_conversations(const std::string& user_id, int32_t limit,
                                        const std::string& cursor) override;
   std::string conversation_owner(const std::string& conversation_id) override;
@@ -57,11 +56,11 @@ private:
   statement& prepare(const char* sql);
   void exec(const char* sql);
   int64_t next_seq(const std::string& conversation_id);
-  std::string insert_message(const std::string& conversation_id, int64_t seq,
-                             std::string_view role, const std::string& content,
-                             const std::string& citations, bool completed,
-                             const std::string& request_id, int64_t now_ms);
-  std::vector<stored_message> read_messages(class statement& st, const std::string& conversation_id);
+  std::string insert_message(const std::string& conversation_id, int64_t seq, std::string_view role,
+                             const std::string& content, const std::string& citations,
+                             bool completed, const std::string& request_id, int64_t now_ms);
+  std::vector<stored_message> read_messages(class statement& st,
+                                            const std::string& conversation_id);
   bool find_message(const std::string& conversation_id, const std::string& request_id,
                     std::string_view role, stored_message& out);
 

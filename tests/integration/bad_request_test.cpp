@@ -21,28 +21,28 @@ std::vector<bad_case> bad_chat_requests() {
   const std::string session = R"("session_id":"bad")";
   const std::string message = R"("message":"How long do the batteries last?")";
   return {
-    {"unknown field", "{" + user + "," + session + "," + message + R"(,"colour":"blue"})",
-     400, "colour"},
-    {"missing message", "{" + user + "," + session + "}", 400, "message"},
-    {"missing user_id", "{" + session + "," + message + "}", 400, "user_id"},
-    {"missing session_id", "{" + user + "," + message + "}", 400, "session_id"},
-    {"invalid JSON", "{" + user + "," + session + ",", 400, ""},
-    {"not an object", R"(["mallory","bad"])", 400, ""},
-    {"empty body", "", 400, ""},
-    {"invalid UTF-8", "{" + user + "," + session + R"(,"message":"tea )" + "\xff\xfe" + R"("})",
-     400, ""},
-    {"lone surrogate escape", "{" + user + "," + session + R"(,"message":"\ud800"})", 400, ""},
-    {"wrong type", "{" + user + "," + session + "," + message + R"(,"debug":"yes"})", 400,
-     "debug"},
-    {"bad id characters", R"({"user_id":"mallory the great",)" + session + "," + message + "}",
-     400, "user_id"},
-    {"empty message", "{" + user + "," + session + R"(,"message":""})", 400, "message"},
-    {"message over 32 KiB",
-     "{" + user + "," + session + R"(,"message":")" + std::string(32 * 1024 + 1, 'a') + "\"}",
-     413, "message"},
-    {"body over 1 MiB",
-     "{" + user + "," + session + R"(,"message":")" + std::string(1024 * 1024 + 16, 'a') + "\"}",
-     413, ""},
+      {"unknown field", "{" + user + "," + session + "," + message + R"(,"colour":"blue"})", 400,
+       "colour"},
+      {"missing message", "{" + user + "," + session + "}", 400, "message"},
+      {"missing user_id", "{" + session + "," + message + "}", 400, "user_id"},
+      {"missing session_id", "{" + user + "," + message + "}", 400, "session_id"},
+      {"invalid JSON", "{" + user + "," + session + ",", 400, ""},
+      {"not an object", R"(["mallory","bad"])", 400, ""},
+      {"empty body", "", 400, ""},
+      {"invalid UTF-8", "{" + user + "," + session + R"(,"message":"tea )" + "\xff\xfe" + R"("})",
+       400, ""},
+      {"lone surrogate escape", "{" + user + "," + session + R"(,"message":"\ud800"})", 400, ""},
+      {"wrong type", "{" + user + "," + session + "," + message + R"(,"debug":"yes"})", 400,
+       "debug"},
+      {"bad id characters", R"({"user_id":"mallory the great",)" + session + "," + message + "}",
+       400, "user_id"},
+      {"empty message", "{" + user + "," + session + R"(,"message":""})", 400, "message"},
+      {"message over 32 KiB",
+       "{" + user + "," + session + R"(,"message":")" + std::string(32 * 1024 + 1, 'a') + "\"}",
+       413, "message"},
+      {"body over 1 MiB",
+       "{" + user + "," + session + R"(,"message":")" + std::string(1024 * 1024 + 16, 'a') + "\"}",
+       413, ""},
   };
 }
 
@@ -58,7 +58,8 @@ std::vector<bad_case> bad_chat_requests() {
       return ::testing::AssertionFailure() << "no error.code/error.message in " << res.body;
     j.str("/error/message");
     if (!field.empty() && (!j.has("/error/field") || j.str("/error/field") != field))
-      return ::testing::AssertionFailure() << "error.field is not \"" << field << "\": " << res.body;
+      return ::testing::AssertionFailure()
+             << "error.field is not \"" << field << "\": " << res.body;
   } catch (const json_error& e) {
     return ::testing::AssertionFailure() << e.what();
   }
@@ -99,7 +100,7 @@ TEST_F(bad_request_test, message_of_exactly_32_kib_is_accepted) {
 TEST_F(bad_request_test, wrong_method_and_unknown_path) {
   auto wrong_method = request(port(), "GET", chat_stream_path);
   EXPECT_TRUE(wrong_method.status == 405 || wrong_method.status == 404)
-    << "GET " << chat_stream_path << ": " << wrong_method.status;
+      << "GET " << chat_stream_path << ": " << wrong_method.status;
   EXPECT_TRUE(is_error_response(wrong_method, wrong_method.status, ""));
 
   auto put = request(port(), "PUT", chat_path, chat_body("mallory", "m", "hello"));

@@ -46,7 +46,7 @@ TEST_F(chat_test, stream_answers_from_the_kb_with_verbatim_citations_and_persist
   EXPECT_FALSE(done.boolean("/content/partial"));
   EXPECT_FALSE(r.answer().empty());
   EXPECT_NE(r.answer().find("fourteen months"), std::string::npos)
-    << "answer does not quote the battery fact: " << r.answer();
+      << "answer does not quote the battery fact: " << r.answer();
   auto citations = done.at("/content/citations");
   EXPECT_TRUE(verbatim_citations(citations));
   bool cites_battery_doc = false;
@@ -75,8 +75,7 @@ TEST_F(chat_test, stream_echoes_a_client_request_id) {
 // DESIGN §5: the same request_id in the same conversation never stores a
 // second user message.
 TEST_F(chat_test, retry_with_the_same_request_id_stores_one_user_message) {
-  auto body = chat_body("alice", "s-retry", battery_question, "test",
-                        {{"request_id", "retry-1"}});
+  auto body = chat_body("alice", "s-retry", battery_question, "test", {{"request_id", "retry-1"}});
   auto first = chat_stream(port(), body);
   ASSERT_TRUE(well_formed_stream(first));
   auto second = chat_stream(port(), body);
@@ -91,7 +90,7 @@ TEST_F(chat_test, non_streaming_chat_returns_the_whole_answer) {
   auto res = request(port(), "POST", chat_path, chat_body("bob", "s1", lighthouse_question));
   ASSERT_EQ(res.status, 200) << res.body;
   EXPECT_TRUE(res.header("content-type").starts_with("application/json"))
-    << res.header("content-type");
+      << res.header("content-type");
   auto j = json::parse(res.body);
   for (const char* field : {"/answer", "/request_id", "/conversation_id", "/message_id",
                             "/route_decision", "/citations", "/reference", "/usage", "/partial"})
@@ -132,7 +131,8 @@ TEST_F(chat_test, two_turns_in_one_session_are_numbered_in_order) {
 // message is stored.
 TEST_F(chat_test, unknown_kb_is_refused_before_anything_is_stored) {
   for (auto path : {chat_stream_path, chat_path}) {
-    auto res = request(port(), "POST", path, chat_body("dave", "s1", battery_question, "no_such_kb"));
+    auto res =
+        request(port(), "POST", path, chat_body("dave", "s1", battery_question, "no_such_kb"));
     EXPECT_EQ(res.status, 404) << res.body;
     auto j = json::parse(res.body);
     EXPECT_EQ(j.str("/error/code"), "not_found");

@@ -14,11 +14,11 @@ using concurrency_test = ragtor_server_test;
 constexpr size_t stream_count = 50;
 
 const char* const questions[] = {
-  "How long do the batteries of the Lumenlatch K7 last?",
-  "Who designed the Port Quellin lighthouse?",
-  "At what temperature should sencha be steeped?",
-  "Which planet rotates on its side?",
-  "How many user codes can a Lumenlatch K7 store?",
+    "How long do the batteries of the Lumenlatch K7 last?",
+    "Who designed the Port Quellin lighthouse?",
+    "At what temperature should sencha be steeped?",
+    "Which planet rotates on its side?",
+    "How many user codes can a Lumenlatch K7 store?",
 };
 
 TEST_F(concurrency_test, fifty_streams_at_once_all_complete_and_persist) {

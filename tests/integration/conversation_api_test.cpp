@@ -48,14 +48,13 @@ TEST_F(conversation_api_test, lists_conversations_newest_first_with_cursor_pagin
   EXPECT_EQ(page2.items("/conversations")[0].str("/session_id"), "s1");
   EXPECT_TRUE(page2.is_null("/next_cursor"));
   // Bad parameters are 400s naming the parameter.
-  EXPECT_EQ(get_json(port(), "/api/v1/conversations?user_id=alice&limit=0", 400)
-              .str("/error/field"),
-            "limit");
-  EXPECT_EQ(get_json(port(), "/api/v1/conversations?limit=2", 400).str("/error/field"),
-            "user_id");
-  EXPECT_EQ(get_json(port(), "/api/v1/conversations?user_id=alice&cursor=zzz", 400)
-              .str("/error/field"),
-            "cursor");
+  EXPECT_EQ(
+      get_json(port(), "/api/v1/conversations?user_id=alice&limit=0", 400).str("/error/field"),
+      "limit");
+  EXPECT_EQ(get_json(port(), "/api/v1/conversations?limit=2", 400).str("/error/field"), "user_id");
+  EXPECT_EQ(
+      get_json(port(), "/api/v1/conversations?user_id=alice&cursor=zzz", 400).str("/error/field"),
+      "cursor");
 }
 
 TEST_F(conversation_api_test, message_pages_and_ownership) {
@@ -68,12 +67,14 @@ TEST_F(conversation_api_test, message_pages_and_ownership) {
   EXPECT_EQ(msgs[0].integer("/seq"), 2);  // oldest first within the page
   EXPECT_EQ(msgs[2].integer("/seq"), 4);
   EXPECT_TRUE(newest.boolean("/has_more"));
-  auto older = get_json(port(), base + "&limit=3&before=" + std::to_string(newest.integer("/next_before")));
+  auto older =
+      get_json(port(), base + "&limit=3&before=" + std::to_string(newest.integer("/next_before")));
   ASSERT_EQ(older.items("/messages").size(), 1u);
   EXPECT_EQ(older.items("/messages")[0].str("/role"), "user");
   EXPECT_FALSE(older.boolean("/has_more"));
   // Another user cannot read, delete or tell it exists: 404 like a missing id.
-  auto theirs = get_json(port(), "/api/v1/conversations/" + conv + "/messages?user_id=mallory", 404);
+  auto theirs =
+      get_json(port(), "/api/v1/conversations/" + conv + "/messages?user_id=mallory", 404);
   auto missing = get_json(port(), "/api/v1/conversations/nope/messages?user_id=mallory", 404);
   EXPECT_EQ(theirs.str("/error/code"), missing.str("/error/code"));
   auto del = request(port(), "DELETE", "/api/v1/conversations/" + conv + "?user_id=mallory");
@@ -100,7 +101,7 @@ TEST_F(conversation_api_test, clear_reports_and_removes_the_messages) {
   EXPECT_EQ(rows[0].seq, 1);
   // Other users' conversations are untouched by construction (keyed by user).
   EXPECT_EQ(post_json(port(), "/api/v1/clear", R"({"user_id":"bob","session_id":"s1"})")
-              .integer("/cleared_messages"),
+                .integer("/cleared_messages"),
             0);
   EXPECT_EQ(post_json(port(), "/api/v1/clear", R"({"user_id":"alice"})", 400).str("/error/field"),
             "session_id");
@@ -117,14 +118,15 @@ TEST_F(conversation_api_test, feedback_toggles) {
                                   {"is_positive", positive ? "true" : "false", true},
                                   {"thread_id", "s1"},
                                   {"metadata", R"({"source":"test"})", true}}))
-      .str("/feedback");
+        .str("/feedback");
   };
   EXPECT_EQ(vote(true), "positive");
   EXPECT_EQ(vote(true), "none");
   EXPECT_EQ(vote(false), "negative");
   EXPECT_EQ(vote(true), "positive");
-  auto unknown = request(port(), "POST", "/api/v1/feedback",
-                         R"({"message_id":"nope","query":"q","is_positive":true,"thread_id":"s1"})");
+  auto unknown =
+      request(port(), "POST", "/api/v1/feedback",
+              R"({"message_id":"nope","query":"q","is_positive":true,"thread_id":"s1"})");
   EXPECT_EQ(unknown.status, 404) << unknown.body;
   auto bad = request(port(), "POST", "/api/v1/feedback",
                      R"({"message_id":"m","query":"q","is_positive":"yes","thread_id":"s1"})");
@@ -132,7 +134,8 @@ TEST_F(conversation_api_test, feedback_toggles) {
 }
 
 TEST_F(conversation_api_test, stop_of_an_unknown_request_says_not_found) {
-  auto res = post_json(port(), "/api/v1/chat/stop", R"({"request_id":"nothing","user_id":"alice"})");
+  auto res =
+      post_json(port(), "/api/v1/chat/stop", R"({"request_id":"nothing","user_id":"alice"})");
   EXPECT_EQ(res.str("/status"), "not_found");
 }
 
@@ -158,8 +161,8 @@ TEST_F(stop_test, stop_cancels_a_running_turn) {
     saw_token = ev->data.find("\"token\"") != std::string::npos;
   }
   ASSERT_TRUE(saw_token);
-  auto res = request(port(), "POST", "/api/v1/chat/stop",
-                     R"({"request_id":"to-stop","user_id":"alice"})");
+  auto res =
+      request(port(), "POST", "/api/v1/chat/stop", R"({"request_id":"to-stop","user_id":"alice"})");
   EXPECT_EQ(res.status, 200);
   EXPECT_NE(res.body.find("stopped"), std::string::npos) << res.body;
   auto rest = read_stream(stream);

@@ -9,7 +9,7 @@ namespace ragtor::test {
 namespace {
 
 constexpr const char* festival_question =
-  "What do the people of Port Quellin do during the lantern festival at the harbour?";
+    "What do the people of Port Quellin do during the lantern festival at the harbour?";
 
 // Paces the extractive generator so a stream lasts long enough to cut.
 class disconnect_test : public ragtor_server_test, public ::testing::WithParamInterface<bool> {
@@ -59,13 +59,13 @@ TEST_P(disconnect_test, cancels_the_turn_and_stores_the_partial_answer) {
   // Cancellation is only observable in the database; poll it.
   std::vector<message_row> rows;
   bool settled = poll_until(
-    [&] {
-      rows = db().messages("erin", "cut");
-      return rows.size() >= 2 && (rows[1].completed == 1 || !rows[1].content.empty());
-    },
-    15s);
-  ASSERT_TRUE(settled) << "no assistant message stored after the disconnect ("
-                       << rows.size() << " rows)";
+      [&] {
+        rows = db().messages("erin", "cut");
+        return rows.size() >= 2 && (rows[1].completed == 1 || !rows[1].content.empty());
+      },
+      15s);
+  ASSERT_TRUE(settled) << "no assistant message stored after the disconnect (" << rows.size()
+                       << " rows)";
   ASSERT_EQ(rows.size(), 2u);
   EXPECT_EQ(rows[0].seq, 1);
   EXPECT_EQ(rows[0].role, "user");
@@ -77,13 +77,13 @@ TEST_P(disconnect_test, cancels_the_turn_and_stores_the_partial_answer) {
   EXPECT_EQ(partial.completed, 0) << "the turn ran to completion: the disconnect did not cancel it";
   EXPECT_FALSE(partial.content.empty());
   EXPECT_LT(partial.content.size(), full.answer().size())
-    << "stored: \"" << partial.content << "\"\nfull: \"" << full.answer() << "\"";
+      << "stored: \"" << partial.content << "\"\nfull: \"" << full.answer() << "\"";
   EXPECT_TRUE(full.answer().starts_with(partial.content))
-    << "stored partial is not a prefix of the full answer\nstored: \"" << partial.content
-    << "\"\nfull: \"" << full.answer() << "\"";
+      << "stored partial is not a prefix of the full answer\nstored: \"" << partial.content
+      << "\"\nfull: \"" << full.answer() << "\"";
   EXPECT_TRUE(partial.content.starts_with(received))
-    << "stored partial lacks tokens the client received\nstored: \"" << partial.content
-    << "\"\nreceived: \"" << received << "\"";
+      << "stored partial lacks tokens the client received\nstored: \"" << partial.content
+      << "\"\nreceived: \"" << received << "\"";
 
   EXPECT_TRUE(healthy());
   auto after = chat_stream(port(), chat_body("erin", "after", festival_question));

@@ -4,10 +4,10 @@
 // exactly once, and every turn that reached `done` has its assistant
 // message. And a PostgreSQL outage fails requests cleanly (503 / error +
 // done) and heals without restarting ragtor.
+#include <unistd.h>
 #include <atomic>
 #include <cstdio>
 #include <thread>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -47,8 +47,8 @@ std::vector<json> stored_messages(uint16_t port, const std::string& user) {
     return {};
   auto page = json::parse(request(port, "GET",
                                   "/api/v1/conversations/" + convs[0].str("/conversation_id")
-                                    + "/messages?user_id=" + user + "&limit=200")
-                            .body);
+                                      + "/messages?user_id=" + user + "&limit=200")
+                              .body);
   return page.items("/messages");
 }
 
@@ -110,7 +110,8 @@ TEST_P(crash_test, sigkill_under_load_loses_nothing_acknowledged) {
       n += f.load();
     return n;
   };
-  while (std::chrono::steady_clock::now() < deadline && (count(done) < 2 || count(started) < streams))
+  while (std::chrono::steady_clock::now() < deadline
+         && (count(done) < 2 || count(started) < streams))
     std::this_thread::yield();
   server->kill9();
   for (auto& c : clients)
@@ -139,7 +140,9 @@ TEST_P(crash_test, sigkill_under_load_loses_nothing_acknowledged) {
 }
 
 INSTANTIATE_TEST_SUITE_P(backends, crash_test, testing::Values("sqlite", "postgres"),
-                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });
 
 // A cluster of its own, so the test can take it down and bring it back.
 TEST(outage_test, requests_fail_cleanly_then_recover_without_restart) {
@@ -147,8 +150,8 @@ TEST(outage_test, requests_fail_cleanly_then_recover_without_restart) {
     GTEST_SKIP() << "needs root to run a PostgreSQL cluster";
   temp_dir data;
   // Directly under /tmp: the postgres user must be able to reach it.
-  auto pg_dir = std::filesystem::temp_directory_path()
-                / ("ragtor-outage-" + std::to_string(getpid()));
+  auto pg_dir =
+      std::filesystem::temp_directory_path() / ("ragtor-outage-" + std::to_string(getpid()));
   auto port = std::to_string(56000 + getpid() % 1000);
   auto dsn = shell(cluster_script() + " start " + pg_dir.string() + " " + port);
   struct cleanup {
@@ -187,10 +190,11 @@ namespace {
 TEST(startup_test, unreachable_postgres_at_start_is_a_clear_error_and_nonzero_exit) {
   temp_dir data;
   // Port 1 on loopback: nothing listens there.
-  auto r = run_ragtor({"serve", "--listen", "127.0.0.1:0", "--data-dir", (data.path() / "d").string()},
-                      {{"RAGTOR_STORE__POSTGRES_DSN",
-                        "host=127.0.0.1 port=1 user=ragtor password=secret dbname=x connect_timeout=2"}},
-                      std::chrono::seconds(30));
+  auto r =
+      run_ragtor({"serve", "--listen", "127.0.0.1:0", "--data-dir", (data.path() / "d").string()},
+                 {{"RAGTOR_STORE__POSTGRES_DSN",
+                   "host=127.0.0.1 port=1 user=ragtor password=secret dbname=x connect_timeout=2"}},
+                 std::chrono::seconds(30));
   EXPECT_TRUE(r.status.exited);
   EXPECT_NE(r.status.code, 0);
   EXPECT_NE(r.output.find("cannot connect to PostgreSQL"), std::string::npos) << r.output;

@@ -16,8 +16,9 @@ protected:
 };
 
 TEST_F(heartbeat_test, a_silent_stream_gets_ping_comments) {
-  auto stream = open_sse(port(), chat_stream_path,
-                         chat_body("alice", "s1", "How long do the batteries of the Lumenlatch K7 last?"));
+  auto stream =
+      open_sse(port(), chat_stream_path,
+               chat_body("alice", "s1", "How long do the batteries of the Lumenlatch K7 last?"));
   bool ping = false;
   int tokens_after_ping = 0;
   for (int i = 0; i < 50 && tokens_after_ping == 0; ++i) {

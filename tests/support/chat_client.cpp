@@ -42,7 +42,7 @@ std::vector<fixture_doc> load_fixture_docs() {
 }
 
 const std::set<std::string, std::less<>> known_statuses = {
-  "start", "route_decision", "progress", "token", "execution_log", "error", "done"};
+    "start", "route_decision", "progress", "token", "execution_log", "error", "done"};
 
 }  // namespace
 
@@ -50,7 +50,7 @@ std::string chat_body(const std::string& user_id, const std::string& session_id,
                       const std::string& message, const std::string& kb_prefix,
                       const std::vector<json_field>& extra) {
   std::vector<json_field> fields{
-    {"user_id", user_id}, {"session_id", session_id}, {"message", message}};
+      {"user_id", user_id}, {"session_id", session_id}, {"message", message}};
   if (!kb_prefix.empty())
     fields.push_back({"kb_prefix", kb_prefix});
   fields.insert(fields.end(), extra.begin(), extra.end());
@@ -182,8 +182,8 @@ stream_result chat_stream(uint16_t port, const std::string& body,
   }
   if (problems.empty())
     return ::testing::AssertionSuccess();
-  auto failure = ::testing::AssertionFailure() << "malformed stream (events: " << r.statuses()
-                                               << "):";
+  auto failure = ::testing::AssertionFailure()
+                 << "malformed stream (events: " << r.statuses() << "):";
   for (const auto& p : problems)
     failure << "\n  - " << p;
   return failure;

@@ -32,15 +32,15 @@ struct stream_result {
   int status = 0;
   std::map<std::string, std::string> headers;
   bool chunked = false;
-  std::string error_body;              // for a non-200 response
-  std::vector<sse_event> raw;          // every event and comment, in order
-  std::vector<json> events;            // the data events, parsed
-  std::string tokens;                  // token contents concatenated
-  std::vector<json> errors;            // error events
-  std::optional<json> done;            // the done event (the first one)
-  bool ended = false;                  // the server finished the body
+  std::string error_body;      // for a non-200 response
+  std::vector<sse_event> raw;  // every event and comment, in order
+  std::vector<json> events;    // the data events, parsed
+  std::string tokens;          // token contents concatenated
+  std::vector<json> errors;    // error events
+  std::optional<json> done;    // the done event (the first one)
+  bool ended = false;          // the server finished the body
   bool timed_out = false;
-  std::vector<std::string> violations; // unparsable data, events after done
+  std::vector<std::string> violations;  // unparsable data, events after done
 
   // done.content.answer ("" without a done event).
   std::string answer() const;

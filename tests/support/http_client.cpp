@@ -61,8 +61,8 @@ int connect_loopback(uint16_t port, clock_type::time_point deadline) {
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
     if (errno != EINPROGRESS) {
-      auto msg = std::string{"connect to port "} + std::to_string(port) + ": "
-                 + std::strerror(errno);
+      auto msg =
+          std::string{"connect to port "} + std::to_string(port) + ": " + std::strerror(errno);
       ::close(fd);
       throw http_error{msg};
     }
@@ -426,15 +426,15 @@ http_response request_raw(uint16_t port, std::string_view raw, std::chrono::mill
   res.status = s.status();
   res.headers = s.headers();
   res.body = s.read_body(std::chrono::duration_cast<std::chrono::milliseconds>(
-    std::max(deadline - clock_type::now(), clock_type::duration::zero())));
+      std::max(deadline - clock_type::now(), clock_type::duration::zero())));
   return res;
 }
 
 sse_stream open_sse(uint16_t port, std::string_view path, std::string_view json_body,
                     std::chrono::milliseconds timeout) {
   return sse_stream::send_raw(
-    port, build_request(port, "POST", path, json_body, {{"Accept", "text/event-stream"}}),
-    timeout);
+      port, build_request(port, "POST", path, json_body, {{"Accept", "text/event-stream"}}),
+      timeout);
 }
 
 }  // namespace ragtor::test

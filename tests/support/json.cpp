@@ -34,8 +34,8 @@ simdjson::dom::element json::lookup(std::string_view pointer) const {
 }
 
 void json::fail(std::string_view pointer, std::string_view what) const {
-  throw json_error{"JSON value at \"" + std::string{pointer} + "\" " + std::string{what}
-                   + " in " + excerpt(dump())};
+  throw json_error{"JSON value at \"" + std::string{pointer} + "\" " + std::string{what} + " in "
+                   + excerpt(dump())};
 }
 
 bool json::has(std::string_view pointer) const {
@@ -109,11 +109,21 @@ std::string json_quote(std::string_view s) {
   for (char ch : s) {
     auto c = static_cast<unsigned char>(ch);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20) {
           char buf[8];

@@ -45,7 +45,7 @@ public:
 
 private:
   json(std::shared_ptr<simdjson::dom::parser> parser, simdjson::dom::element value)
-    : parser_(std::move(parser)), value_(value) {}
+      : parser_(std::move(parser)), value_(value) {}
 
   simdjson::dom::element lookup(std::string_view pointer) const;
   [[noreturn]] void fail(std::string_view pointer, std::string_view what) const;

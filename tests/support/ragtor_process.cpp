@@ -39,8 +39,7 @@ struct exec_args {
   std::vector<char*> argv;
   std::vector<char*> envp;
 
-  exec_args(std::vector<std::string> args, const env_vars& extra)
-    : argv_storage(std::move(args)) {
+  exec_args(std::vector<std::string> args, const env_vars& extra) : argv_storage(std::move(args)) {
     for (char** e = environ; *e != nullptr; ++e) {
       std::string_view entry{*e};
       auto name = entry.substr(0, entry.find('='));
@@ -181,9 +180,9 @@ std::filesystem::path source_dir() {
 ragtor_process::ragtor_process(const std::filesystem::path& data_dir, const env_vars& env,
                                const std::vector<std::string>& extra_args,
                                std::chrono::milliseconds ready_timeout)
-  : data_dir_(data_dir), stderr_path_(log_dir_.path() / "ragtor.stderr.log") {
-  std::vector<std::string> argv{ragtor_binary(), "serve", "--listen", "127.0.0.1:0",
-                                "--data-dir", data_dir.string()};
+    : data_dir_(data_dir), stderr_path_(log_dir_.path() / "ragtor.stderr.log") {
+  std::vector<std::string> argv{ragtor_binary(), "serve",      "--listen",
+                                "127.0.0.1:0",   "--data-dir", data_dir.string()};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
   exec_args args{std::move(argv), env};
 

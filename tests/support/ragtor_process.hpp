@@ -46,10 +46,10 @@ private:
 
 // How a child ended.
 struct exit_status {
-  bool exited = false;    // normal exit; `code` is valid
+  bool exited = false;  // normal exit; `code` is valid
   int code = -1;
-  int signal = 0;         // terminating signal, when !exited
-  bool timed_out = false; // did not exit in time and was SIGKILLed
+  int signal = 0;          // terminating signal, when !exited
+  bool timed_out = false;  // did not exit in time and was SIGKILLed
 
   bool clean() const { return exited && code == 0 && !timed_out; }
   std::string describe() const;
@@ -126,8 +126,8 @@ struct command_result {
 
 // Runs `ragtor ingest --kb KB --data-dir DIR PATH...` to completion.
 command_result run_ingest(const std::filesystem::path& data_dir, const std::string& kb,
-                          const std::vector<std::filesystem::path>& paths,
-                          const env_vars& env = {}, std::chrono::milliseconds timeout = 60s);
+                          const std::vector<std::filesystem::path>& paths, const env_vars& env = {},
+                          std::chrono::milliseconds timeout = 60s);
 
 // Runs `ragtor ARGS...` to completion (stdin /dev/null).
 command_result run_ragtor(const std::vector<std::string>& args, const env_vars& env = {},

@@ -8,8 +8,8 @@ void ragtor_server_test::SetUp() {
   std::filesystem::create_directories(data_dir_);
   auto ingest = run_ingest(data_dir_, fixture_kb_name, fixture_kb_files());
   ASSERT_TRUE(ingest.status.clean())
-    << "ragtor ingest of the fixture KB: " << ingest.status.describe() << "\n"
-    << ingest.output;
+      << "ragtor ingest of the fixture KB: " << ingest.status.describe() << "\n"
+      << ingest.output;
   start_server();
 }
 

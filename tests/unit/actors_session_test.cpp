@@ -6,12 +6,12 @@
 // every step is visible to the coordinator).
 #include <filesystem>
 
+#include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
-#include <gtest/gtest.h>
 
 #include "actors/agents/agent_pool.hpp"
 #include "actors/llm/extractive_llm.hpp"
@@ -59,10 +59,10 @@ event_sink_actor spawn_collector(caf::actor_system& sys, std::shared_ptr<collect
 class session_actors : public testing::Test {
 protected:
   session_actors()
-    : dir(std::filesystem::temp_directory_path() / ("ragtor-actors-" + new_id())),
-      sys(testing_config(cfg)),
-      sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-      self(sys) {
+      : dir(std::filesystem::temp_directory_path() / ("ragtor-actors-" + new_id())),
+        sys(testing_config(cfg)),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+        self(sys) {
     store_options so;
     so.sqlite_path = dir / "t.db";
     so.run_inline = true;

@@ -1,8 +1,8 @@
 #include "config/config.hpp"
 
+#include <unistd.h>
 #include <fstream>
 #include <string>
-#include <unistd.h>
 
 #include <gtest/gtest.h>
 
@@ -18,8 +18,8 @@ class temp_toml {
 public:
   explicit temp_toml(std::string_view text) {
     path_ = std::filesystem::temp_directory_path()
-            / ("ragtor_config_test_" + std::to_string(::getpid()) + "_"
-               + std::to_string(counter_++) + ".toml");
+            / ("ragtor_config_test_" + std::to_string(::getpid()) + "_" + std::to_string(counter_++)
+               + ".toml");
     std::ofstream{path_} << text;
   }
   ~temp_toml() {
@@ -201,8 +201,10 @@ TEST(config, postgres_dsn_from_environment) {
   auto cfg = load_config({}, {{"POSTGRES_DSN", "postgresql://u@h/db"}});
   ASSERT_TRUE(cfg);
   EXPECT_EQ(cfg->store.postgres_dsn, "postgresql://u@h/db");
-  cfg = load_config({}, {{"POSTGRES_HOST", "db"}, {"POSTGRES_PORT", "5433"},
-                         {"POSTGRES_USER", "ragtor"}, {"POSTGRES_PASSWORD", "it's"},
+  cfg = load_config({}, {{"POSTGRES_HOST", "db"},
+                         {"POSTGRES_PORT", "5433"},
+                         {"POSTGRES_USER", "ragtor"},
+                         {"POSTGRES_PASSWORD", "it's"},
                          {"POSTGRES_DB", "chat"}});
   ASSERT_TRUE(cfg);
   EXPECT_EQ(cfg->store.postgres_dsn,

@@ -23,8 +23,7 @@ void expect_rejected(std::string_view body, int status, std::string_view field,
   EXPECT_EQ(r.error.status, status) << body;
   EXPECT_EQ(r.error.code, status == 413 ? "payload_too_large" : "invalid_request") << body;
   EXPECT_EQ(r.error.field, field) << body;
-  EXPECT_NE(r.error.message.find(fragment), std::string::npos)
-    << body << " -> " << r.error.message;
+  EXPECT_NE(r.error.message.find(fragment), std::string::npos) << body << " -> " << r.error.message;
 }
 
 constexpr std::string_view minimal = R"({"user_id":"u1","session_id":"s1","message":"hi"})";
@@ -59,7 +58,8 @@ TEST(protocol_chat_request, valid_full) {
 }
 
 TEST(protocol_chat_request, empty_optional_strings_are_allowed) {
-  auto r = parse(R"({"user_id":"u","session_id":"s","message":"m","kb_prefix":"","agent_type":""})");
+  auto r =
+      parse(R"({"user_id":"u","session_id":"s","message":"m","kb_prefix":"","agent_type":""})");
   ASSERT_TRUE(r.ok) << r.error.message;
   EXPECT_EQ(r.request.kb_prefix, "");
   EXPECT_EQ(r.request.agent_type, "");
@@ -98,8 +98,8 @@ TEST(protocol_chat_request, wrong_types) {
                   "must be a string");
   expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","kb_prefix":{}})", 400,
                   "kb_prefix", "must be a string");
-  expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","debug":"true"})", 400,
-                  "debug", R"(field "debug" must be a boolean)");
+  expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","debug":"true"})", 400, "debug",
+                  R"(field "debug" must be a boolean)");
   expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","incognito":1})", 400,
                   "incognito", "must be a boolean");
 }
@@ -121,8 +121,8 @@ TEST(protocol_chat_request, unknown_field_name_is_capped_in_error) {
 }
 
 TEST(protocol_chat_request, duplicate_field) {
-  expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","user_id":"v"})", 400,
-                  "user_id", R"(duplicate field "user_id")");
+  expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","user_id":"v"})", 400, "user_id",
+                  R"(duplicate field "user_id")");
   expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","debug":true,"debug":false})",
                   400, "debug", "duplicate field");
 }
@@ -140,8 +140,7 @@ TEST(protocol_chat_request, bad_id_characters) {
                   "request_id", want);
   expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","kb_prefix":"../etc"})", 400,
                   "kb_prefix", want);
-  expect_rejected(R"({"user_id":"u\u0000","session_id":"s","message":"m"})", 400, "user_id",
-                  want);
+  expect_rejected(R"({"user_id":"u\u0000","session_id":"s","message":"m"})", 400, "user_id", want);
 }
 
 TEST(protocol_chat_request, id_length_limit) {
@@ -192,8 +191,8 @@ TEST(protocol_chat_request, body_too_large_is_413) {
 TEST(protocol_chat_request, invalid_utf8_is_400) {
   expect_rejected("{\"user_id\":\"u\",\"session_id\":\"s\",\"message\":\"caf\xC3\"}", 400, "",
                   "invalid UTF-8");
-  expect_rejected("{\"user_id\":\"u\",\"session_id\":\"s\",\"message\":\"\xED\xA0\x80\"}", 400,
-                  "", "invalid UTF-8");
+  expect_rejected("{\"user_id\":\"u\",\"session_id\":\"s\",\"message\":\"\xED\xA0\x80\"}", 400, "",
+                  "invalid UTF-8");
   // Outside strings too.
   expect_rejected("{\"user_id\":\"u\",\"session_id\":\"s\",\"message\":\"m\"}\xFF", 400, "",
                   "invalid UTF-8");
@@ -203,10 +202,10 @@ TEST(protocol_chat_request, invalid_utf8_is_400) {
 }
 
 TEST(protocol_chat_request, bad_agent_type) {
-  expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","agent_type":"llm_agent"})",
-                  400, "agent_type", R"(field "agent_type" must be one of)");
-  for (auto name : {"naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent",
-                    "fusion_agent"}) {
+  expect_rejected(R"({"user_id":"u","session_id":"s","message":"m","agent_type":"llm_agent"})", 400,
+                  "agent_type", R"(field "agent_type" must be one of)");
+  for (auto name :
+       {"naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent", "fusion_agent"}) {
     auto r = parse(R"({"user_id":"u","session_id":"s","message":"m","agent_type":")"
                    + std::string{name} + R"("})");
     EXPECT_TRUE(r.ok) << name << ": " << r.error.message;
@@ -214,8 +213,9 @@ TEST(protocol_chat_request, bad_agent_type) {
 }
 
 TEST(protocol_chat_request, error_body_shape) {
-  EXPECT_EQ(error_body("invalid_request", R"(unknown field "foo")", "foo"),
-            R"({"error":{"code":"invalid_request","message":"unknown field \"foo\"","field":"foo"}})");
+  EXPECT_EQ(
+      error_body("invalid_request", R"(unknown field "foo")", "foo"),
+      R"({"error":{"code":"invalid_request","message":"unknown field \"foo\"","field":"foo"}})");
   EXPECT_EQ(error_body("payload_too_large", "too big"),
             R"({"error":{"code":"payload_too_large","message":"too big"}})");
   // Always valid JSON, even with hostile content.

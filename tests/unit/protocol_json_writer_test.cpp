@@ -50,27 +50,27 @@ TEST(protocol_json_writer, replaces_invalid_utf8) {
 TEST(protocol_json_writer, nests_with_commas) {
   json_writer w;
   w.begin_object()
-    .field("a", 1)
-    .key("b")
-    .begin_array()
-    .value(true)
-    .null()
-    .begin_object()
-    .end_object()
-    .begin_array()
-    .end_array()
-    .value("x")
-    .end_array()
-    .key("c")
-    .begin_object()
-    .field("d", false)
-    .field("e", std::string{"f"})
-    .end_object()
-    .key("r")
-    .raw(R"({"z":[1,2]})")
-    .field("u", uint64_t{18446744073709551615ull})
-    .field("i", int64_t{-9223372036854775807LL - 1})
-    .end_object();
+      .field("a", 1)
+      .key("b")
+      .begin_array()
+      .value(true)
+      .null()
+      .begin_object()
+      .end_object()
+      .begin_array()
+      .end_array()
+      .value("x")
+      .end_array()
+      .key("c")
+      .begin_object()
+      .field("d", false)
+      .field("e", std::string{"f"})
+      .end_object()
+      .key("r")
+      .raw(R"({"z":[1,2]})")
+      .field("u", uint64_t{18446744073709551615ull})
+      .field("i", int64_t{-9223372036854775807LL - 1})
+      .end_object();
   EXPECT_EQ(w.str(), R"({"a":1,"b":[true,null,{},[],"x"],"c":{"d":false,"e":"f"},)"
                      R"("r":{"z":[1,2]},"u":18446744073709551615,"i":-9223372036854775808})");
 }
@@ -79,8 +79,7 @@ TEST(protocol_json_writer, top_level_scalars_and_empty_containers) {
   EXPECT_EQ(json_writer{}.value("s").str(), "\"s\"");
   EXPECT_EQ(json_writer{}.begin_array().end_array().str(), "[]");
   EXPECT_EQ(json_writer{}.begin_object().end_object().str(), "{}");
-  EXPECT_EQ(json_writer{}.begin_array().value(1).value(2).value(3).end_array().str(),
-            "[1,2,3]");
+  EXPECT_EQ(json_writer{}.begin_array().value(1).value(2).value(3).end_array().str(), "[1,2,3]");
 }
 
 TEST(protocol_json_writer, doubles) {
@@ -98,7 +97,11 @@ TEST(protocol_json_writer, doubles) {
 
 TEST(protocol_json_writer, round_trips_through_simdjson) {
   const std::string nasty = std::string{"q\"b\\s\n\t\x01 é 🙂 "} + "\xC3" + "end";
-  const double values[] = {0.1, 1.0 / 3.0, 1e300, -1e-300, 123456789.125,
+  const double values[] = {0.1,
+                           1.0 / 3.0,
+                           1e300,
+                           -1e-300,
+                           123456789.125,
                            std::numeric_limits<double>::min(),
                            std::numeric_limits<double>::max(),
                            std::numeric_limits<double>::denorm_min()};

@@ -62,7 +62,8 @@ TEST(stream_events, done_has_contract_fields) {
 
 TEST(stream_events, progress_nulls) {
   simdjson::dom::parser p;
-  auto doc = parse(p, event_json(make_progress_event("retrieval", 0, 1, "hybrid_agent", -1, ""), "r"));
+  auto doc =
+      parse(p, event_json(make_progress_event("retrieval", 0, 1, "hybrid_agent", -1, ""), "r"));
   auto content = doc["content"];
   EXPECT_EQ(std::string_view(content["stage"]), "retrieval");
   EXPECT_TRUE(content["error"].is_null());

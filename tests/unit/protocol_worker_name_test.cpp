@@ -102,8 +102,8 @@ TEST(protocol_worker_name, kb_of_maps_default_to_empty) {
 }
 
 TEST(protocol_worker_name, is_agent_type) {
-  for (auto name : {"naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent",
-                    "fusion_agent"})
+  for (auto name :
+       {"naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent", "fusion_agent"})
     EXPECT_TRUE(is_agent_type(name)) << name;
   EXPECT_FALSE(is_agent_type(""));
   EXPECT_FALSE(is_agent_type("Hybrid_agent"));

@@ -68,7 +68,7 @@ TEST(tokenizer, mixed_text_emoji_and_width_folding) {
   EXPECT_TRUE(contains(t, "caf"));
   EXPECT_TRUE(contains(t, "写"));
   EXPECT_TRUE(contains(t, "actor"));
-  EXPECT_TRUE(contains(t, "abc"));  // full-width letters fold (NFKC)
+  EXPECT_TRUE(contains(t, "abc"));    // full-width letters fold (NFKC)
   EXPECT_FALSE(contains(t, "用写"));  // not adjacent: no bigram across Latin
   for (auto& s : t)
     EXPECT_EQ(s.find("\xF0\x9F"), std::string::npos) << "emoji leaked: " << s;
@@ -86,7 +86,8 @@ TEST(tokenizer, sentences_split_on_latin_and_cjk_punctuation) {
 }
 
 TEST(tokenizer, hard_wrapped_lines_continue_a_sentence) {
-  auto s = split_sentences("# Title\nA sentence that is\nwrapped here. Next one\n\n- item one\n- item two");
+  auto s = split_sentences(
+      "# Title\nA sentence that is\nwrapped here. Next one\n\n- item one\n- item two");
   std::vector<std::string> got(s.begin(), s.end());
   EXPECT_EQ(got, (std::vector<std::string>{"# Title", "A sentence that is\nwrapped here.",
                                            "Next one", "- item one", "- item two"}));
@@ -172,7 +173,7 @@ TEST(bm25, maxscore_top_k_equals_exhaustive_scoring) {
         query += vocab[word(rng)] + " ";
       for (size_t k : {1u, 5u, 10u})
         ASSERT_EQ(idx.search(query, k), idx.search_exhaustive(query, k))
-          << "corpus " << corpus << " query '" << query << "' k=" << k;
+            << "corpus " << corpus << " query '" << query << "' k=" << k;
     }
   }
 }
@@ -218,7 +219,7 @@ TEST(kb_store, reports_bad_input_with_its_location) {
   auto r = ingest_paths(data.path, "kb", {src.path / "bad.jsonl"}, {});
   ASSERT_FALSE(r);
   EXPECT_NE(error_message(r.error()).find("bad.jsonl:2"), std::string::npos)
-    << error_message(r.error());
+      << error_message(r.error());
   EXPECT_TRUE(list_kbs(data.path).empty()) << "a failed ingest must not create the KB";
   EXPECT_FALSE(ingest_paths(data.path, "bad name!", {src.path}, {}));
   EXPECT_FALSE(ingest_paths(data.path, "kb", {src.path / "missing.md"}, {}));

@@ -225,4 +225,6 @@ TEST_P(store_contract, feedback_toggles) {
 }
 
 INSTANTIATE_TEST_SUITE_P(backends, store_contract, testing::Values("sqlite", "postgres"),
-                         [](const testing::TestParamInfo<std::string>& info) { return info.param; });
+                         [](const testing::TestParamInfo<std::string>& info) {
+                           return info.param;
+                         });

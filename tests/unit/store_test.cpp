@@ -5,11 +5,11 @@
 #include <latch>
 #include <thread>
 
+#include <gtest/gtest.h>
+#include <sqlite3.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
-#include <gtest/gtest.h>
-#include <sqlite3.h>
 
 #include "actors/store/store_actor.hpp"
 #include "persistence/migrations.hpp"
@@ -96,13 +96,11 @@ TEST(store_executor, concurrent_writes_are_group_committed) {
     ts.emplace_back([&, i] {
       for (int j = 0; j < per_thread; ++j)
         ex.submit_write(
-          [i](store_backend& db) {
-            db.begin_turn("u" + std::to_string(i), "s", "m", "", 1);
-          },
-          [&](const std::string& err) {
-            (err.empty() ? acked : failed)++;
-            all_done.count_down();
-          });
+            [i](store_backend& db) { db.begin_turn("u" + std::to_string(i), "s", "m", "", 1); },
+            [&](const std::string& err) {
+              (err.empty() ? acked : failed)++;
+              all_done.count_down();
+            });
     });
   for (auto& th : ts)
     th.join();
@@ -112,7 +110,7 @@ TEST(store_executor, concurrent_writes_are_group_committed) {
   auto s = ex.snapshot();
   EXPECT_EQ(s.committed_jobs, static_cast<uint64_t>(threads * per_thread));
   EXPECT_LT(s.committed_batches, static_cast<uint64_t>(threads * per_thread))
-    << "no batching happened";
+      << "no batching happened";
   ex.stop();
   EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), threads * per_thread);
 }
@@ -126,13 +124,13 @@ TEST(store_executor, a_failing_job_does_not_fail_its_batch) {
   ex.submit_write([](store_backend& db) { db.begin_turn("u", "s", "ok", "", 1); },
                   [&](const std::string& e) { outcomes.push_back(e); });
   ex.submit_write(
-    [](store_backend& db) {
-      stored_message bad;  // no such conversation: foreign key violation
-      bad.conversation_id = "missing";
-      bad.content = "x";
-      db.finish_turn(bad, 1);
-    },
-    [&](const std::string& e) { outcomes.push_back(e); });
+      [](store_backend& db) {
+        stored_message bad;  // no such conversation: foreign key violation
+        bad.conversation_id = "missing";
+        bad.content = "x";
+        db.finish_turn(bad, 1);
+      },
+      [&](const std::string& e) { outcomes.push_back(e); });
   ASSERT_EQ(outcomes.size(), 2u);
   EXPECT_TRUE(outcomes[0].empty());
   EXPECT_FALSE(outcomes[1].empty());
@@ -152,8 +150,8 @@ TEST(store_actor, answers_after_commit) {
   turn_opened opened;
   self->request(*store, std::chrono::seconds(10), atom::begin_turn_v, std::string{"u"},
                 std::string{"s"}, std::string{"question"}, std::string{"r1"})
-    .receive([&](turn_opened& x) { opened = x; },
-             [&](caf::error& err) { FAIL() << sys.render(err); });
+      .receive([&](turn_opened& x) { opened = x; },
+               [&](caf::error& err) { FAIL() << sys.render(err); });
   // Acknowledged means committed: a separate connection sees the row.
   EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages WHERE request_id='r1'"), 1);
   stored_message m;
@@ -161,22 +159,22 @@ TEST(store_actor, answers_after_commit) {
   m.content = "answer";
   m.request_id = "r1";
   self->request(*store, std::chrono::seconds(10), atom::finish_turn_v, m)
-    .receive([&](std::string& id) { EXPECT_FALSE(id.empty()); },
-             [&](caf::error& err) { FAIL() << sys.render(err); });
+      .receive([&](std::string& id) { EXPECT_FALSE(id.empty()); },
+               [&](caf::error& err) { FAIL() << sys.render(err); });
   self->request(*store, std::chrono::seconds(10), atom::history_v, opened.conversation_id,
                 int32_t{10})
-    .receive(
-      [&](std::vector<stored_message>& h) {
-        ASSERT_EQ(h.size(), 2u);
-        EXPECT_EQ(h[1].content, "answer");
-      },
-      [&](caf::error& err) { FAIL() << sys.render(err); });
+      .receive(
+          [&](std::vector<stored_message>& h) {
+            ASSERT_EQ(h.size(), 2u);
+            EXPECT_EQ(h[1].content, "answer");
+          },
+          [&](caf::error& err) { FAIL() << sys.render(err); });
   // A write that fails is reported as unavailable, not acknowledged.
   stored_message bad;
   bad.conversation_id = "missing";
   self->request(*store, std::chrono::seconds(10), atom::finish_turn_v, bad)
-    .receive([&](std::string&) { FAIL() << "a failed write was acknowledged"; },
-             [&](caf::error& err) { EXPECT_EQ(code_of(err), errc::unavailable); });
+      .receive([&](std::string&) { FAIL() << "a failed write was acknowledged"; },
+               [&](caf::error& err) { EXPECT_EQ(code_of(err), errc::unavailable); });
   self->send_exit(*store, caf::exit_reason::user_shutdown);
 }
 
