@@ -31,7 +31,10 @@ void expect_persisted_turn(const std::vector<message_row>& rows, size_t first,
   EXPECT_EQ(assistant.completed, 1);
   EXPECT_EQ(assistant.conversation_id, done_content.str("/conversation_id"));
   EXPECT_EQ(assistant.id, done_content.str("/message_id"));
-  EXPECT_FALSE(assistant.citations.empty()) << "assistant message stored without citations";
+  auto stored = json::parse(assistant.citations.empty() ? "null" : assistant.citations);
+  ASSERT_FALSE(stored.is_null()) << "assistant message stored without citations";
+  EXPECT_EQ(stored.items().size(), done_content.items("/citations").size())
+      << "stored " << assistant.citations << " vs sent " << done_content.at("/citations").dump();
 }
 
 TEST_F(chat_test, healthz_is_ok) {
