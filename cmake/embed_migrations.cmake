@@ -3,6 +3,8 @@
 # binary needs nothing from the source tree at run time.
 file(GLOB RAGTOR_MIGRATION_FILES CONFIGURE_DEPENDS ${PROJECT_SOURCE_DIR}/persistence/migrations/*.sql)
 list(SORT RAGTOR_MIGRATION_FILES)
+# Editing a migration re-runs the embedding.
+set_property(DIRECTORY APPEND PROPERTY CMAKE_CONFIGURE_DEPENDS ${RAGTOR_MIGRATION_FILES})
 set(RAGTOR_EMBEDDED_MIGRATIONS "")
 foreach(f ${RAGTOR_MIGRATION_FILES})
   get_filename_component(name ${f} NAME)

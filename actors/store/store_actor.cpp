@@ -32,6 +32,14 @@ struct store_state {
     // never dropped at shutdown.
     if (executor)
       executor->stop();
+    // stop() ran every queued job and joined the workers, so each pending
+    // job's result slot is filled, but its store_done can no longer reach
+    // this (exiting) actor. Answer here, still inside the actor (the state
+    // dies in on_exit): 0.17 has no broken_promise, so an undelivered promise
+    // would leave its requester waiting for its own timeout.
+    for (auto& [id, deliver] : pending)
+      deliver();
+    pending.clear();
   }
 };
 

@@ -8,7 +8,7 @@
 
 namespace ragtor {
 
-// A cached prepared statement; reset on every use.
+// A cached prepared statement, owned by the connection.
 class sqlite_backend::statement {
 public:
   statement(sqlite3* db, const char* sql) : db_(db) {
@@ -16,25 +16,44 @@ public:
       throw store_error(std::string{"sqlite prepare failed: "} + sqlite3_errmsg(db));
   }
   ~statement() { sqlite3_finalize(stmt_); }
+  statement(const statement&) = delete;
+  statement& operator=(const statement&) = delete;
 
-  statement& reset() {
+  sqlite3* db() const { return db_; }
+  sqlite3_stmt* get() const { return stmt_; }
+
+private:
+  sqlite3* db_;
+  sqlite3_stmt* stmt_ = nullptr;
+};
+
+// One use of a cached statement: binds, steps, reads columns, and resets the
+// statement when the use ends. The reset matters: a statement left on a row
+// keeps its implicit read transaction open, which pins the connection to an
+// old snapshot (a reader would miss every later commit) and stops WAL
+// checkpoints from ever reclaiming the log.
+class sqlite_backend::statement_use {
+public:
+  explicit statement_use(statement& s) : db_(s.db()), stmt_(s.get()) {}
+  ~statement_use() {
     sqlite3_reset(stmt_);
     sqlite3_clear_bindings(stmt_);
-    next_ = 1;
-    return *this;
   }
-  statement& bind(std::string_view s) {
+  statement_use(const statement_use&) = delete;
+  statement_use& operator=(const statement_use&) = delete;
+
+  statement_use& bind(std::string_view s) {
     sqlite3_bind_text(stmt_, next_++, s.data(), static_cast<int>(s.size()), SQLITE_TRANSIENT);
     return *this;
   }
-  statement& bind_null_if_empty(std::string_view s) {
+  statement_use& bind_null_if_empty(std::string_view s) {
     if (s.empty())
       sqlite3_bind_null(stmt_, next_++);
     else
       bind(s);
     return *this;
   }
-  statement& bind(int64_t v) {
+  statement_use& bind(int64_t v) {
     sqlite3_bind_int64(stmt_, next_++, v);
     return *this;
   }
@@ -56,7 +75,7 @@ public:
 
 private:
   sqlite3* db_;
-  sqlite3_stmt* stmt_ = nullptr;
+  sqlite3_stmt* stmt_;
   int next_ = 1;
 };
 
@@ -92,12 +111,12 @@ void sqlite_backend::exec(const char* sql) {
   }
 }
 
-sqlite_backend::statement& sqlite_backend::prepare(const char* sql) {
+sqlite_backend::statement_use sqlite_backend::prepare(const char* sql) {
   // Keyed by the literal's address: every call site passes a literal.
   auto& slot = statements_[sql];
   if (!slot)
     slot = std::make_unique<statement>(db_, sql);
-  return slot->reset();
+  return statement_use{*slot};
 }
 
 void sqlite_backend::begin() {
@@ -130,19 +149,19 @@ std::vector<int> sqlite_backend::applied_migrations() {
       "CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, "
       "name TEXT NOT NULL, applied_at BIGINT NOT NULL)");
   std::vector<int> out;
-  auto& st = prepare("SELECT version FROM schema_migrations ORDER BY version");
+  auto st = prepare("SELECT version FROM schema_migrations ORDER BY version");
   while (st.step())
     out.push_back(static_cast<int>(st.integer(0)));
   return out;
 }
 
 void sqlite_backend::record_migration(int version, std::string_view name, int64_t now) {
-  auto& st = prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
+  auto st = prepare("INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)");
   st.bind(int64_t{version}).bind(name).bind(now).step();
 }
 
 int64_t sqlite_backend::next_seq(const std::string& conversation_id) {
-  auto& st = prepare("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = ?");
+  auto st = prepare("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = ?");
   st.bind(conversation_id).step();
   return st.integer(0);
 }
@@ -152,7 +171,7 @@ std::string sqlite_backend::insert_message(const std::string& conversation_id, i
                                            const std::string& citations, bool completed,
                                            const std::string& request_id, int64_t now) {
   auto id = new_id();
-  auto& st = prepare(
+  auto st = prepare(
       "INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
       "completed, request_id, created_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   st.bind(id)
@@ -165,14 +184,14 @@ std::string sqlite_backend::insert_message(const std::string& conversation_id, i
       .bind_null_if_empty(request_id)
       .bind(now)
       .step();
-  auto& up = prepare("UPDATE conversations SET updated_at = ? WHERE id = ?");
+  auto up = prepare("UPDATE conversations SET updated_at = ? WHERE id = ?");
   up.bind(now).bind(conversation_id).step();
   return id;
 }
 
 bool sqlite_backend::find_message(const std::string& conversation_id, const std::string& request_id,
                                   std::string_view role, stored_message& out) {
-  auto& st = prepare(
+  auto st = prepare(
       "SELECT id, seq, content, citations, completed, created_at FROM messages "
       "WHERE conversation_id = ? AND request_id = ? AND role = ?");
   st.bind(conversation_id).bind(request_id).bind(role);
@@ -195,14 +214,14 @@ turn_opened sqlite_backend::begin_turn(const std::string& user_id, const std::st
                                        int64_t now) {
   turn_opened out;
   {
-    auto& st = prepare("SELECT id FROM conversations WHERE user_id = ? AND session_id = ?");
+    auto st = prepare("SELECT id FROM conversations WHERE user_id = ? AND session_id = ?");
     st.bind(user_id).bind(session_id);
     if (st.step())
       out.conversation_id = st.text(0);
   }
   if (out.conversation_id.empty()) {
     out.conversation_id = new_id();
-    auto& st = prepare(
+    auto st = prepare(
         "INSERT INTO conversations (id, user_id, session_id, title, created_at, "
         "updated_at) VALUES (?, ?, ?, ?, ?, ?)");
     // The title is the start of the first message, cut on a UTF-8 boundary.
@@ -237,7 +256,7 @@ std::string sqlite_backend::finish_turn(const stored_message& msg, int64_t now) 
                         msg.content, msg.citations_json, msg.completed, msg.request_id, now);
 }
 
-std::vector<stored_message> sqlite_backend::read_messages(statement& st,
+std::vector<stored_message> sqlite_backend::read_messages(statement_use& st,
                                                           const std::string& conversation_id) {
   std::vector<stored_message> out;
   while (st.step()) {
@@ -264,7 +283,7 @@ std::vector<stored_message> sqlite_backend::history(const std::string& conversat
 
 std::vector<stored_message> sqlite_backend::messages_page(const std::string& conversation_id,
                                                           int32_t limit, int64_t before_seq) {
-  auto& st = prepare(
+  auto st = prepare(
       "SELECT id, seq, role, content, citations, completed, request_id, "
       "created_at FROM messages WHERE conversation_id = ? AND seq < ? "
       "ORDER BY seq DESC LIMIT ?");
@@ -287,7 +306,7 @@ conversation_page sqlite_backend::list_conversations(const std::string& user_id,
       throw store_error("malformed cursor");
     after_id = cursor.substr(colon + 1);
   }
-  auto& st = prepare(
+  auto st = prepare(
       "SELECT c.id, c.session_id, c.title, c.created_at, c.updated_at, "
       "(SELECT content FROM messages m WHERE m.conversation_id = c.id AND m.role = 'user' "
       " ORDER BY m.seq LIMIT 1), "
@@ -323,18 +342,18 @@ conversation_page sqlite_backend::list_conversations(const std::string& user_id,
 }
 
 std::string sqlite_backend::conversation_owner(const std::string& conversation_id) {
-  auto& st = prepare("SELECT user_id FROM conversations WHERE id = ?");
+  auto st = prepare("SELECT user_id FROM conversations WHERE id = ?");
   st.bind(conversation_id);
   return st.step() ? st.text(0) : std::string{};
 }
 
 bool sqlite_backend::delete_conversation(const std::string& conversation_id) {
-  auto& fb = prepare(
+  auto fb = prepare(
       "DELETE FROM feedback WHERE message_id IN "
       "(SELECT id FROM messages WHERE conversation_id = ?)");
   fb.bind(conversation_id).step();
   // messages, summary and episodes go with it (ON DELETE CASCADE).
-  auto& st = prepare("DELETE FROM conversations WHERE id = ?");
+  auto st = prepare("DELETE FROM conversations WHERE id = ?");
   st.bind(conversation_id).step();
   return sqlite3_changes(db_) > 0;
 }
@@ -343,7 +362,7 @@ int64_t sqlite_backend::clear_conversation(const std::string& user_id,
                                            const std::string& session_id) {
   std::string id;
   {
-    auto& st = prepare("SELECT id FROM conversations WHERE user_id = ? AND session_id = ?");
+    auto st = prepare("SELECT id FROM conversations WHERE user_id = ? AND session_id = ?");
     st.bind(user_id).bind(session_id);
     if (!st.step())
       return 0;
@@ -362,14 +381,14 @@ int64_t sqlite_backend::clear_conversation(const std::string& user_id,
 
 std::string sqlite_backend::toggle_feedback(const feedback_vote& vote, int64_t now) {
   {
-    auto& st = prepare("SELECT 1 FROM messages WHERE id = ?");
+    auto st = prepare("SELECT 1 FROM messages WHERE id = ?");
     st.bind(vote.message_id);
     if (!st.step())
       return {};
   }
   int64_t current = -1;  // -1: no vote
   {
-    auto& st = prepare("SELECT is_positive FROM feedback WHERE thread_id = ? AND message_id = ?");
+    auto st = prepare("SELECT is_positive FROM feedback WHERE thread_id = ? AND message_id = ?");
     st.bind(vote.thread_id).bind(vote.message_id);
     if (st.step())
       current = st.integer(0);

@@ -44,6 +44,13 @@ protected:
       std::filesystem::remove_all(dir_);
   }
 
+  // A second connection to the same database (the store's readers).
+  std::unique_ptr<store_backend> open_again() {
+    if (GetParam() == "sqlite")
+      return std::make_unique<sqlite_backend>(dir_ / "c.db");
+    return std::make_unique<pg_backend>(scratch_->dsn());
+  }
+
   // Runs `f` in one committed transaction.
   template <class F>
   auto tx(F f) {
@@ -131,6 +138,21 @@ TEST_P(store_contract, a_failed_job_is_undone_alone_inside_a_transaction) {
   db_->rollback_to_savepoint();
   db_->commit();
   EXPECT_EQ(db_->history(ok.conversation_id, 10).size(), 1u);
+}
+
+// Regression: a cached SQLite statement left on its row (a single-row
+// lookup such as conversation_owner) kept its read transaction open, so the
+// reader connection stayed on that snapshot and missed every later commit.
+TEST_P(store_contract, a_reader_sees_commits_made_after_its_previous_reads) {
+  auto reader = open_again();
+  auto a = user_turn("u", "s", "one", "r1", 1);
+  EXPECT_EQ(reader->conversation_owner(a.conversation_id), "u");
+  EXPECT_EQ(reader->history(a.conversation_id, 10).size(), 1u);
+  assistant_turn(a.conversation_id, "two", "r1", 2);
+  EXPECT_EQ(reader->history(a.conversation_id, 10).size(), 2u);
+  EXPECT_EQ(reader->list_conversations("u", 10, "").conversations.at(0).message_count, 2);
+  auto b = user_turn("u", "s", "three", "r2", 3);
+  EXPECT_EQ(reader->messages_page(b.conversation_id, 10, 0).size(), 3u);
 }
 
 TEST_P(store_contract, conversations_are_listed_newest_first_in_pages) {

@@ -40,6 +40,8 @@ std::unique_ptr<sqlite_backend> open_migrated(const std::filesystem::path& p) {
 int64_t count_rows(const std::filesystem::path& p, const char* sql) {
   sqlite3* db = nullptr;
   sqlite3_open_v2(p.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
+  // The store's connections may be closing (checkpointing) right now.
+  sqlite3_busy_timeout(db, 5000);
   sqlite3_stmt* st = nullptr;
   sqlite3_prepare_v2(db, sql, -1, &st, nullptr);
   int64_t n = -1;
@@ -176,6 +178,48 @@ TEST(store_actor, answers_after_commit) {
       .receive([&](std::string&) { FAIL() << "a failed write was acknowledged"; },
                [&](caf::error& err) { EXPECT_EQ(code_of(err), errc::unavailable); });
   self->send_exit(*store, caf::exit_reason::user_shutdown);
+}
+
+// Regression: requests whose jobs were queued when the store exited were
+// never answered (their store_done could no longer arrive), so requesters
+// waited for their own timeouts.
+TEST(store_actor, answers_every_queued_request_when_it_exits) {
+  temp_db t;
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  caf::actor_system sys{cfg};
+  store_options opts;
+  opts.sqlite_path = t.file();
+  auto store = spawn_store(sys, opts);
+  ASSERT_TRUE(store) << sys.render(store.error());
+  caf::scoped_actor self{sys};
+  constexpr int n = 200;
+  auto ask = [&](int i) {
+    return self->request(*store, std::chrono::seconds(30), atom::begin_turn_v, std::string{"u"},
+                         "s" + std::to_string(i), std::string{"q"}, std::string{});
+  };
+  std::vector<decltype(ask(0))> replies;
+  for (int i = 0; i < n; ++i)
+    replies.push_back(ask(i));
+  self->send_exit(*store, caf::exit_reason::user_shutdown);
+  auto start = std::chrono::steady_clock::now();
+  int answered = 0;
+  int acked = 0;
+  for (auto& r : replies)
+    r.receive(
+        [&](turn_opened&) {
+          ++answered;
+          ++acked;
+        },
+        [&](caf::error& err) {
+          // Refused after exit is fine; only a timeout is the bug.
+          EXPECT_NE(err, caf::make_error(caf::sec::request_timeout));
+          ++answered;
+        });
+  EXPECT_EQ(answered, n);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10));
+  // Whatever was acknowledged is committed.
+  EXPECT_GE(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), acked);
 }
 
 TEST(store_actor, refuses_an_unopenable_database_clearly) {
