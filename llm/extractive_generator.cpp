@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "retrieval/tokenizer.hpp"
 
@@ -33,6 +34,39 @@ size_t utf8_len(unsigned char lead) {
 bool is_space(char c) {
   return c == ' ' || c == '\n' || c == '\t' || c == '\r';
 }
+
+// A sentence worth quoting, or an empty view: Markdown list, quote and
+// numbering markers are cut off the front (the rest is still verbatim
+// evidence); headings, table rows and code fences are not statements.
+std::string_view quotable(std::string_view s) {
+  if (s.starts_with('#') || s.starts_with('|') || s.starts_with("```"))
+    return {};
+  for (;;) {
+    size_t marker = 0;
+    if (s.starts_with("- ") || s.starts_with("* ") || s.starts_with("+ ") || s.starts_with("> "))
+      marker = 2;
+    else if (s.starts_with('>'))
+      marker = 1;
+    else {
+      size_t digits = 0;
+      while (digits < s.size() && digits < 3 && s[digits] >= '0' && s[digits] <= '9')
+        ++digits;
+      if (digits > 0 && digits + 1 < s.size() && (s[digits] == '.' || s[digits] == ')')
+          && s[digits + 1] == ' ')
+        marker = digits + 2;
+    }
+    if (marker == 0)
+      return s;
+    s.remove_prefix(marker);
+    while (!s.empty() && is_space(s.front()))
+      s.remove_prefix(1);
+  }
+}
+
+// Sentences scoring below this fraction of the best one are left out: a
+// sentence sharing one common word with the question is noise next to one
+// that answers it.
+constexpr double relative_cut = 0.4;
 
 extractive_answer with_tokens(std::string text) {
   extractive_answer a;
@@ -84,11 +118,11 @@ extractive_answer extractive_answer_for(std::string_view question, const retriev
   for (size_t i = 0; i < items.size(); ++i) {
     auto sentences = split_sentences(items[i].evidence);
     for (size_t j = 0; j < sentences.size(); ++j) {
-      // Markdown headings and list markers alone are not statements.
-      if (sentences[j].starts_with('#'))
+      auto sentence = quotable(sentences[j]);
+      if (sentence.empty())
         continue;
-      auto toks = tokenize(sentences[j]);
-      cands.push_back({i, j, sentences[j], 0});
+      auto toks = tokenize(sentence);
+      cands.push_back({i, j, sentence, 0});
       cand_terms.emplace_back(toks.begin(), toks.end());
     }
   }
@@ -98,13 +132,35 @@ extractive_answer extractive_answer_for(std::string_view question, const retriev
     for (auto& t : terms)
       if (qterms.count(t))
         ++df[t];
+  // Questions often echo a document's title ("What is ragtor?" and the
+  // document "What is ragtor"), a signal the stopword-free terms lose; so
+  // matching sentences get a bonus for how much the question and their
+  // title overlap, stopwords included.
+  std::vector<double> title_bonus(items.size(), 0.0);
+  {
+    tokenizer_options all_words{.stem = true, .drop_stopwords = false};
+    auto qa = tokenize(question, all_words);
+    std::set<std::string> qall(qa.begin(), qa.end());
+    for (size_t i = 0; i < items.size(); ++i) {
+      auto ta = tokenize(items[i].title, all_words);
+      std::set<std::string> tall(ta.begin(), ta.end());
+      size_t common = 0;
+      for (auto& t : tall)
+        common += qall.count(t);
+      auto all = qall.size() + tall.size() - common;
+      title_bonus[i] =
+          all == 0 ? 0.0 : 0.5 * static_cast<double>(common) / static_cast<double>(all);
+    }
+  }
   for (size_t c = 0; c < cands.size(); ++c) {
     double s = 0;
     for (auto& t : cand_terms[c])
       if (qterms.count(t))
         s += 1.0 / std::log(2.0 + static_cast<double>(df[t]));
-    if (s > 0)
+    if (s > 0) {
+      s += title_bonus[cands[c].item];
       s += 0.05 / (1.0 + static_cast<double>(cands[c].item));  // prefer better-ranked evidence
+    }
     cands[c].score = s;
   }
   std::vector<size_t> order(cands.size());
@@ -113,34 +169,44 @@ extractive_answer extractive_answer_for(std::string_view question, const retriev
   std::stable_sort(order.begin(), order.end(),
                    [&](size_t a, size_t b) { return cands[a].score > cands[b].score; });
   std::vector<size_t> picked;
-  std::set<std::string_view> seen;
+  std::set<std::string_view> seen;  // by content: overlapping chunks repeat sentences
+  double best = order.empty() ? 0.0 : cands[order.front()].score;
   for (auto c : order) {
-    if (picked.size() >= opts.max_sentences || cands[c].score <= 0)
+    if (picked.size() >= opts.max_sentences || cands[c].score <= 0
+        || cands[c].score < relative_cut * best)
       break;
     if (seen.insert(cands[c].sentence).second)
       picked.push_back(c);
   }
   if (picked.empty())
     return with_tokens("I could not find anything about that in the knowledge base.");
-  // Readable order: evidence rank, then position in the text.
-  std::sort(picked.begin(), picked.end(), [&](size_t a, size_t b) {
-    return std::tie(cands[a].item, cands[a].position) < std::tie(cands[b].item, cands[b].position);
-  });
+  // One number per document, in order of the document's best-ranked
+  // evidence; sentences grouped by document, then in text order, so the
+  // answer reads [1] [1] [2] rather than jumping between sources.
+  std::map<std::string_view, size_t> doc_rank;  // doc_id -> best evidence rank
+  for (auto c : picked) {
+    auto [it, fresh] = doc_rank.emplace(items[cands[c].item].doc_id, cands[c].item);
+    it->second = std::min(it->second, cands[c].item);
+  }
+  auto key = [&](size_t c) {
+    return std::tuple{doc_rank[items[cands[c].item].doc_id], cands[c].item, cands[c].position};
+  };
+  std::sort(picked.begin(), picked.end(), [&](size_t a, size_t b) { return key(a) < key(b); });
   extractive_answer a;
   std::string body = "According to the knowledge base:";
-  std::map<size_t, size_t> number_of_item;  // evidence rank -> [n]
+  std::map<std::string_view, size_t> number_of_doc;
   std::string sources;
   for (auto c : picked) {
     auto& item = items[cands[c].item];
-    auto [it, fresh] = number_of_item.emplace(cands[c].item, number_of_item.size() + 1);
-    auto n = it->second;
+    auto [it, fresh] = number_of_doc.emplace(item.doc_id, number_of_doc.size() + 1);
+    auto n = std::to_string(it->second);
     body += ' ';
     body += cands[c].sentence;
-    body += " [" + std::to_string(n) + "]";
+    body += " [" + n + "]";
     if (fresh) {
       sources += sources.empty() ? "" : "; ";
-      sources += "[" + std::to_string(n) + "] " + (item.title.empty() ? item.doc_id : item.title)
-                 + " (" + item.doc_id + ")";
+      sources += "[" + n + "] " + (item.title.empty() ? item.doc_id : item.title) + " ("
+                 + item.doc_id + ")";
     }
     a.citations.push_back(
         {item.doc_id, item.result_id, item.title, std::string{cands[c].sentence}, true});

@@ -22,6 +22,15 @@ struct extractive_answer {
   std::vector<std::string> tokens;  // concatenation == text
 };
 
+// Scores every evidence sentence by the question terms it shares (rarer
+// terms weigh more, better-ranked evidence a little more), keeps up to
+// max_sentences distinct ones with a positive score not far below the
+// best, orders them as they appear in the evidence, and writes
+//   "According to the knowledge base: <sentence> [1] <sentence> [2]\n\n"
+//   "Sources: [1] <title> (<doc_id>); [2] ..."
+// with one number per document. Each citation quotes its sentence
+// exactly as it appears in that item's evidence. Without a matching
+// sentence the answer says so and has no citations.
 extractive_answer extractive_answer_for(std::string_view question, const retrieval_result& evidence,
                                         const extractive_options& opts);
 

@@ -32,7 +32,8 @@ public:
       std::push_heap(heap_.begin(), heap_.end(), better);
     }
   }
-  // Scores at or below this cannot enter (-inf until full).
+  // A later (higher-index) document needs a score above this to enter;
+  // -1 until the heap is full (BM25 scores are never negative).
   double threshold() const { return heap_.size() < k_ ? -1.0 : heap_.front().second; }
   std::vector<bm25_index::hit> sorted() {
     std::sort(heap_.begin(), heap_.end(), better);
@@ -127,6 +128,13 @@ std::vector<bm25_index::hit> bm25_index::search(std::string_view query, size_t k
   top_k top{k};
   size_t first_essential = 0;
   constexpr uint32_t end = UINT32_MAX;
+  // True when a document whose score is at most `bound` cannot enter the
+  // top k. A tie cannot enter either: candidates arrive in ascending index
+  // order and ties go to the smaller index. The bound is inflated a little
+  // because it is summed in a different order (and with the query weight
+  // applied differently) than the exact score, which may differ in the
+  // last bits; pruning must never drop a document exhaustive scoring keeps.
+  auto cannot_enter = [&](double bound) { return bound * (1.0 + 1e-9) <= top.threshold(); };
   auto doc_at = [&](size_t t) {
     return cursor[t] < terms[t].list->docs.size() ? terms[t].list->docs[cursor[t]] : end;
   };
@@ -149,7 +157,7 @@ std::vector<bm25_index::hit> bm25_index::search(std::string_view query, size_t k
     // Non-essential terms, highest bound first, while they could matter.
     bool complete = true;
     for (size_t t = first_essential; t-- > 0;) {
-      if (score + prefix_ub[t + 1] <= top.threshold()) {
+      if (cannot_enter(score + prefix_ub[t + 1])) {
         complete = false;
         break;
       }
@@ -170,7 +178,7 @@ std::vector<bm25_index::hit> bm25_index::search(std::string_view query, size_t k
       top.offer(doc, exact);
     }
     // Grow the non-essential set while its bounds cannot reach the top k.
-    while (first_essential < n && prefix_ub[first_essential + 1] <= top.threshold())
+    while (first_essential < n && cannot_enter(prefix_ub[first_essential + 1]))
       ++first_essential;
   }
   return top.sorted();

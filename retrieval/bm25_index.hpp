@@ -27,11 +27,18 @@ public:
 
   using hit = std::pair<uint32_t, double>;  // chunk index, score
 
+  // Indexes tokenize(title + "\n" + text) of every chunk; the title is
+  // repeated in each chunk of a document so a title match finds them all.
+  // idf = ln(1 + (N - df + 0.5) / (df + 0.5)), never negative.
   static bm25_index build(const std::vector<chunk>& chunks, params p = {});
 
+  // The k best chunks for `query` (chunk index, score), best first, ties
+  // by smaller index; only chunks sharing a term with the query.
   std::vector<hit> search(std::string_view query, size_t k) const;
+  // The same result by scoring every posting: the reference for tests.
   std::vector<hit> search_exhaustive(std::string_view query, size_t k) const;
 
+  // Number of indexed chunks.
   size_t size() const { return doc_len_.size(); }
 
 private:

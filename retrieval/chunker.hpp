@@ -1,6 +1,13 @@
-// Splits documents into retrieval chunks: paragraphs first, then sentences,
-// packed up to max_chars bytes, with whole trailing sentences repeated as
-// overlap; never splits inside a UTF-8 sequence.
+// Splits documents into the chunks retrieval indexes and quotes from.
+// Chunks are contiguous slices of the document text made of whole
+// sentences (split_sentences), packed up to max_chars characters (Unicode
+// code points, so CJK text gets as many characters as Latin text). A chunk
+// prefers to end at a paragraph boundary once it is half full, so a chunk
+// rarely mixes the tail of one topic with the head of the next. When a cut
+// falls inside a paragraph, the next chunk repeats the trailing sentences
+// worth at most overlap_chars, so a passage that straddles the cut is still
+// found whole. Sentences longer than max_chars are cut at a space when
+// possible and never inside a UTF-8 sequence.
 #pragma once
 
 #include <cstddef>
@@ -15,6 +22,9 @@ struct chunker_options {
   size_t overlap_chars = 100;
 };
 
+// Chunks of `doc` in text order; chunk_id = doc.id + "#" + index, offset =
+// byte offset of the chunk text in doc.text. A document without text has
+// no chunks.
 std::vector<chunk> chunk_document(const document& doc, const chunker_options& opts);
 
 }  // namespace ragtor

@@ -67,6 +67,8 @@ std::vector<std::string> kb_catalog::names() const {
 }
 
 void kb_catalog::put(std::shared_ptr<const kb_snapshot> snapshot) {
+  if (!snapshot)
+    return;
   std::lock_guard lock{mx_};
   auto name = snapshot->name;
   kbs_[name] = std::move(snapshot);

@@ -30,11 +30,15 @@ struct kb_snapshot {
 
 class kb_catalog {
 public:
-  // Loads every KB stored under `data_dir`.
+  // Loads and indexes every KB stored under `data_dir`; a KB file that
+  // cannot be read fails the whole load (serving a KB silently missing
+  // documents would be worse than not starting).
   static caf::expected<std::shared_ptr<kb_catalog>> load(const std::filesystem::path& data_dir,
                                                          const chunker_options& chunking,
                                                          const bm25_params& bm25 = {});
 
+  // Chunks and indexes `docs` (in order) into a snapshot named `name`;
+  // building happens outside the lock, put() is the atomic swap.
   static std::shared_ptr<const kb_snapshot> build_snapshot(std::string name,
                                                            const std::vector<document>& docs,
                                                            const chunker_options& chunking,
@@ -43,7 +47,8 @@ public:
   // nullptr when `kb` is unknown.
   std::shared_ptr<const kb_snapshot> get(std::string_view kb) const;
   std::vector<std::string> names() const;
-  // Adds or replaces a KB's snapshot.
+  // Adds or replaces a KB's snapshot; readers holding the old one keep
+  // using it until they drop it. A null snapshot is ignored.
   void put(std::shared_ptr<const kb_snapshot> snapshot);
 
 private:

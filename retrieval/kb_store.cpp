@@ -1,16 +1,20 @@
 #include "retrieval/kb_store.hpp"
 
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
+
+#include <fcntl.h>
+#include <unistd.h>
 
 #include <simdjson.h>
 
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
-#include "retrieval/chunker.hpp"
 
 namespace ragtor {
 
@@ -18,13 +22,22 @@ namespace fs = std::filesystem;
 
 namespace {
 
+fs::path kb_dir(const fs::path& data_dir, std::string_view kb) {
+  return data_dir / "kbs" / std::string{kb};
+}
+
 fs::path kb_file(const fs::path& data_dir, std::string_view kb) {
-  return data_dir / "kbs" / std::string{kb} / "documents.jsonl";
+  return kb_dir(data_dir, kb) / "documents.jsonl";
 }
 
 bool ingestible(const fs::path& p) {
   auto ext = p.extension().string();
   return ext == ".txt" || ext == ".md" || ext == ".jsonl";
+}
+
+bool hidden(const fs::path& p) {
+  auto name = p.filename().string();
+  return !name.empty() && name[0] == '.';
 }
 
 caf::expected<std::string> slurp(const fs::path& file) {
@@ -33,100 +46,206 @@ caf::expected<std::string> slurp(const fs::path& file) {
     return make_error(errc::invalid_request, "cannot read " + file.string());
   std::ostringstream ss;
   ss << in.rdbuf();
-  return ss.str();
+  if (in.bad())
+    return make_error(errc::invalid_request, "cannot read " + file.string());
+  auto body = ss.str();
+  // Editors on some systems start UTF-8 files with a byte order mark; it is
+  // not text and would end up in the title.
+  if (body.starts_with("\xEF\xBB\xBF"))
+    body.erase(0, 3);
+  return body;
 }
 
-// Title of a text document: its first "# " heading, else its first line.
-std::string title_of(const std::string& text) {
-  std::istringstream in{text};
-  std::string line, first;
-  while (std::getline(in, line)) {
-    if (line.rfind("# ", 0) == 0)
-      return line.substr(2);
-    if (first.empty() && line.find_first_not_of(" \t\r") != std::string::npos)
-      first = line;
+std::string_view trim(std::string_view s) {
+  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
+    s.remove_prefix(1);
+  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
+    s.remove_suffix(1);
+  return s;
+}
+
+// Title of a text document: its first "# " heading, else its first
+// non-blank line (shortened: a first line can be a whole paragraph).
+std::string title_of(std::string_view text) {
+  std::string_view first;
+  while (!text.empty()) {
+    auto nl = text.find('\n');
+    auto line = text.substr(0, nl);
+    text.remove_prefix(nl == std::string_view::npos ? text.size() : nl + 1);
+    if (line.starts_with("# "))
+      return std::string{trim(line.substr(2))};
+    if (first.empty())
+      first = trim(line);
   }
-  return first.substr(0, 200);
+  if (first.size() > 200) {
+    size_t cut = 200;
+    while (cut > 0 && (static_cast<unsigned char>(first[cut]) & 0xC0) == 0x80)
+      --cut;  // not inside a UTF-8 sequence
+    first = first.substr(0, cut);
+  }
+  return std::string{first};
 }
 
-caf::expected<std::vector<document>> read_jsonl(const fs::path& file, const std::string& body) {
+caf::expected<std::vector<document>> read_jsonl(const fs::path& file, std::string_view body) {
   std::vector<document> out;
-  simdjson::dom::parser parser;
-  std::istringstream in{body};
-  std::string line;
+  simdjson::ondemand::parser parser;
   size_t line_no = 0;
   auto bad = [&](const std::string& why) {
     return make_error(errc::invalid_request,
                       file.string() + ":" + std::to_string(line_no) + ": " + why);
   };
-  while (std::getline(in, line)) {
+  while (!body.empty()) {
     ++line_no;
-    if (line.find_first_not_of(" \t\r") == std::string::npos)
+    auto nl = body.find('\n');
+    auto line = body.substr(0, nl);
+    body.remove_prefix(nl == std::string_view::npos ? body.size() : nl + 1);
+    if (trim(line).empty())
       continue;
-    simdjson::dom::element obj;
-    if (parser.parse(line).get(obj) || !obj.is_object())
+    simdjson::padded_string padded{line};
+    simdjson::ondemand::document json;
+    simdjson::ondemand::object obj;
+    if (parser.iterate(padded).get(json) || json.get_object().get(obj))
       return bad("not a JSON object");
     document d;
-    std::string_view sv;
-    if (obj["id"].get(sv))
-      return bad("\"id\" must be a string");
-    d.id = std::string{sv};
-    if (obj["text"].get(sv))
-      return bad("\"text\" must be a string");
-    d.text = std::string{sv};
-    if (auto t = obj["title"]; !t.error()) {
-      if (t.get(sv))
-        return bad("\"title\" must be a string");
-      d.title = std::string{sv};
+    bool has_id = false, has_text = false;
+    for (auto field : obj) {
+      std::string_view key;
+      if (field.unescaped_key().get(key))
+        return bad("not a JSON object");
+      std::string* target = key == "id"       ? &d.id
+                            : key == "title"  ? &d.title
+                            : key == "text"   ? &d.text
+                            : key == "source" ? &d.source
+                                              : nullptr;
+      if (!target)
+        continue;  // other fields (metadata of other tools) are ignored
+      std::string_view value;
+      if (field.value().get_string().get(value))
+        return bad("\"" + std::string{key} + "\" must be a string");
+      *target = std::string{value};
+      has_id |= key == "id";
+      has_text |= key == "text";
     }
-    if (d.id.empty() || d.text.empty())
-      return bad("\"id\" and \"text\" must not be empty");
-    d.source = file.string();
-    if (auto src = obj["source"]; !src.error() && !src.get(sv))
-      d.source = std::string{sv};
+    // Ondemand parsing is lazy: a truncated object or trailing garbage only
+    // shows up when asking whether the whole line was consumed.
+    if (json.current_location().error() != simdjson::OUT_OF_BOUNDS)
+      return bad("not a JSON object");
+    if (!has_id || d.id.empty())
+      return bad("\"id\" is required and must not be empty");
+    if (!has_text || d.text.empty())
+      return bad("\"text\" is required and must not be empty");
+    if (d.source.empty())
+      d.source = file.string();
     out.push_back(std::move(d));
   }
   return out;
 }
 
+caf::error write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    auto n = ::write(fd, data.data(), data.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return make_error(errc::unavailable, std::strerror(errno));
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+  return {};
+}
+
+// Temp file, fsync, rename, fsync of the directory: after a crash the KB
+// is either the old file or the new one.
 caf::error write_kb(const fs::path& data_dir, std::string_view kb,
                     const std::vector<document>& docs) {
   auto file = kb_file(data_dir, kb);
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   if (ec)
-    return make_error(errc::unavailable, "cannot create " + file.parent_path().string());
-  auto tmp = file;
-  tmp += ".tmp";
-  {
-    std::ofstream out{tmp, std::ios::binary | std::ios::trunc};
-    for (auto& d : docs) {
-      json_writer w;
-      w.begin_object()
-          .field("id", d.id)
-          .field("title", d.title)
-          .field("text", d.text)
-          .field("source", d.source)
-          .end_object();
-      out << w.str() << '\n';
-    }
-    out.flush();
-    if (!out)
-      return make_error(errc::unavailable, "cannot write " + tmp.string());
+    return make_error(errc::unavailable,
+                      "cannot create " + file.parent_path().string() + ": " + ec.message());
+  std::string body;
+  for (auto& d : docs) {
+    json_writer w;
+    w.begin_object()
+        .field("id", d.id)
+        .field("title", d.title)
+        .field("text", d.text)
+        .field("source", d.source)
+        .end_object();
+    body += w.str();
+    body += '\n';
   }
-  fs::rename(tmp, file, ec);
-  if (ec)
-    return make_error(errc::unavailable, "cannot replace " + file.string());
+  auto tmp = file;
+  tmp += ".tmp." + std::to_string(::getpid());
+  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0)
+    return make_error(errc::unavailable,
+                      "cannot write " + tmp.string() + ": " + std::strerror(errno));
+  auto err = write_all(fd, body);
+  if (!err && ::fsync(fd) != 0)
+    err = make_error(errc::unavailable, std::strerror(errno));
+  if (::close(fd) != 0 && !err)
+    err = make_error(errc::unavailable, std::strerror(errno));
+  if (!err) {
+    fs::rename(tmp, file, ec);
+    if (ec)
+      err = make_error(errc::unavailable, "cannot replace " + file.string() + ": " + ec.message());
+  }
+  if (err) {
+    fs::remove(tmp, ec);
+    return err;
+  }
+  if (int dir = ::open(file.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
+    ::fsync(dir);  // best effort: makes the rename itself durable
+    ::close(dir);
+  }
   return {};
 }
 
+// The ingestible files named by `paths`, sorted so ingestion order (and
+// so which of two equal ids wins) does not depend on directory order.
+caf::expected<std::vector<fs::path>> collect_files(const std::vector<fs::path>& paths) {
+  std::vector<fs::path> files;
+  for (auto& p : paths) {
+    std::error_code ec;
+    if (fs::is_directory(p, ec)) {
+      fs::recursive_directory_iterator it{p, ec}, end;
+      for (; !ec && it != end; it.increment(ec)) {
+        if (hidden(it->path())) {
+          if (it->is_directory(ec))
+            it.disable_recursion_pending();
+          continue;
+        }
+        if (it->is_regular_file(ec) && ingestible(it->path()))
+          files.push_back(it->path());
+      }
+      if (ec)
+        return make_error(errc::invalid_request, p.string() + ": " + ec.message());
+    } else if (fs::is_regular_file(p, ec)) {
+      if (!ingestible(p))
+        return make_error(errc::invalid_request,
+                          p.string() + ": unsupported file type (use .txt, .md or .jsonl)");
+      files.push_back(p);
+    } else {
+      return make_error(errc::invalid_request, p.string() + ": no such file or directory");
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
 }  // namespace
+
+bool is_valid_kb_name(std::string_view kb) {
+  return is_valid_id(kb, 128) && kb != "." && kb != "..";
+}
 
 caf::expected<std::vector<document>> read_documents(const fs::path& file) {
   auto body = slurp(file);
   if (!body)
     return std::move(body.error());
-  if (!is_valid_utf8(*body))
+  if (!simdjson::validate_utf8(body->data(), body->size()))
     return make_error(errc::invalid_request, file.string() + ": not valid UTF-8");
   if (file.extension() == ".jsonl")
     return read_jsonl(file, *body);
@@ -140,8 +259,11 @@ caf::expected<std::vector<document>> read_documents(const fs::path& file) {
 
 caf::expected<std::vector<document>> load_kb_documents(const fs::path& data_dir,
                                                        std::string_view kb) {
+  if (!is_valid_kb_name(kb))
+    return make_error(errc::invalid_request, "invalid knowledge base name");
   auto file = kb_file(data_dir, kb);
-  if (!fs::exists(file))
+  std::error_code ec;
+  if (!fs::exists(file, ec))
     return std::vector<document>{};
   auto body = slurp(file);
   if (!body)
@@ -151,64 +273,55 @@ caf::expected<std::vector<document>> load_kb_documents(const fs::path& data_dir,
 
 caf::expected<ingest_report> ingest_paths(const fs::path& data_dir, const std::string& kb,
                                           const std::vector<fs::path>& paths,
-                                          const std::function<void(size_t, size_t)>& progress) {
-  if (!is_valid_id(kb, 128))
+                                          const std::function<void(size_t, size_t)>& progress,
+                                          const chunker_options& chunking) {
+  if (!is_valid_kb_name(kb))
     return make_error(errc::invalid_request,
                       "knowledge base names are 1-128 characters of [A-Za-z0-9_.:@-]");
-  std::vector<fs::path> files;
-  for (auto& p : paths) {
-    std::error_code ec;
-    if (fs::is_directory(p, ec)) {
-      for (auto& e : fs::recursive_directory_iterator(p, ec))
-        if (e.is_regular_file() && ingestible(e.path()))
-          files.push_back(e.path());
-    } else if (fs::is_regular_file(p, ec)) {
-      if (!ingestible(p))
-        return make_error(errc::invalid_request,
-                          p.string() + ": unsupported file type (use .txt, .md or .jsonl)");
-      files.push_back(p);
-    } else {
-      return make_error(errc::invalid_request, p.string() + ": no such file or directory");
-    }
-  }
-  std::sort(files.begin(), files.end());
+  auto files = collect_files(paths);
+  if (!files)
+    return std::move(files.error());
   auto stored = load_kb_documents(data_dir, kb);
   if (!stored)
     return std::move(stored.error());
-  std::map<std::string, size_t> index;  // id -> position in *stored
+  std::map<std::string, size_t, std::less<>> position;  // id -> index in *stored
   for (size_t i = 0; i < stored->size(); ++i)
-    index[(*stored)[i].id] = i;
+    position[(*stored)[i].id] = i;
   ingest_report report;
-  for (size_t f = 0; f < files.size(); ++f) {
-    auto docs = read_documents(files[f]);
+  for (size_t f = 0; f < files->size(); ++f) {
+    auto docs = read_documents((*files)[f]);
     if (!docs)
       return std::move(docs.error());
     for (auto& d : *docs) {
-      if (auto i = index.find(d.id); i != index.end()) {
+      if (auto i = position.find(d.id); i != position.end()) {
         (*stored)[i->second] = std::move(d);
         ++report.documents_replaced;
       } else {
-        index[d.id] = stored->size();
+        position.emplace(d.id, stored->size());
         stored->push_back(std::move(d));
         ++report.documents_added;
       }
     }
     if (progress)
-      progress(f + 1, files.size());
+      progress(f + 1, files->size());
   }
   if (auto err = write_kb(data_dir, kb, *stored))
     return err;
   for (auto& d : *stored)
-    report.chunks += chunk_document(d, chunker_options{}).size();
+    report.chunks += chunk_document(d, chunking).size();
   return report;
 }
 
 std::vector<std::string> list_kbs(const fs::path& data_dir) {
   std::vector<std::string> out;
   std::error_code ec;
-  for (auto& e : fs::directory_iterator(data_dir / "kbs", ec))
-    if (e.is_directory() && fs::exists(e.path() / "documents.jsonl"))
-      out.push_back(e.path().filename().string());
+  for (fs::directory_iterator it{data_dir / "kbs", ec}, end; !ec && it != end; it.increment(ec)) {
+    auto name = it->path().filename().string();
+    std::error_code ignored;
+    if (is_valid_kb_name(name) && it->is_directory(ignored)
+        && fs::exists(it->path() / "documents.jsonl", ignored))
+      out.push_back(std::move(name));
+  }
   std::sort(out.begin(), out.end());
   return out;
 }

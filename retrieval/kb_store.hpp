@@ -1,7 +1,11 @@
 // Knowledge bases on disk: <data_dir>/kbs/<kb>/documents.jsonl, one
-// {"id","title","text","source"} object per line, rewritten atomically
-// (temp file + rename) on every ingest. Ingestion reads .txt, .md and
-// .jsonl files ({"id","title","text"} per line), walking directories.
+// {"id","title","text","source"} object per line. The file is the source
+// of truth for a KB (indexes are rebuilt from it at start) and is replaced
+// atomically (temp file, fsync, rename) on every ingest, so a crash leaves
+// either the old or the new KB, never a torn one. Ingestion reads .txt,
+// .md and .jsonl files ({"id","title","text"} per line), walking
+// directories. Two ingests into the same KB at once are not coordinated:
+// the later rename wins.
 #pragma once
 
 #include <cstddef>
@@ -13,11 +17,18 @@
 
 #include <caf/expected.hpp>
 
+#include "retrieval/chunker.hpp"
 #include "retrieval/document.hpp"
 
 namespace ragtor {
 
-// Documents of one file; a bad .jsonl line is an error naming FILE:LINE.
+// [A-Za-z0-9_.:@-]{1,128}, and not "." or ".." (the name is a directory).
+bool is_valid_kb_name(std::string_view kb);
+
+// Documents of one file. .jsonl: one document per non-blank line, "id" and
+// "text" required, "title" and "source" optional; a bad line is an error
+// naming FILE:LINE. Anything else is one text document: id = file stem,
+// title = first "# " heading, else the first non-blank line.
 caf::expected<std::vector<document>> read_documents(const std::filesystem::path& file);
 
 // The stored documents of `kb` (empty when it does not exist yet).
@@ -27,15 +38,19 @@ caf::expected<std::vector<document>> load_kb_documents(const std::filesystem::pa
 struct ingest_report {
   size_t documents_added = 0;
   size_t documents_replaced = 0;
-  size_t chunks = 0;  // chunks in the KB after ingestion
+  size_t chunks = 0;  // chunks in the whole KB after ingestion
 };
 
-// Adds the documents found under `paths` to `kb`; a document whose id is
-// already stored replaces it. `progress(done, total)` counts files.
-caf::expected<ingest_report> ingest_paths(const std::filesystem::path& data_dir,
-                                          const std::string& kb,
-                                          const std::vector<std::filesystem::path>& paths,
-                                          const std::function<void(size_t, size_t)>& progress);
+// Adds the documents found under `paths` (files, or directories walked
+// recursively for .txt/.md/.jsonl, hidden entries skipped) to `kb`; a
+// document whose id is already stored replaces it. Every file is read
+// before anything is written, so a bad file leaves the KB untouched.
+// `progress(done, total)` counts files read; it may be empty.
+caf::expected<ingest_report> ingest_paths(
+    const std::filesystem::path& data_dir, const std::string& kb,
+    const std::vector<std::filesystem::path>& paths,
+    const std::function<void(size_t done, size_t total)>& progress,
+    const chunker_options& chunking = {});
 
 // Names of the KBs in the data dir, sorted.
 std::vector<std::string> list_kbs(const std::filesystem::path& data_dir);

@@ -1,0 +1,134 @@
+// BM25: scores against the formula worked by hand, and the MaxScore top-k
+// against exhaustive scoring on random corpora.
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "retrieval/bm25_index.hpp"
+
+using namespace ragtor;
+
+namespace {
+
+chunk make_chunk(uint32_t i, std::string text) {
+  chunk c;
+  c.chunk_id = "d" + std::to_string(i) + "#0";
+  c.doc_id = "d" + std::to_string(i);
+  c.text = std::move(text);  // no title: it would add terms
+  return c;
+}
+
+}  // namespace
+
+TEST(bm25, scores_match_the_formula_worked_by_hand) {
+  // Terms after tokenizing: d0 = [apple, banana] (len 2),
+  // d1 = [apple, apple, cherry] (len 3), d2 = [durian] (len 1).
+  // N = 3, avgdl = 6 / 3 = 2.
+  std::vector<chunk> cs = {make_chunk(0, "apple banana"), make_chunk(1, "apple apple cherry"),
+                           make_chunk(2, "durian")};
+  auto idx = bm25_index::build(cs, {.k1 = 1.2, .b = 0.75});
+  ASSERT_EQ(idx.size(), 3u);
+  // idf(apple) = ln(1 + (3 - 2 + 0.5) / (2 + 0.5)) = ln(1.6)
+  // d1: tf 2, len 3: ln(1.6) * 2 * 2.2 / (2 + 1.2 * (0.25 + 0.75 * 3 / 2)) = ln(1.6) * 4.4 / 3.65
+  // d0: tf 1, len 2: ln(1.6) * 1 * 2.2 / (1 + 1.2 * (0.25 + 0.75 * 2 / 2)) = ln(1.6) * 2.2 / 2.2
+  double d1 = std::log(1.6) * 4.4 / 3.65;
+  double d0 = std::log(1.6) * 2.2 / 2.2;
+  EXPECT_NEAR(d1, 0.566580, 1e-6);  // the arithmetic above, as a number
+  for (auto hits : {idx.search("apple", 10), idx.search_exhaustive("apple", 10)}) {
+    ASSERT_EQ(hits.size(), 2u);
+    EXPECT_EQ(hits[0].first, 1u);
+    EXPECT_NEAR(hits[0].second, d1, 1e-12);
+    EXPECT_EQ(hits[1].first, 0u);
+    EXPECT_NEAR(hits[1].second, d0, 1e-12);
+  }
+  // Two query terms add up: idf(banana) = ln(1 + 2.5 / 1.5) = ln(8 / 3);
+  // d0: tf 1, len 2 gives the same length factor as above.
+  double banana = std::log(8.0 / 3.0) * 2.2 / 2.2;
+  auto hits = idx.search("banana apple", 1);
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].first, 0u);
+  EXPECT_NEAR(hits[0].second, d0 + banana, 1e-12);
+}
+
+TEST(bm25, queries_go_through_the_same_tokenizer) {
+  std::vector<chunk> cs = {make_chunk(0, "The servers were running"), make_chunk(1, "idle")};
+  auto idx = bm25_index::build(cs);
+  auto hits = idx.search("RUN server", 5);
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].first, 0u);
+  EXPECT_TRUE(idx.search("unknown words", 5).empty());
+  EXPECT_TRUE(idx.search("the were", 5).empty()) << "stopwords only";
+  EXPECT_TRUE(idx.search("running", 0).empty());
+}
+
+TEST(bm25, titles_are_indexed_with_every_chunk) {
+  auto c = make_chunk(0, "body text");
+  c.title = "Kettle";
+  auto idx = bm25_index::build({c, make_chunk(1, "other body")});
+  auto hits = idx.search("kettle", 5);
+  ASSERT_EQ(hits.size(), 1u);
+  EXPECT_EQ(hits[0].first, 0u);
+}
+
+TEST(bm25, ties_go_to_the_smaller_index) {
+  std::vector<chunk> cs;
+  for (uint32_t i = 0; i < 10; ++i)
+    cs.push_back(make_chunk(i, i % 2 ? "same words here" : "different"));
+  auto idx = bm25_index::build(cs);
+  auto hits = idx.search("same words", 3);
+  ASSERT_EQ(hits.size(), 3u);
+  EXPECT_EQ(hits[0].first, 1u);
+  EXPECT_EQ(hits[1].first, 3u);
+  EXPECT_EQ(hits[2].first, 5u);
+  EXPECT_EQ(hits, idx.search_exhaustive("same words", 3));
+}
+
+TEST(bm25, empty_index) {
+  auto idx = bm25_index::build({});
+  EXPECT_EQ(idx.size(), 0u);
+  EXPECT_TRUE(idx.search("anything", 5).empty());
+}
+
+TEST(bm25, maxscore_top_k_equals_exhaustive_scoring) {
+  std::mt19937 rng{20240607};
+  size_t pruned_queries = 0;
+  for (int corpus = 0; corpus < 24; ++corpus) {
+    // Vocabulary with a skewed (Zipf-like) distribution, so some terms are
+    // in most chunks and others in few: the case MaxScore prunes.
+    size_t vocab_size = 20 + corpus * 10;
+    std::vector<std::string> vocab;
+    for (size_t i = 0; i < vocab_size; ++i)
+      vocab.push_back("w" + std::to_string(i) + "x");
+    std::vector<double> weights;
+    for (size_t i = 0; i < vocab_size; ++i)
+      weights.push_back(1.0 / double(i + 1));
+    std::discrete_distribution<size_t> word{weights.begin(), weights.end()};
+    std::uniform_int_distribution<int> len{1, 40};
+    std::vector<chunk> cs;
+    uint32_t n_chunks = 50 + corpus * 40;
+    for (uint32_t d = 0; d < n_chunks; ++d) {
+      std::string text;
+      for (int i = len(rng); i > 0; --i)
+        text += vocab[word(rng)] + " ";
+      cs.push_back(make_chunk(d, text));
+    }
+    bm25_index::params p{.k1 = 0.5 + 0.1 * (corpus % 10), .b = 0.1 * (corpus % 11)};
+    auto idx = bm25_index::build(cs, p);
+    std::uniform_int_distribution<size_t> any_word{0, vocab_size - 1};
+    for (int q = 0; q < 40; ++q) {
+      std::string query;
+      for (int i = 1 + q % 6; i > 0; --i)
+        query += vocab[q % 2 ? word(rng) : any_word(rng)] + " ";  // repeats allowed
+      for (size_t k : {1u, 3u, 10u, 1000u}) {
+        auto fast = idx.search(query, k);
+        auto full = idx.search_exhaustive(query, k);
+        ASSERT_EQ(fast, full) << "corpus " << corpus << " query '" << query << "' k=" << k;
+        pruned_queries += fast.size() == k;
+      }
+    }
+  }
+  EXPECT_GT(pruned_queries, 0u);
+}
