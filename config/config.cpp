@@ -40,6 +40,7 @@ std::vector<binding> bindings_of(config& c) {
       {"server", "io_threads", &c.server.io_threads},
       {"server", "max_body_bytes", &c.server.max_body_bytes},
       {"server", "max_message_bytes", &c.server.max_message_bytes},
+      {"server", "max_ingest_bytes", &c.server.max_ingest_bytes},
       {"server", "turn_timeout_s", &c.server.turn_timeout_s},
       {"server", "shutdown_grace_s", &c.server.shutdown_grace_s},
       {"sse", "heartbeat_s", &c.sse.heartbeat_s},
@@ -340,6 +341,7 @@ caf::error validate(const config& c) {
   };
   first(at_least("server.io_threads", c.server.io_threads, 1));
   first(at_least("server.max_body_bytes", c.server.max_body_bytes, size_t{1}));
+  first(at_least("server.max_ingest_bytes", c.server.max_ingest_bytes, size_t{1}));
   first(at_least("server.max_message_bytes", c.server.max_message_bytes, size_t{1}));
   if (!err && c.server.max_message_bytes > c.server.max_body_bytes)
     err = key_error("server.max_message_bytes", "must not exceed server.max_body_bytes");

@@ -21,6 +21,7 @@ struct server_config {
   int io_threads = 2;
   size_t max_body_bytes = 1 << 20;
   size_t max_message_bytes = 32 << 10;
+  size_t max_ingest_bytes = 64 << 20;
   int turn_timeout_s = 300;
   int shutdown_grace_s = 5;
   bool operator==(const server_config&) const = default;

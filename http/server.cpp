@@ -31,7 +31,11 @@
 #include "protocol/errc.hpp"
 #include "protocol/json_object.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/kb_json.hpp"
 #include "protocol/stream_events.hpp"
+#include "protocol/worker_name.hpp"
+#include "retrieval/kb_catalog.hpp"
+#include "retrieval/kb_store.hpp"
 
 namespace ragtor::http {
 
@@ -192,11 +196,22 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     try {
       for (;;) {
         bhttp::request_parser<bhttp::string_body> parser;
-        parser.body_limit(settings.limits.max_body_bytes);
+        // Beast checks Content-Length against the limit while parsing the
+        // header, before the target is known: parse with the largest limit,
+        // then apply the route's own.
+        parser.body_limit(std::max(settings.limits.max_body_bytes, settings.max_ingest_bytes));
         stream.expires_after(settings.idle_timeout);
         boost::system::error_code ec;
         co_await bhttp::async_read_header(stream, buffer, parser,
                                           net::redirect_error(net::use_awaitable, ec));
+        auto body_limit = settings.limits.max_body_bytes;
+        if (!ec) {
+          if (is_ingest_target(parser.get().target()))
+            body_limit = settings.max_ingest_bytes;
+          parser.body_limit(body_limit);  // still enforced for chunked bodies
+          if (auto len = parser.content_length(); len && *len > body_limit)
+            ec = bhttp::error::body_limit;
+        }
         if (!ec && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
           bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
           co_await bhttp::async_write(stream, cont, net::use_awaitable);
@@ -205,10 +220,9 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
           co_await bhttp::async_read(stream, buffer, parser,
                                      net::redirect_error(net::use_awaitable, ec));
         if (ec == bhttp::error::body_limit) {
-          co_await write_error(
-              stream, 413, "payload_too_large",
-              "request body exceeds " + std::to_string(settings.limits.max_body_bytes) + " bytes",
-              "", false);
+          co_await write_error(stream, 413, "payload_too_large",
+                               "request body exceeds " + std::to_string(body_limit) + " bytes", "",
+                               false);
           co_await drain(stream);
           break;
         }
@@ -293,6 +307,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       co_await feedback(stream, req, keep);
       co_return keep;
     }
+    if (path == "/api/v1/kbs" || path.starts_with("/api/v1/kbs/"))
+      co_return co_await kb_route(stream, req, path, keep);
     constexpr std::string_view conversations = "/api/v1/conversations";
     if (path == conversations) {
       if (method != bhttp::verb::get)
@@ -318,6 +334,136 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
         co_await delete_conversation(stream, t, id, keep);
         co_return keep;
       }
+    }
+    co_await write_error(stream, 404, "not_found", "no such endpoint: " + std::string{path}, "",
+                         keep);
+    co_return keep;
+  }
+
+  // -- knowledge bases ------------------------------------------------------------------
+
+  static bool is_ingest_target(std::string_view target) {
+    auto q = target.find('?');
+    auto path = target.substr(0, q);
+    return path.starts_with("/api/v1/kbs/") && path.ends_with("/documents");
+  }
+
+  // /api/v1/kbs, /api/v1/kbs/{kb}, /api/v1/kbs/{kb}/documents, .../search
+  net::awaitable<bool> kb_route(beast::tcp_stream& stream, request_t& req, std::string_view path,
+                                bool keep) {
+    auto method = req.method();
+    if (!settings.catalog) {
+      co_await write_error(stream, 404, "not_found", "no knowledge-base API on this node", "",
+                           keep);
+      co_return keep;
+    }
+    constexpr std::string_view base = "/api/v1/kbs";
+    if (path == base) {
+      if (method == bhttp::verb::get) {
+        std::vector<std::shared_ptr<const kb_snapshot>> snaps;
+        for (auto& name : settings.catalog->names())
+          snaps.push_back(settings.catalog->get(name));
+        co_await write_json(stream, 200, kb_list_json(snaps), keep);
+        co_return keep;
+      }
+      if (method != bhttp::verb::post)
+        co_return co_await method_not_allowed(stream, keep);
+      auto s = kb_settings_from_json(req.body());
+      if (!s) {
+        co_await write_caf_error(stream, s.error(), keep);
+        co_return keep;
+      }
+      auto created = co_await async_request<kb_settings>(sys, settings.kb_admin, store_timeout,
+                                                         atom::kb_create_v, *s);
+      if (!created) {
+        co_await write_caf_error(stream, created.error(), keep);
+        co_return keep;
+      }
+      // (No temporaries from a ?: inside co_await: gcc 12 destroys them twice.)
+      std::string body;
+      if (auto snap = settings.catalog->get(created->name))
+        body = kb_info_json(*snap);
+      else
+        body = to_json(*created);
+      co_await write_json(stream, 201, std::move(body), keep);
+      co_return keep;
+    }
+    auto rest = path.substr(base.size() + 1);
+    auto slash = rest.find('/');
+    std::string kb{rest.substr(0, slash)};
+    auto suffix = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
+    auto snap = settings.catalog->get(kb);
+    if (!snap || kb.empty()) {
+      co_await write_error(stream, 404, "not_found", "unknown knowledge base \"" + kb + "\"", "",
+                           keep);
+      co_return keep;
+    }
+    if (suffix.empty()) {
+      if (method != bhttp::verb::get)
+        co_return co_await method_not_allowed(stream, keep);
+      co_await write_json(stream, 200, kb_info_json(*snap), keep);
+      co_return keep;
+    }
+    if (suffix == "/documents") {
+      if (method != bhttp::verb::post)
+        co_return co_await method_not_allowed(stream, keep);
+      auto type = req[bhttp::field::content_type];
+      bool ndjson = type.find("ndjson") != std::string_view::npos
+                    || type.find("jsonl") != std::string_view::npos;
+      auto docs = parse_documents_body(req.body(), ndjson, settings.max_ingest_documents);
+      if (!docs.ok) {
+        co_await write_request_error(stream, docs.error, keep);
+        co_return keep;
+      }
+      auto report =
+          co_await async_request<ingest_report>(sys, settings.kb_admin, settings.ingest_timeout,
+                                                atom::kb_ingest_v, kb, std::move(docs.value));
+      if (!report) {
+        co_await write_caf_error(stream, report.error(), keep);
+        co_return keep;
+      }
+      co_await write_json(stream, 200, ingest_report_json(kb, *report), keep);
+      co_return keep;
+    }
+    if (suffix == "/search") {
+      if (method != bhttp::verb::post)
+        co_return co_await method_not_allowed(stream, keep);
+      auto sr = parse_search_request(req.body(), settings.limits.max_body_bytes,
+                                     settings.limits.max_message_bytes);
+      if (!sr.ok) {
+        co_await write_request_error(stream, sr.error, keep);
+        co_return keep;
+      }
+      std::string agent_type = sr.value.agent_type;
+      if (agent_type.empty())
+        agent_type = snap->settings.default_agent_type;
+      if (agent_type.empty())
+        agent_type = settings.default_agent_type;
+      if (!is_agent_type(agent_type)) {
+        co_await write_error(stream, 400, "invalid_request",
+                             "field \"agent_type\" must be one of naive_rag_agent, hybrid_agent, "
+                             "graph_agent, deep_research_agent, fusion_agent",
+                             "agent_type", keep);
+        co_return keep;
+      }
+      retrieve_options ro;
+      ro.top_k = sr.value.top_k > 0         ? sr.value.top_k
+                 : snap->settings.top_k > 0 ? snap->settings.top_k
+                                            : settings.default_top_k;
+      auto agent = co_await async_request<retrieval_agent_actor>(
+          sys, settings.pool, store_timeout, atom::resolve_v, format_worker_name(kb, agent_type));
+      if (!agent) {
+        co_await write_caf_error(stream, agent.error(), keep);
+        co_return keep;
+      }
+      auto result = co_await async_request<retrieval_result>(
+          sys, *agent, store_timeout, atom::retrieve_v, sr.value.query, std::string{"search"}, ro);
+      if (!result) {
+        co_await write_caf_error(stream, result.error(), keep);
+        co_return keep;
+      }
+      co_await write_json(stream, 200, retrieval_result_json(*result), keep);
+      co_return keep;
     }
     co_await write_error(stream, 404, "not_found", "no such endpoint: " + std::string{path}, "",
                          keep);

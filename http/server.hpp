@@ -17,6 +17,10 @@
 #include "protocol/actors.hpp"
 #include "protocol/chat_request_json.hpp"
 
+namespace ragtor {
+class kb_catalog;
+}
+
 namespace ragtor::http {
 
 struct server_settings {
@@ -32,6 +36,16 @@ struct server_settings {
   // Whether a requested kb_prefix names a served knowledge base; requests
   // for unknown ones are refused (404) before anything is stored.
   std::function<bool(std::string_view)> kb_exists;
+  // Knowledge-base API (/api/v1/kbs...): the served KBs, the actor that
+  // changes them and the agent pool that searches them.
+  std::shared_ptr<kb_catalog> catalog;
+  kb_admin_actor kb_admin;
+  agent_pool_actor pool;
+  size_t max_ingest_bytes = 64 << 20;    // body limit of POST .../documents
+  size_t max_ingest_documents = 100000;  // documents per ingest request
+  std::string default_agent_type = "hybrid_agent";
+  int32_t default_top_k = 5;
+  std::chrono::seconds ingest_timeout{600};  // how long an ingest may take
 };
 
 class server {

@@ -113,6 +113,18 @@ using agent_pool_actor = caf::typed_actor<
     caf::replies_to<atom::resolve, std::string /*worker_name*/>::with<retrieval_agent_actor>>::
     extend_with<status_api>;
 
+// One per node: knowledge-base administration. Runs detached (its own
+// thread) because creating and ingesting write files and rebuild indexes;
+// requests are served one at a time, so two ingests into a KB never race.
+using kb_admin_actor = caf::typed_actor<
+    // Creates an empty KB with these settings; conflict when it exists.
+    caf::replies_to<atom::kb_create, kb_settings>::with<kb_settings>,
+    // Adds or replaces documents (by id), rebuilds the KB's indexes and
+    // swaps the new snapshot in; answers only after the documents are on
+    // disk and searchable.
+    caf::replies_to<atom::kb_ingest, std::string /*kb*/,
+                    std::vector<document>>::with<ingest_report>>::extend_with<status_api>;
+
 // -- generation --------------------------------------------------------------------
 
 // A language model gateway (OpenAI-compatible or the extractive generator).
@@ -168,4 +180,5 @@ CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::event_sink_actor))
 CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::token_sink_actor))
 CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::stream_actor))
 CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::retrieval_agent_actor))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::kb_admin_actor))
 CAF_END_TYPE_ID_BLOCK(ragtor_actors)

@@ -22,7 +22,8 @@ object_parse fail(request_error e) {
 }  // namespace
 
 bool json_fields::has(std::string_view name) const {
-  return strings.count(name) || bools.count(name) || integers.count(name) || objects.count(name);
+  return strings.count(name) || bools.count(name) || integers.count(name) || numbers.count(name)
+         || objects.count(name) || string_arrays.count(name);
 }
 
 std::string json_fields::string_or(std::string_view name, std::string fallback) const {
@@ -116,11 +117,38 @@ object_parse parse_json_object(std::string_view body, size_t max_body_bytes,
         out.integers.emplace(name, i);
         break;
       }
+      case field_kind::number: {
+        double d;
+        // get_double also converts integers.
+        if (value.get_double().get(d) != simdjson::SUCCESS)
+          return invalid("field " + quoted_field(key) + " must be a number", key);
+        out.numbers.emplace(name, d);
+        break;
+      }
       case field_kind::object:
         if (!value.is_object())
           return invalid("field " + quoted_field(key) + " must be an object", key);
         out.objects.emplace(name, simdjson::minify(value));
         break;
+      case field_kind::array:
+        if (!value.is_array())
+          return invalid("field " + quoted_field(key) + " must be an array", key);
+        out.objects.emplace(name, simdjson::minify(value));
+        break;
+      case field_kind::string_array: {
+        simdjson::dom::array arr;
+        if (value.get_array().get(arr) != simdjson::SUCCESS)
+          return invalid("field " + quoted_field(key) + " must be an array of strings", key);
+        std::vector<std::string> items;
+        for (auto item : arr) {
+          std::string_view s;
+          if (item.get_string().get(s) != simdjson::SUCCESS)
+            return invalid("field " + quoted_field(key) + " must be an array of strings", key);
+          items.emplace_back(s);
+        }
+        out.string_arrays.emplace(name, std::move(items));
+        break;
+      }
     }
   }
   for (size_t i = 0; i < specs.size(); ++i)

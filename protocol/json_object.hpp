@@ -9,12 +9,15 @@
 #include <span>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "protocol/chat_request_json.hpp"
 
 namespace ragtor {
 
-enum class field_kind { string, boolean, integer, object };
+// number: any JSON number as a double; string_array: an array of strings;
+// array: any array, kept as minified JSON text (like objects).
+enum class field_kind { string, boolean, integer, number, object, string_array, array };
 
 struct field_spec {
   std::string_view name;
@@ -27,7 +30,9 @@ struct json_fields {
   std::map<std::string, std::string, std::less<>> strings;
   std::map<std::string, bool, std::less<>> bools;
   std::map<std::string, int64_t, std::less<>> integers;
-  std::map<std::string, std::string, std::less<>> objects;
+  std::map<std::string, double, std::less<>> numbers;
+  std::map<std::string, std::string, std::less<>> objects;  // objects and arrays, minified
+  std::map<std::string, std::vector<std::string>, std::less<>> string_arrays;
 
   bool has(std::string_view name) const;
   std::string string_or(std::string_view name, std::string fallback = {}) const;

@@ -9,6 +9,9 @@
 #include <caf/type_id.hpp>
 
 #include "protocol/messages.hpp"
+#include "retrieval/document.hpp"
+#include "retrieval/kb_settings.hpp"
+#include "retrieval/kb_store.hpp"
 
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
@@ -31,6 +34,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(ragtor, (ragtor::conversation_info))
   CAF_ADD_TYPE_ID(ragtor, (ragtor::conversation_page))
   CAF_ADD_TYPE_ID(ragtor, (ragtor::feedback_vote))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::document))
+  CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::document>))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::kb_settings))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::ingest_report))
 
   CAF_ADD_ATOM(ragtor, ragtor::atom, status, "status")
   CAF_ADD_ATOM(ragtor, ragtor::atom, open_turn, "openturn")
@@ -56,6 +63,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, feedback, "feedback")
   CAF_ADD_ATOM(ragtor, ragtor::atom, tick, "rtick")
   CAF_ADD_ATOM(ragtor, ragtor::atom, shutdown, "shutdown")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, kb_create, "kbcreate")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, kb_ingest, "kbingest")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
 // clang-format on

@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <string>
 
+#include <caf/meta/type_name.hpp>
+
 namespace ragtor {
 
 struct document {
@@ -12,6 +14,11 @@ struct document {
   std::string text;
   std::string source;  // where it came from (path), for display only
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, document& x) {
+  return f(caf::meta::type_name("document"), x.id, x.title, x.text, x.source);
+}
 
 struct chunk {
   std::string chunk_id;  // doc_id + "#" + index

@@ -26,28 +26,39 @@ std::vector<retrieval_item> kb_snapshot::search(std::string_view query, size_t k
   return out;
 }
 
-std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(std::string name,
+std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settings,
                                                               const std::vector<document>& docs,
-                                                              const chunker_options& chunking,
-                                                              const bm25_params& bm25) {
+                                                              const kb_build_options& opts) {
   auto snap = std::make_shared<kb_snapshot>();
-  snap->name = std::move(name);
+  snap->name = settings.name;
+  snap->settings = std::move(settings);
+  snap->documents = docs.size();
   for (auto& d : docs)
-    for (auto& c : chunk_document(d, chunking))
+    for (auto& c : chunk_document(d, opts.chunking))
       snap->chunks.push_back(std::move(c));
-  snap->index = bm25_index::build(snap->chunks, bm25);
+  snap->index = bm25_index::build(snap->chunks, opts.bm25);
   return snap;
 }
 
+std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(std::string name,
+                                                              const std::vector<document>& docs,
+                                                              const kb_build_options& opts) {
+  kb_settings settings;
+  settings.name = std::move(name);
+  return build_snapshot(std::move(settings), docs, opts);
+}
+
 caf::expected<std::shared_ptr<kb_catalog>> kb_catalog::load(const std::filesystem::path& data_dir,
-                                                            const chunker_options& chunking,
-                                                            const bm25_params& bm25) {
+                                                            const kb_build_options& opts) {
   auto catalog = std::make_shared<kb_catalog>();
   for (auto& name : list_kbs(data_dir)) {
+    auto settings = load_kb_settings(data_dir, name);
+    if (!settings)
+      return std::move(settings.error());
     auto docs = load_kb_documents(data_dir, name);
     if (!docs)
       return std::move(docs.error());
-    catalog->put(build_snapshot(name, *docs, chunking, bm25));
+    catalog->put(build_snapshot(std::move(*settings), *docs, opts));
   }
   return catalog;
 }

@@ -16,11 +16,20 @@
 #include "protocol/messages.hpp"
 #include "retrieval/bm25_index.hpp"
 #include "retrieval/chunker.hpp"
+#include "retrieval/kb_settings.hpp"
 
 namespace ragtor {
 
+// How a KB's snapshot is built from its documents.
+struct kb_build_options {
+  chunker_options chunking;
+  bm25_params bm25;
+};
+
 struct kb_snapshot {
   std::string name;
+  kb_settings settings;
+  size_t documents = 0;
   std::vector<chunk> chunks;
   bm25_index index;
 
@@ -34,15 +43,17 @@ public:
   // cannot be read fails the whole load (serving a KB silently missing
   // documents would be worse than not starting).
   static caf::expected<std::shared_ptr<kb_catalog>> load(const std::filesystem::path& data_dir,
-                                                         const chunker_options& chunking,
-                                                         const bm25_params& bm25 = {});
+                                                         const kb_build_options& opts);
 
   // Chunks and indexes `docs` (in order) into a snapshot named `name`;
   // building happens outside the lock, put() is the atomic swap.
+  static std::shared_ptr<const kb_snapshot> build_snapshot(kb_settings settings,
+                                                           const std::vector<document>& docs,
+                                                           const kb_build_options& opts);
+  // The same with default settings named `name`.
   static std::shared_ptr<const kb_snapshot> build_snapshot(std::string name,
                                                            const std::vector<document>& docs,
-                                                           const chunker_options& chunking,
-                                                           const bm25_params& bm25 = {});
+                                                           const kb_build_options& opts);
 
   // nullptr when `kb` is unknown.
   std::shared_ptr<const kb_snapshot> get(std::string_view kb) const;

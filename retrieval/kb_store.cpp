@@ -15,6 +15,8 @@
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
+#include "retrieval/atomic_file.hpp"
+#include "retrieval/html_text.hpp"
 
 namespace ragtor {
 
@@ -32,7 +34,7 @@ fs::path kb_file(const fs::path& data_dir, std::string_view kb) {
 
 bool ingestible(const fs::path& p) {
   auto ext = p.extension().string();
-  return ext == ".txt" || ext == ".md" || ext == ".jsonl";
+  return ext == ".txt" || ext == ".md" || ext == ".jsonl" || ext == ".html" || ext == ".htm";
 }
 
 bool hidden(const fs::path& p) {
@@ -141,28 +143,9 @@ caf::expected<std::vector<document>> read_jsonl(const fs::path& file, std::strin
   return out;
 }
 
-caf::error write_all(int fd, std::string_view data) {
-  while (!data.empty()) {
-    auto n = ::write(fd, data.data(), data.size());
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return make_error(errc::unavailable, std::strerror(errno));
-    data.remove_prefix(static_cast<size_t>(n));
-  }
-  return {};
-}
-
-// Temp file, fsync, rename, fsync of the directory: after a crash the KB
-// is either the old file or the new one.
+// Every document as one JSON line, written atomically.
 caf::error write_kb(const fs::path& data_dir, std::string_view kb,
                     const std::vector<document>& docs) {
-  auto file = kb_file(data_dir, kb);
-  std::error_code ec;
-  fs::create_directories(file.parent_path(), ec);
-  if (ec)
-    return make_error(errc::unavailable,
-                      "cannot create " + file.parent_path().string() + ": " + ec.message());
   std::string body;
   for (auto& d : docs) {
     json_writer w;
@@ -175,31 +158,7 @@ caf::error write_kb(const fs::path& data_dir, std::string_view kb,
     body += w.str();
     body += '\n';
   }
-  auto tmp = file;
-  tmp += ".tmp." + std::to_string(::getpid());
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0)
-    return make_error(errc::unavailable,
-                      "cannot write " + tmp.string() + ": " + std::strerror(errno));
-  auto err = write_all(fd, body);
-  if (!err && ::fsync(fd) != 0)
-    err = make_error(errc::unavailable, std::strerror(errno));
-  if (::close(fd) != 0 && !err)
-    err = make_error(errc::unavailable, std::strerror(errno));
-  if (!err) {
-    fs::rename(tmp, file, ec);
-    if (ec)
-      err = make_error(errc::unavailable, "cannot replace " + file.string() + ": " + ec.message());
-  }
-  if (err) {
-    fs::remove(tmp, ec);
-    return err;
-  }
-  if (int dir = ::open(file.parent_path().c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC); dir >= 0) {
-    ::fsync(dir);  // best effort: makes the rename itself durable
-    ::close(dir);
-  }
-  return {};
+  return write_file_atomically(kb_file(data_dir, kb), body);
 }
 
 // The ingestible files named by `paths`, sorted so ingestion order (and
@@ -237,8 +196,11 @@ caf::expected<std::vector<fs::path>> collect_files(const std::vector<fs::path>& 
 
 }  // namespace
 
+const char* const kb_name_rule = "knowledge base names are 1-128 characters of [A-Za-z0-9_.@-]";
+
 bool is_valid_kb_name(std::string_view kb) {
-  return is_valid_id(kb, 128) && kb != "." && kb != "..";
+  // ':' separates the parts of a worker_name, so it cannot be in a KB name.
+  return is_valid_id(kb, 128) && kb.find(':') == std::string_view::npos && kb != "." && kb != "..";
 }
 
 caf::expected<std::vector<document>> read_documents(const fs::path& file) {
@@ -251,9 +213,15 @@ caf::expected<std::vector<document>> read_documents(const fs::path& file) {
     return read_jsonl(file, *body);
   document d;
   d.id = file.stem().string();
-  d.title = title_of(*body);
-  d.text = std::move(*body);
   d.source = file.string();
+  if (auto ext = file.extension(); ext == ".html" || ext == ".htm") {
+    auto converted = html_to_text(*body);
+    d.text = std::move(converted.text);
+    d.title = converted.title.empty() ? title_of(d.text) : std::move(converted.title);
+  } else {
+    d.title = title_of(*body);
+    d.text = std::move(*body);
+  }
   return std::vector<document>{std::move(d)};
 }
 
@@ -271,16 +239,14 @@ caf::expected<std::vector<document>> load_kb_documents(const fs::path& data_dir,
   return read_jsonl(file, *body);
 }
 
-caf::expected<ingest_report> ingest_paths(const fs::path& data_dir, const std::string& kb,
-                                          const std::vector<fs::path>& paths,
-                                          const std::function<void(size_t, size_t)>& progress,
-                                          const chunker_options& chunking) {
+caf::expected<ingest_report> ingest_documents(const fs::path& data_dir, const std::string& kb,
+                                              std::vector<document> docs,
+                                              const chunker_options& chunking) {
   if (!is_valid_kb_name(kb))
-    return make_error(errc::invalid_request,
-                      "knowledge base names are 1-128 characters of [A-Za-z0-9_.:@-]");
-  auto files = collect_files(paths);
-  if (!files)
-    return std::move(files.error());
+    return make_error(errc::invalid_request, kb_name_rule);
+  for (auto& d : docs)
+    if (d.id.empty())
+      return make_error(errc::invalid_request, "every document needs a non-empty id");
   auto stored = load_kb_documents(data_dir, kb);
   if (!stored)
     return std::move(stored.error());
@@ -288,28 +254,57 @@ caf::expected<ingest_report> ingest_paths(const fs::path& data_dir, const std::s
   for (size_t i = 0; i < stored->size(); ++i)
     position[(*stored)[i].id] = i;
   ingest_report report;
-  for (size_t f = 0; f < files->size(); ++f) {
-    auto docs = read_documents((*files)[f]);
-    if (!docs)
-      return std::move(docs.error());
-    for (auto& d : *docs) {
-      if (auto i = position.find(d.id); i != position.end()) {
-        (*stored)[i->second] = std::move(d);
-        ++report.documents_replaced;
-      } else {
-        position.emplace(d.id, stored->size());
-        stored->push_back(std::move(d));
-        ++report.documents_added;
-      }
+  for (auto& d : docs) {
+    if (auto i = position.find(d.id); i != position.end()) {
+      (*stored)[i->second] = std::move(d);
+      ++report.documents_replaced;
+    } else {
+      position.emplace(d.id, stored->size());
+      stored->push_back(std::move(d));
+      ++report.documents_added;
     }
-    if (progress)
-      progress(f + 1, files->size());
   }
   if (auto err = write_kb(data_dir, kb, *stored))
     return err;
+  report.documents = stored->size();
   for (auto& d : *stored)
     report.chunks += chunk_document(d, chunking).size();
   return report;
+}
+
+caf::expected<ingest_report> ingest_paths(const fs::path& data_dir, const std::string& kb,
+                                          const std::vector<fs::path>& paths,
+                                          const std::function<void(size_t, size_t)>& progress,
+                                          const chunker_options& chunking) {
+  if (!is_valid_kb_name(kb))
+    return make_error(errc::invalid_request, kb_name_rule);
+  auto files = collect_files(paths);
+  if (!files)
+    return std::move(files.error());
+  std::vector<document> docs;
+  for (size_t f = 0; f < files->size(); ++f) {
+    auto read = read_documents((*files)[f]);
+    if (!read)
+      return std::move(read.error());
+    for (auto& d : *read)
+      docs.push_back(std::move(d));
+    if (progress)
+      progress(f + 1, files->size());
+  }
+  return ingest_documents(data_dir, kb, std::move(docs), chunking);
+}
+
+bool kb_exists(const fs::path& data_dir, std::string_view kb) {
+  std::error_code ec;
+  return is_valid_kb_name(kb) && fs::exists(kb_file(data_dir, kb), ec);
+}
+
+caf::error create_kb(const fs::path& data_dir, std::string_view kb) {
+  if (!is_valid_kb_name(kb))
+    return make_error(errc::invalid_request, kb_name_rule);
+  if (kb_exists(data_dir, kb))
+    return make_error(errc::conflict, "knowledge base \"" + std::string{kb} + "\" already exists");
+  return write_kb(data_dir, kb, {});
 }
 
 std::vector<std::string> list_kbs(const fs::path& data_dir) {

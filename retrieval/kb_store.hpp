@@ -3,7 +3,7 @@
 // of truth for a KB (indexes are rebuilt from it at start) and is replaced
 // atomically (temp file, fsync, rename) on every ingest, so a crash leaves
 // either the old or the new KB, never a torn one. Ingestion reads .txt,
-// .md and .jsonl files ({"id","title","text"} per line), walking
+// .md, .html and .jsonl files ({"id","title","text"} per line), walking
 // directories. Two ingests into the same KB at once are not coordinated:
 // the later rename wins.
 #pragma once
@@ -16,14 +16,17 @@
 #include <vector>
 
 #include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
 
 #include "retrieval/chunker.hpp"
 #include "retrieval/document.hpp"
 
 namespace ragtor {
 
-// [A-Za-z0-9_.:@-]{1,128}, and not "." or ".." (the name is a directory).
+// [A-Za-z0-9_.@-]{1,128}, and not "." or ".." (the name is a directory).
 bool is_valid_kb_name(std::string_view kb);
+// The rule above as an error message.
+extern const char* const kb_name_rule;
 
 // Documents of one file. .jsonl: one document per non-blank line, "id" and
 // "text" required, "title" and "source" optional; a bad line is an error
@@ -38,11 +41,25 @@ caf::expected<std::vector<document>> load_kb_documents(const std::filesystem::pa
 struct ingest_report {
   size_t documents_added = 0;
   size_t documents_replaced = 0;
-  size_t chunks = 0;  // chunks in the whole KB after ingestion
+  size_t documents = 0;  // documents in the whole KB after ingestion
+  size_t chunks = 0;     // chunks in the whole KB after ingestion
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ingest_report& x) {
+  return f(caf::meta::type_name("ingest_report"), x.documents_added, x.documents_replaced,
+           x.documents, x.chunks);
+}
+
+// Adds `docs` to `kb` (created when missing); a document whose id is
+// already stored replaces it, a later duplicate in `docs` replaces an
+// earlier one. Ids must be non-empty.
+caf::expected<ingest_report> ingest_documents(const std::filesystem::path& data_dir,
+                                              const std::string& kb, std::vector<document> docs,
+                                              const chunker_options& chunking = {});
+
 // Adds the documents found under `paths` (files, or directories walked
-// recursively for .txt/.md/.jsonl, hidden entries skipped) to `kb`; a
+// recursively for .txt/.md/.html/.htm/.jsonl, hidden entries skipped) to `kb`; a
 // document whose id is already stored replaces it. Every file is read
 // before anything is written, so a bad file leaves the KB untouched.
 // `progress(done, total)` counts files read; it may be empty.
@@ -51,6 +68,12 @@ caf::expected<ingest_report> ingest_paths(
     const std::vector<std::filesystem::path>& paths,
     const std::function<void(size_t done, size_t total)>& progress,
     const chunker_options& chunking = {});
+
+// Whether `kb` has a documents file (possibly empty).
+bool kb_exists(const std::filesystem::path& data_dir, std::string_view kb);
+
+// Creates an empty KB; errc::conflict when it exists.
+caf::error create_kb(const std::filesystem::path& data_dir, std::string_view kb);
 
 // Names of the KBs in the data dir, sorted.
 std::vector<std::string> list_kbs(const std::filesystem::path& data_dir);

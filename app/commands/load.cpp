@@ -24,4 +24,12 @@ void setup_logging(const std::string& level) {
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
 }
 
+kb_build_options kb_build_options_of(const config& cfg) {
+  kb_build_options opts;
+  opts.chunking.max_chars = cfg.retrieval.chunk_max_chars;
+  opts.chunking.overlap_chars = cfg.retrieval.chunk_overlap_chars;
+  opts.bm25 = {cfg.retrieval.bm25_k1, cfg.retrieval.bm25_b};
+  return opts;
+}
+
 }  // namespace ragtor

@@ -6,12 +6,17 @@
 #include "app/commands/commands.hpp"
 #include "config/config.hpp"
 #include "protocol/errc.hpp"
+#include "retrieval/kb_catalog.hpp"
 
 namespace ragtor {
 
 // Loads the configuration file named by `opts` (or the default one) with
 // environment overrides, then applies the command-line overrides.
 caf::expected<config> load_effective_config(const common_options& opts);
+
+// How knowledge bases are chunked and indexed under this configuration
+// (the same for `serve` and `ingest`).
+kb_build_options kb_build_options_of(const config& cfg);
 
 // Routes spdlog to stderr at `level`.
 void setup_logging(const std::string& level);

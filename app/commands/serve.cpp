@@ -13,6 +13,7 @@
 #include <caf/send.hpp>
 
 #include "actors/agents/agent_pool.hpp"
+#include "actors/kb/kb_admin.hpp"
 #include "actors/llm/extractive_llm.hpp"
 #include "actors/router/router.hpp"
 #include "actors/session/session.hpp"
@@ -64,11 +65,8 @@ int run_serve(const serve_options& opts) {
     return 1;
   }
 
-  chunker_options chunking;
-  chunking.max_chars = cfg->retrieval.chunk_max_chars;
-  chunking.overlap_chars = cfg->retrieval.chunk_overlap_chars;
-  bm25_params bm25{cfg->retrieval.bm25_k1, cfg->retrieval.bm25_b};
-  auto catalog = kb_catalog::load(cfg->data_dir, chunking, bm25);
+  auto build_opts = kb_build_options_of(*cfg);
+  auto catalog = kb_catalog::load(cfg->data_dir, build_opts);
   if (!catalog) {
     spdlog::error("cannot load knowledge bases: {}", error_message(catalog.error()));
     return 1;
@@ -133,6 +131,13 @@ int run_serve(const serve_options& opts) {
       return true;
     return catalog->get(kb == "default" ? std::string_view{} : kb) != nullptr;
   };
+  auto kb_admin = spawn_kb_admin(sys, cfg->data_dir, *catalog, build_opts);
+  hs.catalog = *catalog;
+  hs.kb_admin = kb_admin;
+  hs.pool = pool;
+  hs.max_ingest_bytes = cfg->server.max_ingest_bytes;
+  hs.default_agent_type = cfg->router.default_agent_type;
+  hs.default_top_k = cfg->retrieval.top_k;
   http::server srv{sys, hs, sessions, *store};
   auto port = srv.start();
   auto stop_actors = [&] {
@@ -140,6 +145,7 @@ int run_serve(const serve_options& opts) {
     caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(llm, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(kb_admin, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(*store, caf::exit_reason::user_shutdown);
   };
   if (!port) {

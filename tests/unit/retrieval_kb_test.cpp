@@ -210,13 +210,14 @@ TEST(kb_store, rejects_bad_names_paths_and_encodings) {
   src.write("doc.pdf", "%PDF");
   std::string too_long(129, 'k');
   for (std::string name : {std::string{"bad name!"}, std::string{}, std::string{".."},
-                           std::string{"."}, std::string{"a/b"}, too_long}) {
+                           std::string{"."}, std::string{"a/b"}, std::string{"a:b"}, too_long}) {
     auto r = ingest_paths(data.path, name, {src.path / "ok.md"}, {});
     ASSERT_FALSE(r) << "accepted KB name '" << name << "'";
     EXPECT_TRUE(is_invalid_request(r.error())) << error_message(r.error());
   }
   EXPECT_TRUE(is_valid_kb_name("demo"));
-  EXPECT_TRUE(is_valid_kb_name("team-a:docs@v1.2_x"));
+  EXPECT_TRUE(is_valid_kb_name("team-a.docs@v1.2_x"));
+  EXPECT_FALSE(is_valid_kb_name("team-a:docs")) << "':' separates worker_name segments";
   EXPECT_TRUE(is_valid_kb_name(std::string(128, 'k')));
   EXPECT_FALSE(ingest_paths(data.path, "kb", {src.path / "missing.md"}, {}));
   EXPECT_FALSE(ingest_paths(data.path, "kb", {src.path / "doc.pdf"}, {}));

@@ -1,0 +1,22 @@
+// The kb_admin actor (one per node): creates knowledge bases and ingests
+// documents while serving. It runs detached on its own thread because it
+// writes files and rebuilds indexes (blocking work that must not occupy a
+// scheduler thread); requests are handled one at a time, so ingests never
+// race. A new snapshot is swapped into the catalog only after the
+// documents are durably on disk; searches in flight keep the old one.
+#pragma once
+
+#include <filesystem>
+#include <memory>
+
+#include <caf/fwd.hpp>
+
+#include "protocol/actors.hpp"
+#include "retrieval/kb_catalog.hpp"
+
+namespace ragtor {
+
+kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data_dir,
+                              std::shared_ptr<kb_catalog> catalog, kb_build_options opts);
+
+}  // namespace ragtor

@@ -1,0 +1,43 @@
+// Request parsers and response writers of the knowledge-base API
+// (DESIGN §5): create, list, info, document ingestion (JSON or NDJSON) and
+// hit testing (search -> RetrievalResult, DESIGN §4.3).
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/api_json.hpp"
+#include "protocol/messages.hpp"
+#include "retrieval/document.hpp"
+
+namespace ragtor {
+
+struct kb_snapshot;
+struct ingest_report;
+
+struct search_request {
+  std::string query;
+  std::string agent_type;  // "" = the KB's / router's default
+  int32_t top_k = 0;       // 0 = the KB's / global default
+};
+
+// `{"documents":[{id, text, title?, source?}, ...]}` when `ndjson` is false,
+// else one such document object per non-blank line. Ids follow the API's
+// id rule; text must be a non-empty string. Errors name the field or line.
+api_parse<std::vector<document>> parse_documents_body(std::string_view body, bool ndjson,
+                                                      size_t max_documents);
+
+// `{"query", "agent_type"?, "top_k"?}`; query 1..max_query_bytes.
+api_parse<search_request> parse_search_request(std::string_view body, size_t max_body_bytes,
+                                               size_t max_query_bytes);
+
+// A KB's settings plus its size and index figures.
+std::string kb_info_json(const kb_snapshot& snap);
+// {"kbs":[info, ...]}
+std::string kb_list_json(const std::vector<std::shared_ptr<const kb_snapshot>>& snaps);
+std::string ingest_report_json(std::string_view kb, const ingest_report& r);
+// RetrievalResult as in DESIGN §4.3.
+std::string retrieval_result_json(const retrieval_result& r);
+
+}  // namespace ragtor

@@ -1,0 +1,18 @@
+// Crash-safe file replacement shared by everything ragtor keeps on disk
+// (KB documents, KB settings, index snapshots): write a temp file next to
+// the target, fsync it, rename it over the target, fsync the directory.
+// After a crash the file is either the old or the new version, never torn.
+#pragma once
+
+#include <filesystem>
+#include <string_view>
+
+#include <caf/error.hpp>
+
+namespace ragtor {
+
+// Creates the parent directory when needed. Errors are errc::unavailable
+// with the path and the system's reason.
+caf::error write_file_atomically(const std::filesystem::path& file, std::string_view body);
+
+}  // namespace ragtor

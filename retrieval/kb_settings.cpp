@@ -1,0 +1,147 @@
+#include "retrieval/kb_settings.hpp"
+
+#include <array>
+#include <cmath>
+#include <fstream>
+#include <sstream>
+
+#include "protocol/errc.hpp"
+#include "protocol/json_object.hpp"
+#include "protocol/json_writer.hpp"
+#include "protocol/worker_name.hpp"
+#include "retrieval/atomic_file.hpp"
+#include "retrieval/kb_store.hpp"
+
+namespace ragtor {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path settings_file(const fs::path& data_dir, std::string_view kb) {
+  return data_dir / "kbs" / std::string{kb} / "kb.json";
+}
+
+constexpr size_t max_description = 4096;
+constexpr size_t max_keywords = 64;
+constexpr size_t max_keyword_bytes = 128;
+
+}  // namespace
+
+std::optional<std::string> validate(const kb_settings& s) {
+  if (!is_valid_kb_name(s.name))
+    return std::string{"field \"name\": "} + kb_name_rule;
+  if (format_worker_name(s.name, "").empty() || s.name == "default")
+    return "field \"name\": \"" + s.name + "\" is reserved (it means no knowledge base)";
+  if (s.description.size() > max_description)
+    return "field \"description\" is longer than " + std::to_string(max_description) + " bytes";
+  if (s.keywords.size() > max_keywords)
+    return "field \"keywords\" has more than " + std::to_string(max_keywords) + " entries";
+  for (auto& k : s.keywords)
+    if (k.empty() || k.size() > max_keyword_bytes)
+      return "field \"keywords\" entries must be 1-" + std::to_string(max_keyword_bytes) + " bytes";
+  if (!s.default_agent_type.empty() && !is_agent_type(s.default_agent_type))
+    return "field \"default_agent_type\" must be one of naive_rag_agent, hybrid_agent, "
+           "graph_agent, deep_research_agent, fusion_agent";
+  if (s.top_k < 0 || s.top_k > 100)
+    return "field \"top_k\" must be in [0, 100]";
+  auto weight_ok = [](double w) { return std::isfinite(w) && w >= 0 && w <= 100; };
+  if (!weight_ok(s.vector_weight))
+    return "field \"vector_weight\" must be in [0, 100]";
+  if (!weight_ok(s.keyword_weight))
+    return "field \"keyword_weight\" must be in [0, 100]";
+  if (s.vector_weight + s.keyword_weight <= 0)
+    return "fields \"vector_weight\" and \"keyword_weight\" must not both be 0";
+  if (!std::isfinite(s.bm25_threshold) || s.bm25_threshold < 0)
+    return "field \"bm25_threshold\" must be >= 0";
+  if (!std::isfinite(s.vector_threshold) || s.vector_threshold < -1 || s.vector_threshold > 1)
+    return "field \"vector_threshold\" must be in [-1, 1]";
+  return std::nullopt;
+}
+
+std::string to_json(const kb_settings& s) {
+  json_writer w;
+  w.begin_object().field("name", s.name).field("description", s.description);
+  w.key("keywords").begin_array();
+  for (auto& k : s.keywords)
+    w.value(k);
+  w.end_array();
+  w.field("default_agent_type", s.default_agent_type)
+      .field("top_k", static_cast<int64_t>(s.top_k))
+      .field("vector_weight", s.vector_weight)
+      .field("keyword_weight", s.keyword_weight)
+      .field("bm25_threshold", s.bm25_threshold)
+      .field("vector_threshold", s.vector_threshold)
+      .end_object();
+  return w.take();
+}
+
+caf::expected<kb_settings> kb_settings_from_json(std::string_view json) {
+  static constexpr std::array<field_spec, 9> specs{{
+      {"name", field_kind::string, true},
+      {"description", field_kind::string, false},
+      {"keywords", field_kind::string_array, false},
+      {"default_agent_type", field_kind::string, false},
+      {"top_k", field_kind::integer, false},
+      {"vector_weight", field_kind::number, false},
+      {"keyword_weight", field_kind::number, false},
+      {"bm25_threshold", field_kind::number, false},
+      {"vector_threshold", field_kind::number, false},
+  }};
+  auto parsed = parse_json_object(json, 1 << 20, specs);
+  if (!parsed.ok)
+    return make_error(errc::invalid_request, parsed.error.message);
+  auto& f = parsed.fields;
+  kb_settings s;
+  s.name = f.string_or("name");
+  s.description = f.string_or("description");
+  if (auto i = f.string_arrays.find("keywords"); i != f.string_arrays.end())
+    s.keywords = i->second;
+  s.default_agent_type = f.string_or("default_agent_type");
+  if (auto i = f.integers.find("top_k"); i != f.integers.end()) {
+    if (i->second < 0 || i->second > 100)
+      return make_error(errc::invalid_request, "field \"top_k\" must be in [0, 100]");
+    s.top_k = static_cast<int32_t>(i->second);
+  }
+  auto number = [&](std::string_view name, double& out) {
+    if (auto i = f.numbers.find(name); i != f.numbers.end())
+      out = i->second;
+  };
+  number("vector_weight", s.vector_weight);
+  number("keyword_weight", s.keyword_weight);
+  number("bm25_threshold", s.bm25_threshold);
+  number("vector_threshold", s.vector_threshold);
+  if (auto problem = validate(s))
+    return make_error(errc::invalid_request, *problem);
+  return s;
+}
+
+caf::expected<kb_settings> load_kb_settings(const fs::path& data_dir, std::string_view kb) {
+  auto file = settings_file(data_dir, kb);
+  std::error_code ec;
+  if (!fs::exists(file, ec)) {
+    kb_settings s;
+    s.name = std::string{kb};
+    return s;
+  }
+  std::ifstream in{file, std::ios::binary};
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  if (!in)
+    return make_error(errc::unavailable, "cannot read " + file.string());
+  auto s = kb_settings_from_json(ss.str());
+  if (!s)
+    return make_error(errc::invalid_request, file.string() + ": " + error_message(s.error()));
+  if (s->name != kb)
+    return make_error(errc::invalid_request, file.string() + ": \"name\" is \"" + s->name
+                                                 + "\", expected \"" + std::string{kb} + "\"");
+  return s;
+}
+
+caf::error save_kb_settings(const fs::path& data_dir, const kb_settings& s) {
+  if (auto problem = validate(s))
+    return make_error(errc::invalid_request, *problem);
+  return write_file_atomically(settings_file(data_dir, s.name), to_json(s) + "\n");
+}
+
+}  // namespace ragtor

@@ -1,0 +1,55 @@
+// Per-knowledge-base settings: the KB's profile (description, keywords —
+// what the router matches messages against) and its retrieval defaults
+// (agent, top_k, fusion weights, per-leg thresholds). Stored as
+// <data_dir>/kbs/<kb>/kb.json next to documents.jsonl, written atomically.
+// A KB without kb.json (e.g. created by `ragtor ingest`) uses the defaults.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <caf/expected.hpp>
+#include <caf/meta/type_name.hpp>
+
+namespace ragtor {
+
+struct kb_settings {
+  std::string name;
+  std::string description;
+  std::vector<std::string> keywords;
+  // Agent used when a request names none; "" = router.default_agent_type.
+  std::string default_agent_type;
+  int32_t top_k = 0;            // 0 = retrieval.top_k
+  double vector_weight = 0.7;   // weighted RRF, vector leg
+  double keyword_weight = 0.3;  // weighted RRF, BM25 leg
+  double bm25_threshold = 0;    // BM25 scores below are dropped before fusion (0 = keep all)
+  double vector_threshold = 0;  // cosine similarities below are dropped before fusion
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kb_settings& x) {
+  return f(caf::meta::type_name("kb_settings"), x.name, x.description, x.keywords,
+           x.default_agent_type, x.top_k, x.vector_weight, x.keyword_weight, x.bm25_threshold,
+           x.vector_threshold);
+}
+
+// Checks ranges and names; returns an error message naming the field, or
+// nullopt when the settings are usable.
+std::optional<std::string> validate(const kb_settings& s);
+
+// The settings of `kb` (defaults named `kb` when it has no kb.json).
+caf::expected<kb_settings> load_kb_settings(const std::filesystem::path& data_dir,
+                                            std::string_view kb);
+// Writes kb.json (temp file, fsync, rename); creates the KB directory.
+caf::error save_kb_settings(const std::filesystem::path& data_dir, const kb_settings& s);
+
+// The settings as a JSON object (the API's and kb.json's format).
+std::string to_json(const kb_settings& s);
+// Parses kb.json / an API body: unknown fields rejected, missing ones default.
+caf::expected<kb_settings> kb_settings_from_json(std::string_view json);
+
+}  // namespace ragtor

@@ -1,0 +1,142 @@
+// The knowledge-base API over real HTTP (DESIGN §5, issue: retrieval
+// engine): create, list, info, document ingestion as JSON and NDJSON with
+// replace-by-id semantics, hit testing via /search, and that a KB created
+// and filled through the API is immediately usable by chat turns and
+// survives a restart. Bad input is a clear 4xx and changes nothing.
+#include <gtest/gtest.h>
+
+#include "tests/support/server_fixture.hpp"
+
+namespace ragtor::test {
+namespace {
+
+class kb_api_test : public ragtor_server_test {
+protected:
+  env_vars server_env() const override { return {{"RAGTOR_SERVER__MAX_INGEST_BYTES", "4096"}}; }
+
+  json call(std::string_view method, const std::string& path, const std::string& body,
+            int expected_status, const header_list& headers = {}) {
+    auto res = request(port(), method, path, body, headers);
+    EXPECT_EQ(res.status, expected_status) << method << " " << path << ": " << res.body;
+    return json::parse(res.body.empty() ? "{}" : res.body);
+  }
+};
+
+constexpr const char* ships_doc =
+    R"({"id":"ships","title":"Harbour ships","text":"The schooner Marigold carries saffron )"
+    R"(from Port Quellin every spring. Its captain is Odile Varga."})";
+
+TEST_F(kb_api_test, create_ingest_search_and_chat) {
+  auto created = call("POST", "/api/v1/kbs",
+                      R"({"name":"harbour","description":"Ships and trade of Port Quellin",)"
+                      R"("keywords":["ships","saffron"],"top_k":3})",
+                      201);
+  EXPECT_EQ(created.str("/settings/name"), "harbour");
+  EXPECT_EQ(created.integer("/documents"), 0);
+  EXPECT_EQ(created.integer("/settings/top_k"), 3);
+
+  // Listed next to the fixture KB.
+  auto list = call("GET", "/api/v1/kbs", "", 200);
+  std::vector<std::string> names;
+  for (auto& kb : list.items("/kbs"))
+    names.push_back(kb.str("/settings/name"));
+  EXPECT_EQ(names, (std::vector<std::string>{"harbour", "test"}));
+
+  // JSON ingestion.
+  auto report = call("POST", "/api/v1/kbs/harbour/documents",
+                     std::string{R"({"documents":[)"} + ships_doc + "]}", 200);
+  EXPECT_EQ(report.integer("/documents_added"), 1);
+  EXPECT_EQ(report.integer("/documents_replaced"), 0);
+  EXPECT_GE(report.integer("/chunks"), 1);
+
+  // NDJSON ingestion: one new document and one replacement.
+  auto nd = call("POST", "/api/v1/kbs/harbour/documents",
+                 "{\"id\":\"tea\",\"text\":\"Quellin tea is brewed with salt.\"}\n\n"
+                 "{\"id\":\"ships\",\"title\":\"Harbour ships\",\"text\":\"The schooner Marigold "
+                 "now carries indigo. Its captain is Odile Varga.\"}\n",
+                 200, {{"Content-Type", "application/x-ndjson"}});
+  EXPECT_EQ(nd.integer("/documents_added"), 1);
+  EXPECT_EQ(nd.integer("/documents_replaced"), 1);
+  EXPECT_EQ(nd.integer("/documents"), 2);
+
+  auto info = call("GET", "/api/v1/kbs/harbour", "", 200);
+  EXPECT_EQ(info.integer("/documents"), 2);
+  EXPECT_EQ(info.str("/settings/description"), "Ships and trade of Port Quellin");
+
+  // Hit testing returns a RetrievalResult; the replaced text is what is found.
+  auto hits = call("POST", "/api/v1/kbs/harbour/search",
+                   R"({"query":"What does the schooner Marigold carry?"})", 200);
+  auto items = hits.items("/retrieval_results");
+  ASSERT_FALSE(items.empty());
+  EXPECT_EQ(items[0].str("/metadata/doc_id"), "ships");
+  EXPECT_NE(items[0].str("/evidence").find("indigo"), std::string::npos);
+  EXPECT_EQ(items[0].str("/evidence").find("saffron"), std::string::npos);
+  EXPECT_EQ(items[0].str("/metadata/kb_prefix"), "harbour");
+  EXPECT_FALSE(hits.items("/reference/chunks").empty());
+  EXPECT_FALSE(hits.items("/trace").empty());
+  EXPECT_LE(items.size(), 3u) << "the KB's top_k applies";
+  auto one =
+      call("POST", "/api/v1/kbs/harbour/search", R"({"query":"Marigold tea","top_k":1})", 200);
+  EXPECT_EQ(one.items("/retrieval_results").size(), 1u);
+
+  // A chat turn against the new KB cites it.
+  auto r =
+      chat_stream(port(), chat_body("alice", "s1", "What does the Marigold carry?", "harbour"));
+  ASSERT_TRUE(well_formed_stream(r));
+  ASSERT_TRUE(r.done);
+  EXPECT_NE(r.done->str("/content/answer").find("indigo"), std::string::npos) << r.done->dump();
+
+  // Everything survives a restart.
+  stop_server();
+  start_server();
+  auto again = call("POST", "/api/v1/kbs/harbour/search", R"({"query":"indigo"})", 200);
+  ASSERT_FALSE(again.items("/retrieval_results").empty());
+  EXPECT_EQ(call("GET", "/api/v1/kbs/harbour", "", 200).integer("/settings/top_k"), 3);
+}
+
+TEST_F(kb_api_test, bad_requests_are_refused_and_change_nothing) {
+  call("POST", "/api/v1/kbs", R"({"name":"harbour"})", 201);
+  // Duplicates, bad and reserved names, unknown fields, bad values.
+  EXPECT_EQ(call("POST", "/api/v1/kbs", R"({"name":"harbour"})", 409).str("/error/code"),
+            "conflict");
+  EXPECT_EQ(call("POST", "/api/v1/kbs", R"({"name":"test"})", 409).str("/error/code"), "conflict");
+  for (auto body : {R"({"name":"a:b"})", R"({"name":"bad name"})", R"({"name":"general"})",
+                    R"({"name":"x","colour":"red"})", R"({"name":"x","top_k":-1})",
+                    R"({"name":"x","default_agent_type":"magic_agent"})",
+                    R"({"name":"x","keywords":"ships"})", R"({"description":"no name"})"})
+    EXPECT_EQ(call("POST", "/api/v1/kbs", body, 400).str("/error/code"), "invalid_request") << body;
+  EXPECT_EQ(call("GET", "/api/v1/kbs", "", 200).items("/kbs").size(), 2u);
+
+  // Unknown KBs are 404 everywhere.
+  call("GET", "/api/v1/kbs/nope", "", 404);
+  call("POST", "/api/v1/kbs/nope/documents", std::string{R"({"documents":[)"} + ships_doc + "]}",
+       404);
+  call("POST", "/api/v1/kbs/nope/search", R"({"query":"x"})", 404);
+  call("POST", "/api/v1/kbs/harbour/unknown", "{}", 404);
+  call("DELETE", "/api/v1/kbs/harbour", "", 405);
+
+  // Bad document bodies name the problem; nothing is stored.
+  auto e1 = call("POST", "/api/v1/kbs/harbour/documents", R"({"documents":[{"id":"a"}]})", 400);
+  EXPECT_EQ(e1.str("/error/field"), "text");
+  auto e2 =
+      call("POST", "/api/v1/kbs/harbour/documents", "{\"id\":\"a\",\"text\":\"fine\"}\n{broken\n",
+           400, {{"Content-Type", "application/x-ndjson"}});
+  EXPECT_NE(e2.str("/error/message").find("line 2"), std::string::npos) << e2.dump();
+  call("POST", "/api/v1/kbs/harbour/documents", R"({"documents":[]})", 400);
+  call("POST", "/api/v1/kbs/harbour/documents", R"({"docs":[]})", 400);
+  // Over server.max_ingest_bytes (4096 here): 413.
+  std::string big = R"({"documents":[{"id":"big","text":")" + std::string(5000, 'x') + "\"}]}";
+  EXPECT_EQ(call("POST", "/api/v1/kbs/harbour/documents", big, 413).str("/error/code"),
+            "payload_too_large");
+  EXPECT_EQ(call("GET", "/api/v1/kbs/harbour", "", 200).integer("/documents"), 0);
+
+  // Search input is validated too.
+  call("POST", "/api/v1/kbs/harbour/search", R"({"query":""})", 400);
+  call("POST", "/api/v1/kbs/harbour/search", R"({"query":"x","top_k":0})", 400);
+  EXPECT_EQ(call("POST", "/api/v1/kbs/harbour/search", R"({"query":"x","agent_type":"nope"})", 400)
+                .str("/error/field"),
+            "agent_type");
+}
+
+}  // namespace
+}  // namespace ragtor::test
