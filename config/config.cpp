@@ -55,6 +55,8 @@ std::vector<binding> bindings_of(config& c) {
       {"router", "default_kb", &c.router.default_kb},
       {"router", "default_agent_type", &c.router.default_agent_type},
       {"router", "min_confidence", &c.router.min_confidence},
+      {"router", "mode", &c.router.mode},
+      {"router", "llm_timeout_ms", &c.router.llm_timeout_ms},
       {"retrieval", "top_k", &c.retrieval.top_k},
       {"retrieval", "chunk_max_chars", &c.retrieval.chunk_max_chars},
       {"retrieval", "chunk_overlap_chars", &c.retrieval.chunk_overlap_chars},
@@ -63,6 +65,19 @@ std::vector<binding> bindings_of(config& c) {
       {"generator", "provider", &c.generator.provider},
       {"generator", "extractive_max_sentences", &c.generator.extractive_max_sentences},
       {"generator", "extractive_pace_ms", &c.generator.extractive_pace_ms},
+      {"llm", "base_url", &c.llm.base_url},
+      {"llm", "api_key", &c.llm.api_key},
+      {"llm", "model", &c.llm.model},
+      {"llm", "connect_timeout_ms", &c.llm.connect_timeout_ms},
+      {"llm", "first_token_timeout_s", &c.llm.first_token_timeout_s},
+      {"llm", "idle_timeout_s", &c.llm.idle_timeout_s},
+      {"llm", "total_timeout_s", &c.llm.total_timeout_s},
+      {"llm", "max_retries", &c.llm.max_retries},
+      {"llm", "max_concurrency", &c.llm.max_concurrency},
+      {"llm", "max_queue", &c.llm.max_queue},
+      {"llm", "temperature", &c.llm.temperature},
+      {"llm", "max_tokens", &c.llm.max_tokens},
+      {"llm", "prompt_budget_tokens", &c.llm.prompt_budget_tokens},
       {"memory", "window", &c.memory.window},
       {"session", "idle_timeout_s", &c.session.idle_timeout_s},
       {"session", "max_queued_turns", &c.session.max_queued_turns},
@@ -366,14 +381,35 @@ caf::error validate(const config& c) {
     first(one_of("router.default_agent_type", c.router.default_agent_type, names));
   }
   first(in_unit_range("router.min_confidence", c.router.min_confidence));
+  constexpr std::array<std::string_view, 3> router_modes = {"off", "heuristic", "llm"};
+  first(one_of("router.mode", c.router.mode, router_modes));
+  first(at_least("router.llm_timeout_ms", c.router.llm_timeout_ms, 1));
   first(at_least("retrieval.top_k", c.retrieval.top_k, 1));
   first(at_least("retrieval.chunk_max_chars", c.retrieval.chunk_max_chars, size_t{1}));
   if (!err && c.retrieval.chunk_overlap_chars >= c.retrieval.chunk_max_chars)
     err = key_error("retrieval.chunk_overlap_chars", "must be less than retrieval.chunk_max_chars");
   first(at_least("retrieval.bm25_k1", c.retrieval.bm25_k1, 0.0));
   first(in_unit_range("retrieval.bm25_b", c.retrieval.bm25_b));
-  if (!err && c.generator.provider.empty())
-    err = key_error("generator.provider", "must not be empty");
+  constexpr std::array<std::string_view, 3> providers = {"auto", "extractive", "openai"};
+  first(one_of("generator.provider", c.generator.provider, providers));
+  if (!err && c.generator.provider == "openai" && c.llm.base_url.empty())
+    err = key_error("llm.base_url", "must be set when generator.provider is \"openai\"");
+  if (!err && !c.llm.base_url.empty() && !c.llm.base_url.starts_with("http://")
+      && !c.llm.base_url.starts_with("https://"))
+    err = key_error("llm.base_url", "must start with http:// or https://");
+  if (!err && !c.llm.base_url.empty() && c.llm.model.empty())
+    err = key_error("llm.model", "must be set when llm.base_url is set");
+  first(at_least("llm.connect_timeout_ms", c.llm.connect_timeout_ms, 1));
+  first(at_least("llm.first_token_timeout_s", c.llm.first_token_timeout_s, 1));
+  first(at_least("llm.idle_timeout_s", c.llm.idle_timeout_s, 1));
+  first(at_least("llm.total_timeout_s", c.llm.total_timeout_s, 1));
+  first(at_least("llm.max_retries", c.llm.max_retries, 0));
+  first(at_least("llm.max_concurrency", c.llm.max_concurrency, 1));
+  first(at_least("llm.max_queue", c.llm.max_queue, 0));
+  if (!err && !(c.llm.temperature >= 0 && c.llm.temperature <= 2))
+    err = key_error("llm.temperature", "must be between 0 and 2");
+  first(at_least("llm.max_tokens", c.llm.max_tokens, 1));
+  first(at_least("llm.prompt_budget_tokens", c.llm.prompt_budget_tokens, 256));
   first(at_least("generator.extractive_max_sentences", c.generator.extractive_max_sentences, 1));
   first(at_least("generator.extractive_pace_ms", c.generator.extractive_pace_ms, 0));
   first(at_least("memory.window", c.memory.window, 0));

@@ -48,6 +48,8 @@ struct router_config {
   std::string default_kb;  // used when the request names none; "" = general
   std::string default_agent_type = "hybrid_agent";
   double min_confidence = 0.75;
+  std::string mode = "off";  // off | heuristic | llm
+  int llm_timeout_ms = 5000;
   bool operator==(const router_config&) const = default;
 };
 
@@ -61,10 +63,28 @@ struct retrieval_config {
 };
 
 struct generator_config {
-  std::string provider = "extractive";
+  std::string provider = "auto";
   int extractive_max_sentences = 3;
   int extractive_pace_ms = 0;
   bool operator==(const generator_config&) const = default;
+};
+
+// An OpenAI-compatible model server (vLLM, llama.cpp server, hosted APIs).
+struct llm_config {
+  std::string base_url;  // "" = no model configured
+  std::string api_key;   // "" = OPENAI_API_KEY from the environment, if set
+  std::string model;
+  int connect_timeout_ms = 5000;
+  int first_token_timeout_s = 60;
+  int idle_timeout_s = 30;
+  int total_timeout_s = 300;
+  int max_retries = 2;
+  int max_concurrency = 16;
+  int max_queue = 64;
+  double temperature = 0.2;
+  int max_tokens = 1024;
+  int prompt_budget_tokens = 6000;
+  bool operator==(const llm_config&) const = default;
 };
 
 struct memory_config {
@@ -96,6 +116,7 @@ struct config {
   router_config router;
   retrieval_config retrieval;
   generator_config generator;
+  llm_config llm;
   memory_config memory;
   session_config session;
   actors_config actors;

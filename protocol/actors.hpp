@@ -135,8 +135,15 @@ using llm_actor = caf::typed_actor<
     // Stops the generation for this request id; its promise is answered with
     // what was produced so far (finish_reason "cancelled").
     caf::reacts_to<atom::cancel, std::string /*request_id*/>,
+    // One non-streaming completion (structured decisions: router intent,
+    // grading, summaries). The extractive generator answers `unavailable`:
+    // there is no model to ask.
+    caf::replies_to<atom::complete, completion_request>::with<completion_result>,
     // INTERNAL: time to emit the next paced token of this request.
-    caf::reacts_to<atom::tick, std::string /*request_id*/>>::extend_with<status_api>;
+    caf::reacts_to<atom::tick, std::string /*request_id*/>,
+    // INTERNAL (from the HTTP client's thread): progress of an upstream call.
+    caf::reacts_to<atom::upstream, std::string /*request_id*/, upstream_event>>::
+    extend_with<status_api>;
 
 // -- persistence -------------------------------------------------------------------
 

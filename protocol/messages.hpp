@@ -244,6 +244,63 @@ typename Inspector::result_type inspect(Inspector& f, generation_result& x) {
            x.finish_reason);
 }
 
+// One message of a model conversation (role "system" | "user" | "assistant").
+struct llm_message {
+  std::string role;
+  std::string content;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, llm_message& x) {
+  return f(caf::meta::type_name("llm_message"), x.role, x.content);
+}
+
+// A non-streaming model call for small structured decisions (router
+// intent, grading, summaries); `purpose` names it in logs and metrics.
+struct completion_request {
+  std::vector<llm_message> messages;
+  int32_t max_tokens = 256;
+  double temperature = 0;
+  std::string purpose;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, completion_request& x) {
+  return f(caf::meta::type_name("completion_request"), x.messages, x.max_tokens, x.temperature,
+           x.purpose);
+}
+
+struct completion_result {
+  std::string text;
+  usage_info usage;
+  std::string finish_reason;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, completion_result& x) {
+  return f(caf::meta::type_name("completion_result"), x.text, x.usage, x.finish_reason);
+}
+
+// What an upstream model connection reported for one request (sent by the
+// HTTP client's thread to its gateway actor). kind: "delta" (text), "done"
+// (finish_reason, usage), "error" (text = message, error_kind, http_status,
+// after_first_token).
+struct upstream_event {
+  std::string kind;
+  std::string text;
+  std::string finish_reason;
+  usage_info usage;
+  std::string error_kind;
+  int32_t http_status = 0;
+  bool after_first_token = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, upstream_event& x) {
+  return f(caf::meta::type_name("upstream_event"), x.kind, x.text, x.finish_reason, x.usage,
+           x.error_kind, x.http_status, x.after_first_token);
+}
+
 // Events a stream actor publishes (DESIGN §4.4, §5.1). `data` depends on
 // the kind: token -> the raw token text; start -> ""; error -> a JSON object
 // {"message","code"} whose members are spliced into the SSE object; every

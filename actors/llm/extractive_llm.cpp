@@ -6,6 +6,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "llm/extractive_generator.hpp"
+#include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 
 namespace ragtor {
@@ -105,6 +106,13 @@ llm_actor spawn_extractive_llm(caf::actor_system& sys, extractive_llm_settings s
           auto& j = i->second;
           j.promise.deliver(result_of(j.prompt_tokens, j.answer, j.sent, "cancelled"));
           self->state.jobs.erase(i);
+        },
+        [=](atom::complete, const completion_request&) -> caf::result<completion_result> {
+          return make_error(errc::unavailable,
+                            "no language model is configured (set [llm] base_url)");
+        },
+        [=](atom::upstream, const std::string&, const upstream_event&) {
+          // Not used: the extractive generator has no upstream.
         },
         [=](atom::status) -> std::string {
           json_writer w;

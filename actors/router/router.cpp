@@ -1,10 +1,20 @@
 #include "actors/router/router.hpp"
 
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "llm/router_prompt.hpp"
+#include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/worker_name.hpp"
+#include "retrieval/kb_catalog.hpp"
+#include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
 
@@ -21,22 +31,128 @@ std::string lower_trimmed(std::string_view s) {
   return out;
 }
 
+// Small talk: the whole message is a greeting, thanks or farewell (with
+// optional punctuation and a few filler words).
+bool is_small_talk(std::string_view message) {
+  static const std::set<std::string, std::less<>> phrases = {
+      "hi", "hello", "hey", "hi there", "hello there", "good morning", "good afternoon",
+      "good evening", "thanks", "thank you", "thanks a lot", "thank you very much", "thx", "ok",
+      "okay", "bye", "goodbye", "see you", "how are you", "who are you", "what can you do",
+      "你好", "您好", "嗨", "谢谢", "多谢", "再见", "拜拜", "你是谁", "早上好", "晚上好",
+      "你好吗"};
+  std::string s;
+  for (char c : message) {
+    auto u = static_cast<unsigned char>(c);
+    if (u < 0x80 && (std::ispunct(u) || std::isspace(u))) {
+      if (!s.empty() && s.back() != ' ')
+        s += ' ';
+      continue;
+    }
+    s += static_cast<char>(u < 0x80 ? std::tolower(u) : u);
+  }
+  // Strip CJK full-width punctuation commonly ending a greeting.
+  for (std::string_view p : {"！", "？", "。", "，", "～"})
+    for (auto i = s.find(p); i != std::string::npos; i = s.find(p))
+      s.erase(i, p.size());
+  while (!s.empty() && s.back() == ' ')
+    s.pop_back();
+  while (!s.empty() && s.front() == ' ')
+    s.erase(0, 1);
+  return phrases.count(s) > 0;
+}
+
 struct router_state {
   static inline const char* name = "router";
   router_settings settings;
-  uint64_t routed = 0;
+  std::shared_ptr<kb_catalog> catalog;
+  llm_actor llm;
+  uint64_t routed = 0, llm_routed = 0, llm_fallbacks = 0;
 };
+
+using self_ptr = router_actor::stateful_pointer<router_state>;
 
 }  // namespace
 
-route_decision decide_route(const chat_request& req, const router_settings& settings) {
+detected_intent detect_intent(std::string_view message, const std::vector<kb_route_profile>& kbs) {
+  detected_intent d;
+  d.method = "heuristic";
+  if (is_small_talk(message)) {
+    d.kb = "general";
+    d.confidence = 0.9;
+    d.intent = "chitchat";
+    d.reason = "small talk";
+    return d;
+  }
+  auto terms = tokenize(message);
+  std::set<std::string> query{terms.begin(), terms.end()};
+  if (query.empty() || kbs.empty()) {
+    d.intent = "other";
+    d.reason = query.empty() ? "no content words" : "no knowledge bases";
+    return d;
+  }
+  // Per KB: term -> weight (keywords 3, name 3, description 2, titles 1).
+  std::vector<std::pair<double, const kb_route_profile*>> scores;
+  for (auto& kb : kbs) {
+    std::map<std::string, double> weight;
+    auto add = [&](std::string_view text, double w) {
+      for (auto& t : tokenize(text))
+        weight[t] = std::max(weight[t], w);
+    };
+    for (auto& t : kb.titles)
+      add(t, 1);
+    add(kb.description, 2);
+    for (auto& k : kb.keywords)
+      add(k, 3);
+    add(kb.name, 3);
+    double got = 0;
+    for (auto& t : query)
+      if (auto i = weight.find(t); i != weight.end())
+        got += i->second;
+    // Share of the message explained, where a keyword hit counts fully and
+    // weaker evidence partly; saturates at 1.
+    double score = std::min(1.0, got / (3.0 * std::min<double>(query.size(), 3.0)));
+    scores.emplace_back(score, &kb);
+  }
+  std::sort(scores.begin(), scores.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second->name < b.second->name;
+  });
+  auto [best, kb] = scores.front();
+  if (best <= 0) {
+    d.intent = "other";
+    d.reason = "no knowledge base matches the message";
+    return d;
+  }
+  double second = scores.size() > 1 ? scores[1].first : 0;
+  // A close runner-up makes the choice uncertain.
+  d.kb = kb->name;
+  d.confidence = best * (1.0 - 0.5 * (second / best));
+  d.intent = "kb_query";
+  d.agent_type = kb->default_agent_type;
+  d.reason = "message matches the profile of \"" + kb->name + "\"";
+  return d;
+}
+
+route_decision decide_route(const chat_request& req, const router_settings& settings,
+                            const std::optional<detected_intent>& detected) {
   route_decision rd;
   rd.requested_kb_prefix = req.kb_prefix;
-  // intent_detect: auto-routing from message content is the retrieval
-  // issue's job; today the only intent is "answer from the named KB".
   rd.intent = "qa";
+  if (detected) {
+    rd.routed_kb_prefix = detected->kb;
+    if (!detected->intent.empty())
+      rd.intent = detected->intent;
+  }
   // apply_override_policy
-  if (!req.kb_prefix.empty()) {
+  bool routed_wins = detected && !detected->kb.empty()
+                     && detected->confidence >= settings.min_confidence;
+  if (routed_wins && detected->kb != req.kb_prefix) {
+    rd.kb_prefix = detected->kb;
+    rd.method = detected->method;
+    rd.confidence = detected->confidence;
+    rd.reason = detected->reason;
+    if (!req.kb_prefix.empty())
+      rd.reason += " (overrides the requested \"" + req.kb_prefix + "\")";
+  } else if (!req.kb_prefix.empty()) {
     rd.kb_prefix = req.kb_prefix;
     rd.method = "requested";
     rd.confidence = 1.0;
@@ -48,44 +164,133 @@ route_decision decide_route(const chat_request& req, const router_settings& sett
     rd.reason = "router.default_kb is configured";
   } else {
     rd.kb_prefix = "general";
-    rd.method = "default";
-    rd.confidence = 1.0;
-    rd.reason = "no knowledge base requested and auto-routing is off";
+    rd.method = detected ? detected->method : "default";
+    rd.confidence = detected ? 1.0 - detected->confidence : 1.0;
+    rd.reason = detected ? "no knowledge base matched confidently"
+                         : "no knowledge base requested and auto-routing is off";
   }
+  if (detected && (detected->method == "timeout" || detected->method == "fallback")
+      && rd.method == "heuristic")
+    rd.method = detected->method;
   if (lower_trimmed(rd.kb_prefix) == "general") {
     rd.kb_prefix = "general";
-    rd.intent = "general";
+    rd.intent = rd.intent == "chitchat" ? "chitchat" : "general";
   }
-  rd.routed_kb_prefix = rd.kb_prefix;
+  if (rd.routed_kb_prefix.empty())
+    rd.routed_kb_prefix = rd.kb_prefix;
   // worker_select
-  rd.agent_type = req.agent_type.empty() ? settings.default_agent_type : req.agent_type;
+  rd.agent_type = req.agent_type;
+  if (rd.agent_type.empty() && detected && routed_wins && is_agent_type(detected->agent_type))
+    rd.agent_type = detected->agent_type;
+  if (rd.agent_type.empty())
+    rd.agent_type = settings.default_agent_type;
   rd.worker_name = format_worker_name(rd.kb_prefix, rd.agent_type);
   if (rd.worker_name.empty())
     rd.agent_type.clear();
   return rd;
 }
 
-router_actor spawn_router(caf::actor_system& sys, router_settings settings) {
-  return sys.spawn(
-      [settings](router_actor::stateful_pointer<router_state> self) -> router_actor::behavior_type {
-        self->state.settings = settings;
-        return {
-            [=](atom::route, const chat_request& req) -> route_decision {
-              ++self->state.routed;
-              return decide_route(req, self->state.settings);
-            },
-            [=](atom::status) -> std::string {
-              json_writer w;
-              w.begin_object()
-                  .field("kind", "router")
-                  .field("name", "router")
-                  .field("routed", self->state.routed)
-                  .field("default_kb", self->state.settings.default_kb)
-                  .end_object();
-              return w.take();
-            },
-        };
-      });
+std::vector<kb_route_profile> route_profiles(const kb_catalog& catalog) {
+  std::vector<kb_route_profile> out;
+  for (auto& name : catalog.names()) {
+    auto snap = catalog.get(name);
+    if (!snap)
+      continue;
+    kb_route_profile p;
+    p.name = name;
+    p.description = snap->settings.description;
+    p.keywords = snap->settings.keywords;
+    p.default_agent_type = snap->settings.default_agent_type;
+    std::set<std::string> seen;
+    for (auto& c : snap->chunks) {
+      if (p.titles.size() >= 50)
+        break;
+      if (!c.title.empty() && seen.insert(c.title).second)
+        p.titles.push_back(c.title);
+    }
+    out.push_back(std::move(p));
+  }
+  return out;
+}
+
+router_actor spawn_router(caf::actor_system& sys, router_settings settings,
+                          std::shared_ptr<kb_catalog> catalog, llm_actor llm) {
+  return sys.spawn([settings, catalog, llm](self_ptr self) -> router_actor::behavior_type {
+    self->state.settings = settings;
+    self->state.catalog = catalog;
+    self->state.llm = llm;
+    return {
+        [=](atom::route, const chat_request& req) -> caf::result<route_decision> {
+          auto& st = self->state;
+          ++st.routed;
+          if (st.settings.mode == "off" || !st.catalog)
+            return decide_route(req, st.settings);
+          auto profiles = route_profiles(*st.catalog);
+          auto heuristic = detect_intent(req.message, profiles);
+          if (st.settings.mode != "llm" || !st.llm || heuristic.intent == "chitchat")
+            return decide_route(req, st.settings, heuristic);
+          std::vector<llm::kb_profile> kbs;
+          for (auto& p : profiles)
+            kbs.push_back({p.name, p.description, p.keywords});
+          completion_request cr;
+          for (auto& m : llm::build_router_messages(req.message, kbs))
+            cr.messages.push_back({m.role, m.content});
+          cr.max_tokens = 200;
+          cr.purpose = "router";
+          auto rp = self->make_response_promise<route_decision>();
+          self->request(st.llm, st.settings.llm_timeout, atom::complete_v, std::move(cr))
+              .then(
+                  [=](completion_result& res) mutable {
+                    auto& st = self->state;
+                    auto parsed = llm::parse_router_reply(res.text, kbs);
+                    if (!parsed.ok) {
+                      ++st.llm_fallbacks;
+                      spdlog::warn("router: unusable model reply ({}); using the heuristic",
+                                   parsed.error);
+                      auto d = heuristic;
+                      d.method = "fallback";
+                      d.reason = "model reply unusable (" + parsed.error + "); " + d.reason;
+                      rp.deliver(decide_route(req, st.settings, d));
+                      return;
+                    }
+                    ++st.llm_routed;
+                    detected_intent d;
+                    d.kb = parsed.kb_prefix;
+                    d.confidence = parsed.confidence;
+                    d.method = "llm";
+                    d.reason = parsed.reason;
+                    d.intent = parsed.intent;
+                    d.agent_type = parsed.agent_type;
+                    rp.deliver(decide_route(req, st.settings, d));
+                  },
+                  [=](caf::error& err) mutable {
+                    auto& st = self->state;
+                    ++st.llm_fallbacks;
+                    auto d = heuristic;
+                    d.method = code_of(err) == errc::timeout || err == caf::sec::request_timeout
+                                   ? "timeout"
+                                   : "fallback";
+                    d.reason = "model unavailable (" + error_message(err) + "); " + d.reason;
+                    rp.deliver(decide_route(req, st.settings, d));
+                  });
+          return rp;
+        },
+        [=](atom::status) -> std::string {
+          auto& st = self->state;
+          json_writer w;
+          w.begin_object()
+              .field("kind", "router")
+              .field("name", "router")
+              .field("mode", st.settings.mode)
+              .field("routed", st.routed)
+              .field("llm_routed", st.llm_routed)
+              .field("llm_fallbacks", st.llm_fallbacks)
+              .field("default_kb", st.settings.default_kb)
+              .end_object();
+          return w.take();
+        },
+    };
+  });
 }
 
 }  // namespace ragtor

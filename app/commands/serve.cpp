@@ -3,6 +3,7 @@
 // accepting -> cancel and store in-flight turns -> stop I/O -> stop actors
 // -> close the store).
 #include <csignal>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 
@@ -15,6 +16,8 @@
 #include "actors/agents/agent_pool.hpp"
 #include "actors/kb/kb_admin.hpp"
 #include "actors/llm/extractive_llm.hpp"
+#include "actors/llm/openai_llm.hpp"
+#include "llm/openai_client.hpp"
 #include "actors/router/router.hpp"
 #include "actors/session/session.hpp"
 #include "actors/store/store_actor.hpp"
@@ -39,6 +42,44 @@ sigset_t block_shutdown_signals() {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
   return set;
+}
+
+// The answer generator the configuration asks for: the OpenAI-compatible
+// gateway when a model is configured (generator.provider "openai", or
+// "auto" with llm.base_url set), otherwise the extractive generator.
+llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
+  bool use_model = cfg.generator.provider == "openai"
+                   || (cfg.generator.provider == "auto" && !cfg.llm.base_url.empty());
+  if (!use_model) {
+    extractive_llm_settings ls;
+    ls.max_sentences = static_cast<size_t>(cfg.generator.extractive_max_sentences);
+    ls.pace = std::chrono::milliseconds{cfg.generator.extractive_pace_ms};
+    spdlog::info("generator: extractive (no language model configured)");
+    return spawn_extractive_llm(sys, ls);
+  }
+  llm::endpoint_config ec;
+  ec.base_url = cfg.llm.base_url;
+  ec.api_key = cfg.llm.api_key;
+  if (ec.api_key.empty())
+    if (auto* key = std::getenv("OPENAI_API_KEY"))
+      ec.api_key = key;
+  ec.model = cfg.llm.model;
+  ec.connect_timeout = std::chrono::milliseconds{cfg.llm.connect_timeout_ms};
+  ec.first_token_timeout = std::chrono::seconds{cfg.llm.first_token_timeout_s};
+  ec.idle_timeout = std::chrono::seconds{cfg.llm.idle_timeout_s};
+  ec.total_timeout = std::chrono::seconds{cfg.llm.total_timeout_s};
+  ec.max_retries = cfg.llm.max_retries;
+  ec.max_idle_connections = static_cast<size_t>(cfg.llm.max_concurrency);
+  auto client = std::make_shared<llm::openai_client>(ec, 1);
+  openai_llm_settings os;
+  os.model = cfg.llm.model;
+  os.max_concurrency = static_cast<size_t>(cfg.llm.max_concurrency);
+  os.max_queue = static_cast<size_t>(cfg.llm.max_queue);
+  os.temperature = cfg.llm.temperature;
+  os.max_tokens = cfg.llm.max_tokens;
+  os.prompt_budget_tokens = static_cast<size_t>(cfg.llm.prompt_budget_tokens);
+  spdlog::info("generator: model \"{}\" at {}", cfg.llm.model, cfg.llm.base_url);
+  return spawn_openai_llm(sys, std::move(client), os);
 }
 
 }  // namespace
@@ -99,12 +140,11 @@ int run_serve(const serve_options& opts) {
   rs.default_kb = cfg->router.default_kb;
   rs.default_agent_type = cfg->router.default_agent_type;
   rs.min_confidence = cfg->router.min_confidence;
-  auto router = spawn_router(sys, rs);
+  rs.mode = cfg->router.mode;
+  rs.llm_timeout = std::chrono::milliseconds{cfg->router.llm_timeout_ms};
   auto pool = spawn_agent_pool(sys, *catalog);
-  extractive_llm_settings ls;
-  ls.max_sentences = static_cast<size_t>(cfg->generator.extractive_max_sentences);
-  ls.pace = std::chrono::milliseconds{cfg->generator.extractive_pace_ms};
-  auto llm = spawn_extractive_llm(sys, ls);
+  auto llm = spawn_generator(sys, *cfg);
+  auto router = spawn_router(sys, rs, *catalog, llm);
 
   session_settings ss;
   ss.max_queued_turns = static_cast<size_t>(cfg->session.max_queued_turns);

@@ -99,6 +99,10 @@ bm25_b = 1
 provider = "openai"
 extractive_max_sentences = 1
 extractive_pace_ms = 20
+[llm]
+base_url = "https://models.example/v1"
+model = "m1"
+max_concurrency = 3
 [memory]
 window = 0
 [session]
@@ -136,6 +140,9 @@ level = "debug"
   EXPECT_EQ(cfg->retrieval.bm25_k1, 1.2);
   EXPECT_EQ(cfg->retrieval.bm25_b, 1.0);
   EXPECT_EQ(cfg->generator.provider, "openai");
+  EXPECT_EQ(cfg->llm.base_url, "https://models.example/v1");
+  EXPECT_EQ(cfg->llm.model, "m1");
+  EXPECT_EQ(cfg->llm.max_concurrency, 3);
   EXPECT_EQ(cfg->generator.extractive_max_sentences, 1);
   EXPECT_EQ(cfg->generator.extractive_pace_ms, 20);
   EXPECT_EQ(cfg->memory.window, 0);
@@ -265,6 +272,12 @@ TEST(config, validates_ranges) {
   check("[session]\nmax_queued_turns = 0\n", "session.max_queued_turns");
   check("[actors]\nscheduler_threads = -1\n", "actors.scheduler_threads");
   check("[log]\nlevel = \"verbose\"\n", "log.level");
+  check("[generator]\nprovider = \"gpt\"\n", "generator.provider");
+  check("[generator]\nprovider = \"openai\"\n", "llm.base_url");
+  check("[llm]\nbase_url = \"ftp://x\"\nmodel = \"m\"\n", "llm.base_url");
+  check("[llm]\nbase_url = \"http://127.0.0.1:1/v1\"\n", "llm.model");
+  check("[llm]\ntemperature = 3.0\n", "llm.temperature");
+  check("[llm]\nmax_concurrency = 0\n", "llm.max_concurrency");
   check("data_dir = \"\"\n", "data_dir");
 }
 

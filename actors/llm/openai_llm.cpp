@@ -1,0 +1,361 @@
+#include "actors/llm/openai_llm.hpp"
+
+#include <deque>
+#include <unordered_map>
+
+#include <spdlog/spdlog.h>
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "llm/citation_parser.hpp"
+#include "llm/openai_client.hpp"
+#include "llm/prompt_builder.hpp"
+#include "llm/token_count.hpp"
+#include "protocol/errc.hpp"
+#include "protocol/json_writer.hpp"
+
+namespace ragtor {
+
+namespace {
+
+// A generation waiting for a concurrency slot.
+struct pending {
+  generation_request req;
+  token_sink_actor sink;
+  caf::typed_response_promise<generation_result> promise;
+};
+
+// A generation talking to the model.
+struct call {
+  caf::typed_response_promise<generation_result> promise;
+  token_sink_actor sink;
+  std::shared_ptr<llm::call_handle> handle;
+  std::unique_ptr<llm::citation_stream_parser> citations;
+  std::string visible;  // text sent to the sink
+  int32_t prompt_tokens = 0;
+  bool general = false;
+};
+
+struct openai_llm_state {
+  static inline const char* name = "openai_llm";
+  std::shared_ptr<llm::openai_client> client;
+  openai_llm_settings settings;
+  std::unordered_map<std::string, call> calls;  // request_id -> call
+  std::deque<pending> queue;
+  // Non-streaming completions in flight (they share the concurrency limit).
+  struct completion_call {
+    std::shared_ptr<llm::call_handle> handle;
+    caf::typed_response_promise<completion_result> promise;
+    std::string purpose;
+  };
+  std::unordered_map<std::string, completion_call> completions;  // "#n" -> call
+  uint64_t next_completion = 0;
+  uint64_t generated = 0, failed = 0, cancelled = 0, refused = 0, completed_calls = 0;
+  uint64_t prompt_tokens = 0, completion_tokens = 0;
+
+  size_t in_flight() const { return calls.size() + completions.size(); }
+
+  ~openai_llm_state() {
+    // Close every upstream connection when the gateway stops.
+    for (auto& [id, c] : calls)
+      if (c.handle)
+        c.handle->cancel();
+    for (auto& [id, c] : completions)
+      if (c.handle)
+        c.handle->cancel();
+  }
+};
+
+using self_ptr = llm_actor::stateful_pointer<openai_llm_state>;
+
+std::vector<llm::citation_source> sources_of(const retrieval_result& evidence) {
+  std::vector<llm::citation_source> out;
+  for (auto& item : evidence.retrieval_results)
+    out.push_back({item.doc_id, item.result_id, item.title, item.evidence});
+  return out;
+}
+
+std::vector<llm::chat_message> to_chat(const std::vector<llm_message>& msgs) {
+  std::vector<llm::chat_message> out;
+  for (auto& m : msgs)
+    out.push_back({m.role, m.content});
+  return out;
+}
+
+caf::error upstream_error(const openai_llm_settings& s, const upstream_event& ev) {
+  auto what = "model \"" + s.model + "\" failed (" + ev.error_kind
+              + (ev.http_status ? " " + std::to_string(ev.http_status) : std::string{}) + ")";
+  if (!ev.text.empty())
+    what += ": " + ev.text;
+  if (ev.error_kind == "timeout_connect" || ev.error_kind == "timeout_first_token"
+      || ev.error_kind == "timeout_idle" || ev.error_kind == "timeout_total")
+    return make_error(errc::timeout, std::move(what));
+  return make_error(errc::llm_failed, std::move(what));
+}
+
+upstream_event event_of(const llm::llm_error& e) {
+  upstream_event ev;
+  ev.kind = "error";
+  ev.text = e.message;
+  ev.error_kind = std::string{llm::to_string(e.kind)};
+  ev.http_status = e.http_status;
+  ev.after_first_token = e.after_first_token;
+  return ev;
+}
+
+void start_next(self_ptr self);
+
+// Starts the upstream call of `p` (a slot is free).
+void start(self_ptr self, pending p) {
+  auto& st = self->state;
+  auto id = p.req.request_id;
+  llm::prompt_inputs in;
+  in.system_instructions = st.settings.system_instructions;
+  in.evidence = p.req.general ? nullptr : &p.req.evidence;
+  in.window = p.req.history;
+  in.question = p.req.question;
+  in.budget_tokens = st.settings.prompt_budget_tokens;
+  in.citations = !p.req.general;
+  auto prompt = llm::build_prompt(in);
+  call c;
+  c.promise = std::move(p.promise);
+  c.sink = std::move(p.sink);
+  c.prompt_tokens = static_cast<int32_t>(prompt.prompt_tokens);
+  c.general = p.req.general;
+  c.citations = std::make_unique<llm::citation_stream_parser>(
+      p.req.general ? std::vector<llm::citation_source>{} : sources_of(p.req.evidence));
+  llm::chat_params params;
+  params.messages = std::move(prompt.messages);
+  params.temperature = st.settings.temperature;
+  params.max_tokens = st.settings.max_tokens;
+  // Callbacks run on the client's I/O thread: they only send messages.
+  auto me = llm_actor{self};
+  llm::stream_callbacks cb;
+  cb.on_delta = [me, id](std::string_view delta) {
+    upstream_event ev;
+    ev.kind = "delta";
+    ev.text = std::string{delta};
+    caf::anon_send(me, atom::upstream_v, id, std::move(ev));
+  };
+  cb.on_done = [me, id](llm::completion done) {
+    upstream_event ev;
+    ev.kind = "done";
+    ev.finish_reason = std::move(done.finish_reason);
+    ev.usage.prompt_tokens = done.tokens.prompt_tokens;
+    ev.usage.completion_tokens = done.tokens.completion_tokens;
+    caf::anon_send(me, atom::upstream_v, id, std::move(ev));
+  };
+  cb.on_error = [me, id](llm::llm_error err) {
+    caf::anon_send(me, atom::upstream_v, id, event_of(err));
+  };
+  auto [it, inserted] = st.calls.emplace(id, std::move(c));
+  if (!inserted) {
+    // The same request id twice at once: the session never does this.
+    p.promise.deliver(make_error(errc::conflict, "request " + id + " is already generating"));
+    return;
+  }
+  it->second.handle = st.client->stream_chat(std::move(params), std::move(cb));
+}
+
+// Sends visible text to the sink and records it.
+void show(call& c, const std::string& request_id, std::string text, self_ptr self) {
+  if (text.empty())
+    return;
+  c.visible += text;
+  self->send(c.sink, atom::token_v, request_id, std::move(text));
+}
+
+generation_result result_of(call& c, std::string finish_reason, usage_info usage) {
+  generation_result r;
+  r.answer = c.visible;
+  r.citations = c.citations->citations();
+  r.usage = usage;
+  if (r.usage.prompt_tokens == 0)
+    r.usage.prompt_tokens = c.prompt_tokens;
+  if (r.usage.completion_tokens == 0)
+    r.usage.completion_tokens = static_cast<int32_t>(llm::approx_tokens(c.visible));
+  r.finish_reason = std::move(finish_reason);
+  return r;
+}
+
+void on_completion(self_ptr self, const std::string& id, upstream_event& ev) {
+  auto& st = self->state;
+  auto i = st.completions.find(id);
+  if (i == st.completions.end())
+    return;
+  auto& c = i->second;
+  if (ev.kind == "done") {
+    ++st.completed_calls;
+    st.prompt_tokens += ev.usage.prompt_tokens;
+    st.completion_tokens += ev.usage.completion_tokens;
+    completion_result out;
+    out.text = std::move(ev.text);
+    out.finish_reason = std::move(ev.finish_reason);
+    out.usage = ev.usage;
+    c.promise.deliver(std::move(out));
+  } else {
+    ++st.failed;
+    spdlog::warn("llm {}: {} completion failed: {} {}", st.settings.model, c.purpose,
+                 ev.error_kind, ev.text);
+    c.promise.deliver(upstream_error(st.settings, ev));
+  }
+  st.completions.erase(i);
+  start_next(self);
+}
+
+void on_upstream(self_ptr self, const std::string& id, upstream_event& ev) {
+  auto& st = self->state;
+  if (id.starts_with('#'))
+    return on_completion(self, id, ev);
+  auto i = st.calls.find(id);
+  if (i == st.calls.end())
+    return;  // cancelled meanwhile: late events of a closed call
+  auto& c = i->second;
+  if (ev.kind == "delta") {
+    show(c, id, c.citations->feed(ev.text), self);
+    return;
+  }
+  if (ev.kind == "done") {
+    show(c, id, c.citations->finish(), self);
+    ++st.generated;
+    auto r = result_of(c, ev.finish_reason.empty() ? "stop" : ev.finish_reason, ev.usage);
+    st.prompt_tokens += r.usage.prompt_tokens;
+    st.completion_tokens += r.usage.completion_tokens;
+    c.promise.deliver(std::move(r));
+  } else {
+    ++st.failed;
+    // What was shown stays shown; the stream stores it as a partial answer.
+    show(c, id, c.citations->finish(), self);
+    spdlog::warn("llm {}: request {} failed after {} chars: {} {}", st.settings.model, id,
+                 c.visible.size(), ev.error_kind, ev.text);
+    c.promise.deliver(upstream_error(st.settings, ev));
+  }
+  st.calls.erase(i);
+  start_next(self);
+}
+
+void start_next(self_ptr self) {
+  auto& st = self->state;
+  while (!st.queue.empty() && st.in_flight() < st.settings.max_concurrency) {
+    auto p = std::move(st.queue.front());
+    st.queue.pop_front();
+    start(self, std::move(p));
+  }
+}
+
+}  // namespace
+
+llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_client> client,
+                           openai_llm_settings settings) {
+  return sys.spawn([client, settings](self_ptr self) -> llm_actor::behavior_type {
+    self->state.client = client;
+    self->state.settings = settings;
+    return {
+        [=](atom::generate, generation_request& req,
+            token_sink_actor sink) -> caf::result<generation_result> {
+          auto& st = self->state;
+          auto rp = self->make_response_promise<generation_result>();
+          if (st.in_flight() < st.settings.max_concurrency) {
+            start(self, pending{std::move(req), std::move(sink), rp});
+          } else if (st.queue.size() < st.settings.max_queue) {
+            st.queue.push_back(pending{std::move(req), std::move(sink), rp});
+          } else {
+            ++st.refused;
+            rp.deliver(make_error(errc::overloaded,
+                                  "model \"" + st.settings.model + "\" is at its limit ("
+                                      + std::to_string(st.settings.max_concurrency) + " running, "
+                                      + std::to_string(st.settings.max_queue)
+                                      + " waiting); retry later"));
+          }
+          return rp;
+        },
+        [=](atom::cancel, const std::string& id) {
+          auto& st = self->state;
+          for (auto q = st.queue.begin(); q != st.queue.end(); ++q) {
+            if (q->req.request_id == id) {
+              generation_result r;
+              r.finish_reason = "cancelled";
+              q->promise.deliver(std::move(r));
+              st.queue.erase(q);
+              ++st.cancelled;
+              return;
+            }
+          }
+          auto i = st.calls.find(id);
+          if (i == st.calls.end())
+            return;
+          auto& c = i->second;
+          if (c.handle)
+            c.handle->cancel();  // closes the upstream socket now
+          ++st.cancelled;
+          show(c, id, c.citations->finish(), self);
+          c.promise.deliver(result_of(c, "cancelled", {}));
+          st.calls.erase(i);
+          start_next(self);
+        },
+        [=](atom::upstream, const std::string& id, upstream_event& ev) {
+          on_upstream(self, id, ev);
+        },
+        [=](atom::complete, completion_request& req) -> caf::result<completion_result> {
+          auto& st = self->state;
+          if (st.in_flight() >= st.settings.max_concurrency) {
+            ++st.refused;
+            return make_error(errc::overloaded,
+                              "model \"" + st.settings.model + "\" is at its concurrency limit");
+          }
+          auto rp = self->make_response_promise<completion_result>();
+          // Request ids of streams never start with '#'.
+          auto key = "#" + std::to_string(st.next_completion++);
+          llm::chat_params params;
+          params.messages = to_chat(req.messages);
+          params.temperature = req.temperature;
+          params.max_tokens = req.max_tokens;
+          // The reply arrives on the client's thread and comes back as a
+          // message; the promise is delivered on the actor's own thread.
+          auto me = llm_actor{self};
+          auto& slot = st.completions[key];
+          slot.promise = rp;
+          slot.purpose = req.purpose;
+          slot.handle = st.client->chat(
+              std::move(params), [me, key](std::variant<llm::completion, llm::llm_error> r) {
+                upstream_event ev;
+                if (auto* c = std::get_if<llm::completion>(&r)) {
+                  ev.kind = "done";
+                  ev.text = std::move(c->text);
+                  ev.finish_reason = std::move(c->finish_reason);
+                  ev.usage.prompt_tokens = c->tokens.prompt_tokens;
+                  ev.usage.completion_tokens = c->tokens.completion_tokens;
+                } else {
+                  ev = event_of(std::get<llm::llm_error>(r));
+                }
+                caf::anon_send(me, atom::upstream_v, key, std::move(ev));
+              });
+          return rp;
+        },
+        [=](atom::tick, const std::string&) {
+          // Not used: the model paces itself.
+        },
+        [=](atom::status) -> std::string {
+          auto& st = self->state;
+          json_writer w;
+          w.begin_object()
+              .field("kind", "llm")
+              .field("name", "openai")
+              .field("model", st.settings.model)
+              .field("processed", st.generated)
+              .field("failed", st.failed)
+              .field("cancelled", st.cancelled)
+              .field("refused", st.refused)
+              .field("in_flight", static_cast<uint64_t>(st.in_flight()))
+              .field("queued", static_cast<uint64_t>(st.queue.size()))
+              .field("prompt_tokens", st.prompt_tokens)
+              .field("completion_tokens", st.completion_tokens)
+              .end_object();
+          return w.take();
+        },
+    };
+  });
+}
+
+}  // namespace ragtor

@@ -1,0 +1,697 @@
+#include "llm/openai_client.hpp"
+
+#include <atomic>
+#include <future>
+#include <mutex>
+#include <optional>
+#include <random>
+#include <stdexcept>
+#include <thread>
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/ssl.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/strand.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+#include <boost/beast/ssl.hpp>
+
+namespace ragtor::llm {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace ssl = net::ssl;
+using tcp = net::ip::tcp;
+using clock_type = std::chrono::steady_clock;
+using namespace std::chrono_literals;
+
+std::string_view to_string(failure f) {
+  switch (f) {
+    case failure::connect: return "connect";
+    case failure::timeout_connect: return "timeout_connect";
+    case failure::timeout_first_token: return "timeout_first_token";
+    case failure::timeout_idle: return "timeout_idle";
+    case failure::timeout_total: return "timeout_total";
+    case failure::http_status: return "http_status";
+    case failure::protocol: return "protocol";
+    case failure::cancelled: return "cancelled";
+    case failure::overloaded: return "overloaded";
+  }
+  return "unknown";
+}
+
+namespace {
+
+constexpr auto tuple_awaitable = net::as_tuple(net::use_awaitable);
+using strand_type = net::strand<net::io_context::executor_type>;
+
+struct url_parts {
+  bool tls = false;
+  std::string host;
+  std::string port;
+  std::string prefix;  // path prefix without trailing '/', e.g. "/v1"
+};
+
+std::optional<url_parts> parse_url(std::string_view url) {
+  url_parts u;
+  if (url.starts_with("https://")) {
+    u.tls = true;
+    url.remove_prefix(8);
+  } else if (url.starts_with("http://")) {
+    url.remove_prefix(7);
+  } else {
+    return std::nullopt;
+  }
+  auto slash = url.find('/');
+  auto authority = url.substr(0, slash);
+  u.prefix = slash == std::string_view::npos ? "" : std::string{url.substr(slash)};
+  while (!u.prefix.empty() && u.prefix.back() == '/')
+    u.prefix.pop_back();
+  if (authority.starts_with('[')) {
+    auto close = authority.find(']');
+    if (close == std::string_view::npos)
+      return std::nullopt;
+    u.host = std::string{authority.substr(1, close - 1)};
+    auto rest = authority.substr(close + 1);
+    if (rest.starts_with(':'))
+      u.port = std::string{rest.substr(1)};
+  } else {
+    auto colon = authority.rfind(':');
+    u.host = std::string{authority.substr(0, colon)};
+    if (colon != std::string_view::npos)
+      u.port = std::string{authority.substr(colon + 1)};
+  }
+  if (u.port.empty())
+    u.port = u.tls ? "443" : "80";
+  if (u.host.empty())
+    return std::nullopt;
+  return u;
+}
+
+struct connection {
+  std::optional<beast::tcp_stream> plain;
+  std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
+  beast::flat_buffer buffer;
+
+  beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
+  void close() {
+    boost::system::error_code ec;
+    lowest().socket().close(ec);
+  }
+};
+
+// The outcome of one attempt of a call.
+struct attempt {
+  bool ok = false;
+  llm_error err;
+  bool retriable = false;
+  std::optional<std::chrono::milliseconds> retry_after;
+};
+
+}  // namespace
+
+// One call: its strand, cancellation and the guarantee that exactly one
+// final callback runs.
+struct call_state : call_handle, std::enable_shared_from_this<call_state> {
+  explicit call_state(strand_type s) : strand(std::move(s)) {}
+
+  strand_type strand;
+  std::atomic<bool> finished{false};
+  bool cancelled = false;              // strand only
+  connection* active = nullptr;        // strand only
+  net::steady_timer* timer = nullptr;  // strand only (backoff)
+  std::function<void(llm_error)> on_cancel;
+
+  // True for the first caller: it owns the final callback.
+  bool finish() { return !finished.exchange(true); }
+
+  void cancel() override {
+    net::post(strand, [self = shared_from_this()] { self->do_cancel(); });
+  }
+
+  void do_cancel() {
+    if (cancelled)
+      return;
+    cancelled = true;
+    if (active)
+      active->close();
+    if (timer)
+      timer->cancel();
+    if (finish() && on_cancel) {
+      llm_error e;
+      e.kind = failure::cancelled;
+      e.message = "cancelled";
+      on_cancel(std::move(e));
+    }
+  }
+};
+
+struct openai_client::impl : std::enable_shared_from_this<impl> {
+  endpoint_config cfg;
+  url_parts url;
+  net::io_context ioc;
+  ssl::context ssl_ctx{ssl::context::tls_client};
+  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<std::thread> threads;
+
+  std::mutex mx;
+  std::vector<std::unique_ptr<connection>> idle;
+  std::vector<std::weak_ptr<call_state>> calls;
+  std::mt19937_64 rng{std::random_device{}()};
+
+  explicit impl(endpoint_config c) : cfg(std::move(c)) {
+    auto u = parse_url(cfg.base_url);
+    if (!u)
+      throw std::invalid_argument("invalid base_url \"" + cfg.base_url
+                                  + "\" (expected http://host[:port]/path or https://...)");
+    url = std::move(*u);
+    if (url.tls) {
+      ssl_ctx.set_default_verify_paths();
+      ssl_ctx.set_verify_mode(cfg.verify_tls ? ssl::verify_peer : ssl::verify_none);
+    }
+  }
+
+  std::shared_ptr<call_state> new_call() {
+    auto st = std::make_shared<call_state>(net::make_strand(ioc));
+    std::lock_guard lock{mx};
+    std::erase_if(calls, [](auto& w) { return w.expired(); });
+    calls.push_back(st);
+    return st;
+  }
+
+  std::unique_ptr<connection> take_idle() {
+    std::lock_guard lock{mx};
+    if (idle.empty())
+      return nullptr;
+    auto c = std::move(idle.back());
+    idle.pop_back();
+    return c;
+  }
+
+  void put_idle(std::unique_ptr<connection> c) {
+    std::lock_guard lock{mx};
+    if (idle.size() < cfg.max_idle_connections)
+      idle.push_back(std::move(c));
+  }
+
+  std::chrono::milliseconds backoff(int attempt_no) {
+    auto cap = std::min<int64_t>(cfg.backoff_max.count(),
+                                 cfg.backoff_base.count() << std::min(attempt_no, 20));
+    std::lock_guard lock{mx};
+    std::uniform_int_distribution<int64_t> d(0, std::max<int64_t>(cap, 0));
+    return std::chrono::milliseconds{d(rng)};
+  }
+
+  http::request<http::string_body> make_request(std::string_view path, std::string body,
+                                                bool stream) const {
+    http::request<http::string_body> req{http::verb::post, url.prefix + std::string{path}, 11};
+    bool default_port = (url.tls && url.port == "443") || (!url.tls && url.port == "80");
+    auto host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
+    req.set(http::field::host, default_port ? host : host + ":" + url.port);
+    req.set(http::field::user_agent, "ragtor");
+    req.set(http::field::content_type, "application/json");
+    req.set(http::field::accept, stream ? "text/event-stream" : "application/json");
+    if (!cfg.api_key.empty())
+      req.set(http::field::authorization, "Bearer " + cfg.api_key);
+    req.keep_alive(true);
+    req.body() = std::move(body);
+    req.prepare_payload();
+    return req;
+  }
+
+  // Which timeout fired, given the phase deadline and the total deadline.
+  static failure timeout_kind(clock_type::time_point phase_deadline,
+                              clock_type::time_point total_deadline, failure phase) {
+    return total_deadline <= phase_deadline ? failure::timeout_total : phase;
+  }
+
+  net::awaitable<std::pair<std::unique_ptr<connection>, llm_error>> connect(
+      call_state& st, clock_type::time_point total_deadline) {
+    auto ex = co_await net::this_coro::executor;
+    llm_error err;
+    err.kind = failure::connect;
+    tcp::resolver resolver{ex};
+    auto [rec, results] = co_await resolver.async_resolve(url.host, url.port, tuple_awaitable);
+    if (rec) {
+      err.message = "cannot resolve " + url.host + ": " + rec.message();
+      co_return std::pair{nullptr, err};
+    }
+    auto c = std::make_unique<connection>();
+    if (url.tls) {
+      c->tls.emplace(ex, ssl_ctx);
+      if (!SSL_set_tlsext_host_name(c->tls->native_handle(), url.host.c_str())) {
+        err.message = "cannot set TLS server name";
+        co_return std::pair{nullptr, err};
+      }
+      if (cfg.verify_tls)
+        c->tls->set_verify_callback(ssl::host_name_verification(url.host));
+    } else {
+      c->plain.emplace(ex);
+    }
+    auto phase = clock_type::now() + cfg.connect_timeout;
+    c->lowest().expires_at(std::min(phase, total_deadline));
+    st.active = c.get();
+    auto [cec, ep] = co_await c->lowest().async_connect(results, tuple_awaitable);
+    if (!cec && url.tls) {
+      auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, tuple_awaitable);
+      cec = hec;
+    }
+    st.active = nullptr;
+    if (cec) {
+      if (cec == beast::error::timeout)
+        err.kind = timeout_kind(phase, total_deadline, failure::timeout_connect);
+      err.message = "cannot connect to " + url.host + ":" + url.port + ": " + cec.message();
+      co_return std::pair{nullptr, err};
+    }
+    boost::system::error_code ignored;
+    c->lowest().socket().set_option(tcp::no_delay{true}, ignored);
+    co_return std::pair{std::move(c), llm_error{}};
+  }
+
+  // Sends the request and reads the response header. `fresh` tells
+  // whether the connection was just opened (a pooled one may have been
+  // closed by the server meanwhile).
+  template <class Stream, class Parser>
+  net::awaitable<boost::system::error_code> send_and_read_header(
+      Stream& s, connection& c, http::request<http::string_body>& req, Parser& p,
+      clock_type::time_point deadline) {
+    c.lowest().expires_at(deadline);
+    auto [wec, wn] = co_await http::async_write(s, req, tuple_awaitable);
+    if (wec)
+      co_return wec;
+    c.lowest().expires_at(deadline);
+    auto [rec, rn] = co_await http::async_read_header(s, c.buffer, p, tuple_awaitable);
+    co_return rec;
+  }
+
+  // One attempt of a streamed chat completion on connection `c`.
+  template <class Stream>
+  net::awaitable<attempt> stream_on(Stream& s, connection& c, call_state& st,
+                                    http::request<http::string_body>& req,
+                                    const stream_callbacks& cb, bool& delivered,
+                                    std::string& text, completion& result, bool& header_seen,
+                                    bool& reusable, clock_type::time_point total_deadline) {
+    attempt a;
+    http::response_parser<http::buffer_body> p;
+    p.body_limit(boost::none);
+    auto first_deadline = clock_type::now() + cfg.first_token_timeout;
+    auto phase = std::min(first_deadline, total_deadline);
+    auto ec = co_await send_and_read_header(s, c, req, p, phase);
+    if (ec) {
+      a.retriable = true;
+      if (ec == beast::error::timeout) {
+        a.err.kind = timeout_kind(first_deadline, total_deadline, failure::timeout_first_token);
+        a.err.message = "no response within the first-token timeout";
+      } else {
+        a.err.kind = failure::connect;
+        a.err.message = "connection failed before the response: " + ec.message();
+      }
+      co_return a;
+    }
+    header_seen = true;
+    auto status = p.get().result_int();
+    std::array<char, 16 * 1024> buf;
+    if (status < 200 || status > 299) {
+      std::string body;
+      while (!p.is_done() && body.size() < 64 * 1024) {
+        p.get().body().data = buf.data();
+        p.get().body().size = buf.size();
+        c.lowest().expires_at(phase);
+        auto [rec, n] = co_await http::async_read(s, c.buffer, p, tuple_awaitable);
+        body.append(buf.data(), buf.size() - p.get().body().size);
+        if (rec && rec != http::error::need_buffer)
+          break;
+      }
+      a.err.kind = failure::http_status;
+      a.err.http_status = static_cast<int>(status);
+      a.err.message = "HTTP " + std::to_string(status) + ": " + parse_error_body(body);
+      a.retriable = status == 429 || status >= 500;
+      if (auto ra = p.get()[http::field::retry_after]; !ra.empty()) {
+        try {
+          a.retry_after = std::chrono::seconds{std::stoi(std::string{ra})};
+        } catch (...) {
+        }
+      }
+      co_return a;
+    }
+    sse_parser sse;
+    bool saw_done = false;
+    while (!p.is_done() && !saw_done) {
+      p.get().body().data = buf.data();
+      p.get().body().size = buf.size();
+      auto phase_deadline = delivered ? clock_type::now() + cfg.idle_timeout : first_deadline;
+      c.lowest().expires_at(std::min(phase_deadline, total_deadline));
+      auto [rec, n] = co_await http::async_read(s, c.buffer, p, tuple_awaitable);
+      if (rec == http::error::need_buffer)
+        rec = {};
+      auto got = buf.size() - p.get().body().size;
+      for (auto& data : sse.push({buf.data(), got})) {
+        if (st.cancelled)
+          co_return a;
+        if (data == "[DONE]") {
+          saw_done = true;
+          break;
+        }
+        auto chunk = parse_stream_chunk(data);
+        if (!chunk || !chunk->error.empty()) {
+          a.err.kind = failure::protocol;
+          a.err.message = chunk ? "the model reported an error mid-stream: " + chunk->error
+                                : "malformed stream chunk: " + data.substr(0, 200);
+          a.retriable = false;
+          co_return a;
+        }
+        if (!chunk->delta.empty()) {
+          delivered = true;
+          text += chunk->delta;
+          if (!st.finished)
+            cb.on_delta(chunk->delta);
+        }
+        if (!chunk->finish_reason.empty())
+          result.finish_reason = chunk->finish_reason;
+        if (chunk->tokens)
+          result.tokens = *chunk->tokens;
+      }
+      if (rec && !saw_done) {
+        if (st.cancelled)
+          co_return a;
+        a.retriable = !delivered;
+        if (rec == beast::error::timeout) {
+          a.err.kind = timeout_kind(phase_deadline, total_deadline,
+                                    delivered ? failure::timeout_idle
+                                              : failure::timeout_first_token);
+          a.err.message = delivered ? "the model stalled mid-answer" : "no first token in time";
+        } else {
+          a.err.kind = failure::protocol;
+          a.err.message = "connection lost mid-stream: " + rec.message();
+        }
+        co_return a;
+      }
+    }
+    if (!saw_done && result.finish_reason.empty()) {
+      a.err.kind = failure::protocol;
+      a.err.message = "the stream ended without [DONE]";
+      a.retriable = !delivered;
+      co_return a;
+    }
+    // Finish the chunked body so the connection can be reused.
+    while (saw_done && !p.is_done()) {
+      p.get().body().data = buf.data();
+      p.get().body().size = buf.size();
+      c.lowest().expires_after(std::chrono::seconds(2));
+      auto [rec, n] = co_await http::async_read(s, c.buffer, p, tuple_awaitable);
+      if (rec && rec != http::error::need_buffer)
+        break;
+    }
+    reusable = p.is_done() && p.get().keep_alive();
+    result.text = std::move(text);
+    if (result.finish_reason.empty())
+      result.finish_reason = "stop";
+    a.ok = true;
+    co_return a;
+  }
+
+  // One attempt of a non-streaming request; the body on success.
+  template <class Stream>
+  net::awaitable<attempt> unary_on(Stream& s, connection& c, http::request<http::string_body>& req,
+                                   std::string& body_out, bool& header_seen, bool& reusable,
+                                   clock_type::time_point total_deadline) {
+    attempt a;
+    http::response_parser<http::string_body> p;
+    p.body_limit(256u << 20);
+    auto first_deadline = clock_type::now() + cfg.first_token_timeout;
+    auto phase = std::min(first_deadline, total_deadline);
+    auto ec = co_await send_and_read_header(s, c, req, p, phase);
+    if (!ec) {
+      header_seen = true;
+      c.lowest().expires_at(phase);
+      auto [rec, n] = co_await http::async_read(s, c.buffer, p, tuple_awaitable);
+      ec = rec;
+    }
+    if (ec) {
+      a.retriable = true;
+      if (ec == beast::error::timeout) {
+        a.err.kind = timeout_kind(first_deadline, total_deadline, failure::timeout_first_token);
+        a.err.message = "no complete response in time";
+      } else {
+        a.err.kind = header_seen ? failure::protocol : failure::connect;
+        a.err.message = "connection failed: " + ec.message();
+      }
+      co_return a;
+    }
+    auto status = p.get().result_int();
+    if (status < 200 || status > 299) {
+      a.err.kind = failure::http_status;
+      a.err.http_status = static_cast<int>(status);
+      a.err.message = "HTTP " + std::to_string(status) + ": " + parse_error_body(p.get().body());
+      a.retriable = status == 429 || status >= 500;
+      if (auto ra = p.get()[http::field::retry_after]; !ra.empty()) {
+        try {
+          a.retry_after = std::chrono::seconds{std::stoi(std::string{ra})};
+        } catch (...) {
+        }
+      }
+      co_return a;
+    }
+    reusable = p.get().keep_alive();
+    body_out = std::move(p.get().body());
+    a.ok = true;
+    co_return a;
+  }
+
+  // Runs attempts with retries. `one(conn, header_seen, reusable)` is one
+  // attempt on a connection; `can_retry()` says whether retrying is still
+  // allowed (false once a delta was delivered).
+  template <class One, class CanRetry>
+  net::awaitable<std::optional<llm_error>> with_retries(call_state& st, One one,
+                                                        CanRetry can_retry,
+                                                        clock_type::time_point total_deadline) {
+    auto ex = co_await net::this_coro::executor;
+    int attempts = 0;
+    for (;;) {
+      ++attempts;
+      attempt a;
+      // A pooled connection the server closed meanwhile fails before any
+      // response byte: then try once more on a fresh connection for free.
+      for (int fresh_try = 0; fresh_try < 2; ++fresh_try) {
+        auto conn = fresh_try == 0 ? take_idle() : nullptr;
+        bool pooled = conn != nullptr;
+        if (!conn) {
+          auto [c, err] = co_await connect(st, total_deadline);
+          if (!c) {
+            a = attempt{};
+            a.err = err;
+            a.retriable = true;
+            break;
+          }
+          conn = std::move(c);
+        }
+        if (st.cancelled) {
+          co_return std::nullopt;
+        }
+        st.active = conn.get();
+        bool header_seen = false, reusable = false;
+        a = co_await one(*conn, header_seen, reusable);
+        st.active = nullptr;
+        if (st.cancelled)
+          co_return std::nullopt;
+        if (a.ok && reusable)
+          put_idle(std::move(conn));
+        if (a.ok || !pooled || header_seen)
+          break;
+      }
+      if (a.ok)
+        co_return std::nullopt;
+      if (st.cancelled)
+        co_return std::nullopt;
+      a.err.attempts = attempts;
+      if (!a.retriable || !can_retry() || attempts > cfg.max_retries
+          || clock_type::now() >= total_deadline)
+        co_return a.err;
+      auto wait = a.retry_after ? std::min(*a.retry_after, cfg.backoff_max) : backoff(attempts - 1);
+      net::steady_timer timer{ex};
+      timer.expires_after(wait);
+      st.timer = &timer;
+      co_await timer.async_wait(tuple_awaitable);
+      st.timer = nullptr;
+      if (st.cancelled)
+        co_return std::nullopt;
+    }
+  }
+
+  template <class Fn>
+  auto on_stream(connection& c, Fn fn) {
+    return c.tls ? fn(*c.tls) : fn(*c.plain);
+  }
+
+  net::awaitable<void> run_stream(std::shared_ptr<call_state> st, std::string body,
+                                  stream_callbacks cb) {
+    // No shared_from_this: the client's destructor joins the I/O threads
+    // before the impl goes away, and frames left in the io_context must not
+    // keep it alive.
+    auto total_deadline = clock_type::now() + cfg.total_timeout;
+    bool delivered = false;
+    std::string text;
+    completion result;
+    std::optional<llm_error> err;
+    try {
+      err = co_await with_retries(
+          *st,
+          [&](connection& c, bool& header_seen, bool& reusable) -> net::awaitable<attempt> {
+            auto req = make_request("/chat/completions", body, true);
+            text.clear();
+            result = completion{};
+            if (c.tls)
+              co_return co_await stream_on(*c.tls, c, *st, req, cb, delivered, text, result,
+                                           header_seen, reusable, total_deadline);
+            co_return co_await stream_on(*c.plain, c, *st, req, cb, delivered, text, result,
+                                         header_seen, reusable, total_deadline);
+          },
+          [&] { return !delivered; }, total_deadline);
+    } catch (const std::exception& e) {
+      err = llm_error{failure::protocol, 0, std::string{"client error: "} + e.what(), delivered};
+    }
+    if (st->cancelled)
+      co_return;
+    if (err) {
+      err->after_first_token = delivered;
+      if (st->finish())
+        cb.on_error(std::move(*err));
+    } else if (st->finish()) {
+      cb.on_done(std::move(result));
+    }
+  }
+
+  net::awaitable<void> run_unary(std::shared_ptr<call_state> st, std::string path,
+                                 std::string body,
+                                 std::function<void(std::variant<std::string, llm_error>)> cb) {
+    // No shared_from_this: the client's destructor joins the I/O threads
+    // before the impl goes away, and frames left in the io_context must not
+    // keep it alive.
+    auto total_deadline = clock_type::now() + cfg.total_timeout;
+    std::string out;
+    std::optional<llm_error> err;
+    try {
+      err = co_await with_retries(
+          *st,
+          [&](connection& c, bool& header_seen, bool& reusable) -> net::awaitable<attempt> {
+            auto req = make_request(path, body, false);
+            if (c.tls)
+              co_return co_await unary_on(*c.tls, c, req, out, header_seen, reusable,
+                                          total_deadline);
+            co_return co_await unary_on(*c.plain, c, req, out, header_seen, reusable,
+                                        total_deadline);
+          },
+          [] { return true; }, total_deadline);
+    } catch (const std::exception& e) {
+      err = llm_error{failure::protocol, 0, std::string{"client error: "} + e.what()};
+    }
+    if (st->cancelled || !st->finish())
+      co_return;
+    if (err)
+      cb(std::move(*err));
+    else
+      cb(std::move(out));
+  }
+};
+
+openai_client::openai_client(endpoint_config cfg, size_t io_threads)
+    : impl_(std::make_shared<impl>(std::move(cfg))) {
+  impl_->work.emplace(impl_->ioc.get_executor());
+  for (size_t i = 0; i < std::max<size_t>(io_threads, 1); ++i)
+    impl_->threads.emplace_back([i = impl_.get()] { i->ioc.run(); });
+}
+
+openai_client::~openai_client() {
+  std::vector<std::shared_ptr<call_state>> live;
+  {
+    std::lock_guard lock{impl_->mx};
+    for (auto& w : impl_->calls)
+      if (auto s = w.lock())
+        live.push_back(std::move(s));
+  }
+  for (auto& s : live)
+    s->cancel();
+  impl_->work.reset();
+  // Give cancellations a moment to run, then stop whatever is left.
+  net::post(impl_->ioc, [i = impl_.get()] {
+    std::lock_guard lock{i->mx};
+    for (auto& c : i->idle)
+      c->close();
+    i->idle.clear();
+  });
+  impl_->ioc.stop();
+  for (auto& t : impl_->threads)
+    t.join();
+}
+
+const endpoint_config& openai_client::config() const {
+  return impl_->cfg;
+}
+
+std::shared_ptr<call_handle> openai_client::stream_chat(chat_params p, stream_callbacks cb) {
+  auto st = impl_->new_call();
+  st->on_cancel = cb.on_error;
+  auto body = build_chat_body(impl_->cfg.model, p, true);
+  net::co_spawn(st->strand, impl_->run_stream(st, std::move(body), std::move(cb)), net::detached);
+  return st;
+}
+
+std::shared_ptr<call_handle> openai_client::chat(chat_params p,
+                                                 std::function<void(chat_result)> cb) {
+  auto st = impl_->new_call();
+  st->on_cancel = [cb](llm_error e) { cb(std::move(e)); };
+  auto body = build_chat_body(impl_->cfg.model, p, false);
+  net::co_spawn(st->strand,
+                impl_->run_unary(st, "/chat/completions", std::move(body),
+                                 [cb](std::variant<std::string, llm_error> r) {
+                                   if (auto* e = std::get_if<llm_error>(&r))
+                                     return cb(std::move(*e));
+                                   auto parsed = parse_completion(std::get<std::string>(r));
+                                   if (!parsed)
+                                     return cb(llm_error{failure::protocol, 0,
+                                                         "malformed completion response"});
+                                   cb(completion{std::move(parsed->text),
+                                                 parsed->finish_reason.empty()
+                                                     ? "stop"
+                                                     : std::move(parsed->finish_reason),
+                                                 parsed->tokens});
+                                 }),
+                net::detached);
+  return st;
+}
+
+std::shared_ptr<call_handle> openai_client::embed(std::vector<std::string> inputs,
+                                                  std::function<void(embed_result)> cb) {
+  auto st = impl_->new_call();
+  st->on_cancel = [cb](llm_error e) { cb(std::move(e)); };
+  auto count = inputs.size();
+  auto body = build_embeddings_body(impl_->cfg.model, inputs);
+  net::co_spawn(st->strand,
+                impl_->run_unary(st, "/embeddings", std::move(body),
+                                 [cb, count](std::variant<std::string, llm_error> r) {
+                                   if (auto* e = std::get_if<llm_error>(&r))
+                                     return cb(std::move(*e));
+                                   auto parsed = parse_embeddings(std::get<std::string>(r));
+                                   if (!parsed || parsed->size() != count)
+                                     return cb(llm_error{failure::protocol, 0,
+                                                         "malformed embeddings response"});
+                                   cb(std::move(*parsed));
+                                 }),
+                net::detached);
+  return st;
+}
+
+embed_result openai_client::embed_sync(std::vector<std::string> inputs) {
+  std::promise<embed_result> done;
+  auto f = done.get_future();
+  embed(std::move(inputs), [&done](embed_result r) { done.set_value(std::move(r)); });
+  return f.get();
+}
+
+}  // namespace ragtor::llm

@@ -1,0 +1,203 @@
+#include "llm/openai_wire.hpp"
+
+#include <algorithm>
+
+#include <simdjson.h>
+
+#include "protocol/json_writer.hpp"
+
+namespace ragtor::llm {
+
+std::string build_chat_body(std::string_view model, const chat_params& p, bool stream) {
+  json_writer w;
+  w.begin_object().field("model", model);
+  w.key("messages").begin_array();
+  for (auto& m : p.messages)
+    w.begin_object().field("role", m.role).field("content", m.content).end_object();
+  w.end_array();
+  if (p.temperature)
+    w.field("temperature", *p.temperature);
+  if (p.max_tokens)
+    w.field("max_tokens", static_cast<int64_t>(*p.max_tokens));
+  w.field("stream", stream);
+  if (stream)
+    w.key("stream_options").begin_object().field("include_usage", true).end_object();
+  w.end_object();
+  auto body = w.take();
+  if (!p.extra_json.empty()) {
+    body.pop_back();  // '}'
+    body += ',';
+    body += p.extra_json;
+    body += '}';
+  }
+  return body;
+}
+
+std::string build_embeddings_body(std::string_view model, const std::vector<std::string>& inputs) {
+  json_writer w;
+  w.begin_object().field("model", model);
+  w.key("input").begin_array();
+  for (auto& s : inputs)
+    w.value(s);
+  w.end_array().end_object();
+  return w.take();
+}
+
+std::vector<std::string> sse_parser::push(std::string_view bytes) {
+  std::vector<std::string> events;
+  for (char c : bytes) {
+    if (c != '\n') {
+      line_ += c;
+      continue;
+    }
+    if (!line_.empty() && line_.back() == '\r')
+      line_.pop_back();
+    if (line_.empty()) {
+      if (has_data_)
+        events.push_back(std::move(data_));
+      data_.clear();
+      has_data_ = false;
+    } else if (line_[0] != ':') {
+      auto colon = line_.find(':');
+      std::string_view field{line_.data(), colon == std::string::npos ? line_.size() : colon};
+      std::string_view value;
+      if (colon != std::string::npos) {
+        value = std::string_view{line_}.substr(colon + 1);
+        if (!value.empty() && value.front() == ' ')
+          value.remove_prefix(1);
+      }
+      if (field == "data") {
+        if (has_data_)
+          data_ += '\n';
+        data_ += value;
+        has_data_ = true;
+      }
+    }
+    line_.clear();
+  }
+  return events;
+}
+
+namespace {
+
+std::optional<usage> usage_of(simdjson::dom::element el) {
+  simdjson::dom::object u;
+  if (el.get_object().get(u) != simdjson::SUCCESS)
+    return std::nullopt;
+  usage out;
+  int64_t n;
+  if (u["prompt_tokens"].get_int64().get(n) == simdjson::SUCCESS)
+    out.prompt_tokens = static_cast<int32_t>(n);
+  if (u["completion_tokens"].get_int64().get(n) == simdjson::SUCCESS)
+    out.completion_tokens = static_cast<int32_t>(n);
+  return out;
+}
+
+std::string error_message_of(simdjson::dom::element err) {
+  std::string_view msg;
+  if (err["message"].get_string().get(msg) == simdjson::SUCCESS)
+    return std::string{msg};
+  if (err.get_string().get(msg) == simdjson::SUCCESS)
+    return std::string{msg};
+  return simdjson::minify(err);
+}
+
+}  // namespace
+
+std::optional<stream_chunk> parse_stream_chunk(std::string_view data) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  if (parser.parse(simdjson::padded_string{data}).get(obj) != simdjson::SUCCESS)
+    return std::nullopt;
+  stream_chunk c;
+  simdjson::dom::element err;
+  if (obj["error"].get(err) == simdjson::SUCCESS && !err.is_null()) {
+    c.error = error_message_of(err);
+    return c;
+  }
+  simdjson::dom::element u;
+  if (obj["usage"].get(u) == simdjson::SUCCESS && !u.is_null())
+    c.tokens = usage_of(u);
+  simdjson::dom::array choices;
+  if (obj["choices"].get_array().get(choices) == simdjson::SUCCESS && choices.size() > 0) {
+    auto first = choices.at(0);
+    std::string_view s;
+    if (first["delta"]["content"].get_string().get(s) == simdjson::SUCCESS)
+      c.delta = std::string{s};
+    if (first["finish_reason"].get_string().get(s) == simdjson::SUCCESS)
+      c.finish_reason = std::string{s};
+  }
+  return c;
+}
+
+std::optional<completion_body> parse_completion(std::string_view body) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  if (parser.parse(simdjson::padded_string{body}).get(obj) != simdjson::SUCCESS)
+    return std::nullopt;
+  simdjson::dom::array choices;
+  if (obj["choices"].get_array().get(choices) != simdjson::SUCCESS || choices.size() == 0)
+    return std::nullopt;
+  completion_body out;
+  std::string_view s;
+  auto first = choices.at(0);
+  if (first["message"]["content"].get_string().get(s) == simdjson::SUCCESS)
+    out.text = std::string{s};
+  else if (!first["message"].is_object())
+    return std::nullopt;
+  if (first["finish_reason"].get_string().get(s) == simdjson::SUCCESS)
+    out.finish_reason = std::string{s};
+  simdjson::dom::element u;
+  if (obj["usage"].get(u) == simdjson::SUCCESS)
+    if (auto t = usage_of(u))
+      out.tokens = *t;
+  return out;
+}
+
+std::optional<std::vector<std::vector<float>>> parse_embeddings(std::string_view body) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  if (parser.parse(simdjson::padded_string{body}).get(obj) != simdjson::SUCCESS)
+    return std::nullopt;
+  simdjson::dom::array data;
+  if (obj["data"].get_array().get(data) != simdjson::SUCCESS)
+    return std::nullopt;
+  std::vector<std::pair<int64_t, std::vector<float>>> rows;
+  int64_t next = 0;
+  for (auto item : data) {
+    int64_t index = next++;
+    if (item["index"].get_int64().get(index) != simdjson::SUCCESS)
+      index = next - 1;
+    simdjson::dom::array emb;
+    if (item["embedding"].get_array().get(emb) != simdjson::SUCCESS)
+      return std::nullopt;
+    std::vector<float> v;
+    v.reserve(emb.size());
+    for (auto x : emb) {
+      double d;
+      if (x.get_double().get(d) != simdjson::SUCCESS)
+        return std::nullopt;
+      v.push_back(static_cast<float>(d));
+    }
+    rows.emplace_back(index, std::move(v));
+  }
+  std::sort(rows.begin(), rows.end(), [](auto& a, auto& b) { return a.first < b.first; });
+  std::vector<std::vector<float>> out;
+  for (auto& [i, v] : rows)
+    out.push_back(std::move(v));
+  return out;
+}
+
+std::string parse_error_body(std::string_view body) {
+  simdjson::dom::parser parser;
+  simdjson::dom::object obj;
+  if (parser.parse(simdjson::padded_string{body}).get(obj) == simdjson::SUCCESS) {
+    simdjson::dom::element err;
+    if (obj["error"].get(err) == simdjson::SUCCESS)
+      return error_message_of(err);
+  }
+  auto s = std::string{body.substr(0, 300)};
+  return s;
+}
+
+}  // namespace ragtor::llm

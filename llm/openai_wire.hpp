@@ -1,0 +1,71 @@
+// The OpenAI wire format, without sockets: request bodies, the SSE line
+// protocol of streamed completions, and the JSON of streamed chunks,
+// completions, embeddings and error bodies. Unit-testable byte by byte.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "llm/chat_message.hpp"
+
+namespace ragtor::llm {
+
+struct chat_params {
+  std::vector<chat_message> messages;
+  std::optional<double> temperature;
+  std::optional<int32_t> max_tokens;
+  std::string extra_json;  // raw members spliced into the body, e.g. "\"tools\":[...]"
+};
+
+struct usage {
+  int32_t prompt_tokens = 0;
+  int32_t completion_tokens = 0;
+};
+
+// POST /chat/completions body; streaming bodies ask for a usage chunk.
+std::string build_chat_body(std::string_view model, const chat_params& p, bool stream);
+// POST /embeddings body.
+std::string build_embeddings_body(std::string_view model, const std::vector<std::string>& inputs);
+
+// Server-sent events: push bytes as they arrive, get complete events.
+// Handles LF and CRLF, "data:" with or without a space, multi-line data,
+// comments (":"), other fields (ignored) and lines split across pushes.
+class sse_parser {
+public:
+  // The data of every event completed by `bytes` (blank-line terminated).
+  std::vector<std::string> push(std::string_view bytes);
+
+private:
+  std::string line_;
+  std::string data_;
+  bool has_data_ = false;
+};
+
+// One streamed chunk (`data: {...}`).
+struct stream_chunk {
+  std::string delta;          // choices[0].delta.content ("" when absent)
+  std::string finish_reason;  // "" while streaming
+  std::optional<usage> tokens;
+  std::string error;  // an {"error": {...}} chunk: its message
+};
+
+// nullopt when `data` is not a JSON object.
+std::optional<stream_chunk> parse_stream_chunk(std::string_view data);
+
+struct completion_body {
+  std::string text;
+  std::string finish_reason;
+  usage tokens;
+};
+std::optional<completion_body> parse_completion(std::string_view body);
+
+// data[i].embedding ordered by index; nullopt when malformed.
+std::optional<std::vector<std::vector<float>>> parse_embeddings(std::string_view body);
+
+// The message of an OpenAI error body ({"error":{"message":...}}), else
+// the body itself (truncated).
+std::string parse_error_body(std::string_view body);
+
+}  // namespace ragtor::llm
