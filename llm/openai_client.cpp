@@ -323,7 +323,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
         p.get().body().data = buf.data();
         p.get().body().size = buf.size();
         c.lowest().expires_at(phase);
-        auto [rec, n] = co_await http::async_read(s, c.buffer, p, tuple_awaitable);
+        auto [rec, n] = co_await http::async_read_some(s, c.buffer, p, tuple_awaitable);
         body.append(buf.data(), buf.size() - p.get().body().size);
         if (rec && rec != http::error::need_buffer)
           break;
@@ -347,7 +347,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       p.get().body().size = buf.size();
       auto phase_deadline = delivered ? clock_type::now() + cfg.idle_timeout : first_deadline;
       c.lowest().expires_at(std::min(phase_deadline, total_deadline));
-      auto [rec, n] = co_await http::async_read(s, c.buffer, p, tuple_awaitable);
+      auto [rec, n] = co_await http::async_read_some(s, c.buffer, p, tuple_awaitable);
       if (rec == http::error::need_buffer)
         rec = {};
       auto got = buf.size() - p.get().body().size;
@@ -361,8 +361,10 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
         auto chunk = parse_stream_chunk(data);
         if (!chunk || !chunk->error.empty()) {
           a.err.kind = failure::protocol;
-          a.err.message = chunk ? "the model reported an error mid-stream: " + chunk->error
-                                : "malformed stream chunk: " + data.substr(0, 200);
+          if (chunk)
+            a.err.message = "the model reported an error mid-stream: " + chunk->error;
+          else
+            a.err.message = "malformed stream chunk: " + data.substr(0, 200);
           a.retriable = false;
           co_return a;
         }
@@ -404,7 +406,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       p.get().body().data = buf.data();
       p.get().body().size = buf.size();
       c.lowest().expires_after(std::chrono::seconds(2));
-      auto [rec, n] = co_await http::async_read(s, c.buffer, p, tuple_awaitable);
+      auto [rec, n] = co_await http::async_read_some(s, c.buffer, p, tuple_awaitable);
       if (rec && rec != http::error::need_buffer)
         break;
     }
@@ -522,11 +524,6 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       if (st.cancelled)
         co_return std::nullopt;
     }
-  }
-
-  template <class Fn>
-  auto on_stream(connection& c, Fn fn) {
-    return c.tls ? fn(*c.tls) : fn(*c.plain);
   }
 
   net::awaitable<void> run_stream(std::shared_ptr<call_state> st, std::string body,

@@ -177,13 +177,30 @@ std::filesystem::path source_dir() {
   return RAGTOR_SOURCE_DIR;
 }
 
-ragtor_process::ragtor_process(const std::filesystem::path& data_dir, const env_vars& env,
-                               const std::vector<std::string>& extra_args,
-                               std::chrono::milliseconds ready_timeout)
-    : data_dir_(data_dir), stderr_path_(log_dir_.path() / "ragtor.stderr.log") {
+namespace {
+
+std::vector<std::string> serve_argv(const std::filesystem::path& data_dir,
+                                    const std::vector<std::string>& extra_args) {
   std::vector<std::string> argv{ragtor_binary(), "serve",      "--listen",
                                 "127.0.0.1:0",   "--data-dir", data_dir.string()};
   argv.insert(argv.end(), extra_args.begin(), extra_args.end());
+  return argv;
+}
+
+}  // namespace
+
+ragtor_process::ragtor_process(const std::filesystem::path& data_dir, const env_vars& env,
+                               const std::vector<std::string>& extra_args,
+                               std::chrono::milliseconds ready_timeout)
+    : ragtor_process(serve_argv(data_dir, extra_args), "ragtor listening on http://", env,
+                     ready_timeout) {
+  data_dir_ = data_dir;
+}
+
+ragtor_process::ragtor_process(std::vector<std::string> argv, std::string_view ready_prefix,
+                               const env_vars& env, std::chrono::milliseconds ready_timeout)
+    : stderr_path_(log_dir_.path() / "server.stderr.log") {
+  auto name = std::filesystem::path{argv.at(0)}.filename().string();
   exec_args args{std::move(argv), env};
 
   int err_fd = ::open(stderr_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -207,7 +224,6 @@ ragtor_process::ragtor_process(const std::filesystem::path& data_dir, const env_
   stdout_fd_ = out_pipe[0];
 
   // Read stdout until the ready line.
-  constexpr std::string_view ready_prefix = "ragtor listening on http://";
   auto deadline = steady::now() + ready_timeout;
   std::string buffer;
   std::string failure;
@@ -266,7 +282,7 @@ ragtor_process::ragtor_process(const std::filesystem::path& data_dir, const env_
     ::close(stdout_fd_);
     stdout_fd_ = -1;
     std::string out = stdout_text() + buffer;
-    throw process_error{"ragtor serve failed to start: " + failure + "\n--- stdout ---\n" + out
+    throw process_error{name + " failed to start: " + failure + "\n--- stdout ---\n" + out
                         + "\n--- stderr tail ---\n" + stderr_tail()};
   }
   // Keep reading stdout so the server never blocks on a full pipe.

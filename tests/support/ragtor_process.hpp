@@ -78,6 +78,10 @@ public:
   ragtor_process(const std::filesystem::path& data_dir, const env_vars& env = {},
                  const std::vector<std::string>& extra_args = {},
                  std::chrono::milliseconds ready_timeout = 30s);
+  // Any server binary that prints "<ready_prefix>HOST:PORT" on stdout once
+  // it listens (the fake OpenAI server, for one).
+  ragtor_process(std::vector<std::string> argv, std::string_view ready_prefix,
+                 const env_vars& env = {}, std::chrono::milliseconds ready_timeout = 30s);
   ragtor_process(const ragtor_process&) = delete;
   ragtor_process& operator=(const ragtor_process&) = delete;
   ~ragtor_process();

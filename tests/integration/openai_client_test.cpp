@@ -1,0 +1,273 @@
+// The OpenAI-compatible client against the fake server over real sockets:
+// streaming, non-streaming, embeddings, keep-alive reuse, every fault class,
+// timeouts, retries only before the first token, and cancel closing the
+// upstream connection (observed by the server).
+#include <gtest/gtest.h>
+
+#include <future>
+#include <mutex>
+
+#include "llm/openai_client.hpp"
+#include "tests/support/fake_openai.hpp"
+
+namespace ragtor::test {
+namespace {
+
+using namespace std::chrono_literals;
+using llm::failure;
+
+struct stream_outcome {
+  std::vector<std::string> deltas;
+  std::optional<llm::completion> done;
+  std::optional<llm::llm_error> error;
+  std::string text() const {
+    std::string s;
+    for (auto& d : deltas)
+      s += d;
+    return s;
+  }
+};
+
+// Collects one streamed call; wait() blocks (with a deadline) for its end.
+struct collector {
+  std::mutex mx;
+  stream_outcome out;
+  std::promise<void> finished;
+  std::promise<void> first_delta;
+  bool saw_first = false;
+
+  llm::stream_callbacks callbacks() {
+    return {[this](std::string_view d) {
+              std::lock_guard lock{mx};
+              out.deltas.emplace_back(d);
+              if (!saw_first) {
+                saw_first = true;
+                first_delta.set_value();
+              }
+            },
+            [this](llm::completion c) {
+              {
+                std::lock_guard lock{mx};
+                out.done = std::move(c);
+              }
+              finished.set_value();
+            },
+            [this](llm::llm_error e) {
+              {
+                std::lock_guard lock{mx};
+                out.error = std::move(e);
+              }
+              finished.set_value();
+            }};
+  }
+
+  stream_outcome wait(std::chrono::milliseconds timeout = 20s) {
+    auto f = finished.get_future();
+    if (f.wait_for(timeout) != std::future_status::ready)
+      throw std::runtime_error("the call did not finish in time");
+    std::lock_guard lock{mx};
+    return out;
+  }
+};
+
+llm::endpoint_config config_for(const fake_openai& fake) {
+  llm::endpoint_config c;
+  c.base_url = fake.base_url();
+  c.model = "fake-model";
+  c.backoff_base = 5ms;
+  c.backoff_max = 50ms;
+  c.first_token_timeout = 5s;
+  c.idle_timeout = 5s;
+  return c;
+}
+
+llm::chat_params ask(std::string question) {
+  llm::chat_params p;
+  p.messages = {{"system", "be brief"}, {"user", std::move(question)}};
+  return p;
+}
+
+TEST(openai_client, streams_a_completion_with_usage_and_reuses_the_connection) {
+  fake_openai fake{R"({"default":{"reply":"Tea is brewed with salt in Quellin."}})"};
+  llm::openai_client client{config_for(fake)};
+  for (int i = 0; i < 3; ++i) {
+    collector c;
+    client.stream_chat(ask("How is tea brewed?"), c.callbacks());
+    auto r = c.wait();
+    ASSERT_FALSE(r.error) << r.error->message;
+    ASSERT_TRUE(r.done);
+    EXPECT_EQ(r.text(), "Tea is brewed with salt in Quellin.");
+    EXPECT_EQ(r.done->text, r.text());
+    EXPECT_EQ(r.done->finish_reason, "stop");
+    EXPECT_GT(r.deltas.size(), 3u) << "streamed in pieces";
+    EXPECT_EQ(r.done->tokens.completion_tokens, static_cast<int32_t>(r.deltas.size()));
+    EXPECT_EQ(r.done->tokens.prompt_tokens, 6) << "fake counts words of all messages";
+  }
+  EXPECT_EQ(fake.stat("connections_accepted"), 1) << "keep-alive: one connection for 3 calls";
+  EXPECT_EQ(fake.stat("streams_completed"), 3);
+  // The wire format is OpenAI's: model, messages, stream and usage request.
+  auto body = json::parse(fake.stats().str("/last_chat_request"));
+  EXPECT_EQ(body.str("/model"), "fake-model");
+  EXPECT_TRUE(body.boolean("/stream"));
+  EXPECT_TRUE(body.boolean("/stream_options/include_usage"));
+  EXPECT_EQ(body.items("/messages").size(), 2u);
+}
+
+TEST(openai_client, non_streaming_chat_and_embeddings) {
+  fake_openai fake{R"({"rules":[{"match":"route","reply":"{\"kb_prefix\": \"tea\"}"}],)"
+                   R"("embedding_dims":16})"};
+  llm::openai_client client{config_for(fake)};
+  std::promise<llm::chat_result> p;
+  client.chat(ask("please route this"), [&](llm::chat_result r) { p.set_value(std::move(r)); });
+  auto r = p.get_future().get();
+  ASSERT_TRUE(std::holds_alternative<llm::completion>(r)) << std::get<llm::llm_error>(r).message;
+  EXPECT_EQ(std::get<llm::completion>(r).text, "{\"kb_prefix\": \"tea\"}");
+
+  auto e = client.embed_sync({"green tea", "green tea", "harbour ships"});
+  ASSERT_TRUE(std::holds_alternative<std::vector<std::vector<float>>>(e));
+  auto& v = std::get<std::vector<std::vector<float>>>(e);
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].size(), 16u);
+  EXPECT_EQ(v[0], v[1]);
+  EXPECT_NE(v[0], v[2]);
+}
+
+TEST(openai_client, retries_429_and_500_only_before_the_first_token) {
+  fake_openai fake{R"({"default":{"reply":"fine now","fault":"http_429","fault_times":1}})"};
+  llm::openai_client client{config_for(fake)};
+  collector c;
+  client.stream_chat(ask("q"), c.callbacks());
+  auto r = c.wait();
+  ASSERT_FALSE(r.error) << r.error->message;
+  EXPECT_EQ(r.text(), "fine now");
+  EXPECT_EQ(fake.stat("chat_requests"), 2) << "one 429, one success";
+
+  fake.set_script(R"({"default":{"fault":"http_500"}})");
+  fake.reset_stats();
+  collector c2;
+  client.stream_chat(ask("q"), c2.callbacks());
+  auto r2 = c2.wait();
+  ASSERT_TRUE(r2.error);
+  EXPECT_EQ(r2.error->kind, failure::http_status);
+  EXPECT_EQ(r2.error->http_status, 500);
+  EXPECT_EQ(r2.error->attempts, 3) << "max_retries = 2";
+  EXPECT_FALSE(r2.error->after_first_token);
+  EXPECT_EQ(fake.stat("chat_requests"), 3);
+  EXPECT_NE(r2.error->message.find("internal error"), std::string::npos) << r2.error->message;
+}
+
+TEST(openai_client, failures_after_the_first_token_are_never_retried) {
+  for (auto fault : {"reset_mid_stream", "malformed_chunk"}) {
+    fake_openai fake{std::string{R"({"default":{"reply":"one two three four five six",)"}
+                     + R"("fault":")" + fault + R"(","fault_after_tokens":2}})"};
+    llm::openai_client client{config_for(fake)};
+    collector c;
+    client.stream_chat(ask("q"), c.callbacks());
+    auto r = c.wait();
+    ASSERT_TRUE(r.error) << fault;
+    EXPECT_EQ(r.error->kind, failure::protocol) << fault;
+    EXPECT_TRUE(r.error->after_first_token) << fault;
+    EXPECT_EQ(r.text(), "one two ") << fault;
+    EXPECT_EQ(fake.stat("chat_requests"), 1) << fault << ": no retry after a token";
+  }
+}
+
+TEST(openai_client, missing_done_after_finish_reason_is_complete_but_a_cut_stream_is_not) {
+  fake_openai fake{R"({"default":{"reply":"all of it","fault":"no_done"}})"};
+  llm::openai_client client{config_for(fake)};
+  collector c;
+  client.stream_chat(ask("q"), c.callbacks());
+  auto r = c.wait();
+  ASSERT_FALSE(r.error) << r.error->message;
+  EXPECT_EQ(r.done->text, "all of it");
+
+  fake.set_script(R"({"default":{"fault":"close_before_headers"}})");
+  collector c2;
+  client.stream_chat(ask("q"), c2.callbacks());
+  auto r2 = c2.wait();
+  ASSERT_TRUE(r2.error);
+  EXPECT_EQ(r2.error->kind, failure::connect);
+  EXPECT_EQ(r2.error->attempts, 3);
+}
+
+TEST(openai_client, timeouts_first_token_and_idle) {
+  fake_openai fake{R"({"rules":[{"match":"slow","first_token_delay_ms":3000},)"
+                   R"({"match":"stall","reply":"a b c d","fault":"stall","fault_after_tokens":1}]})"};
+  auto cfg = config_for(fake);
+  cfg.first_token_timeout = 300ms;
+  cfg.idle_timeout = 300ms;
+  cfg.max_retries = 0;
+  llm::openai_client client{cfg};
+  collector slow;
+  client.stream_chat(ask("slow please"), slow.callbacks());
+  auto r = slow.wait();
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->kind, failure::timeout_first_token) << r.error->message;
+
+  collector stall;
+  client.stream_chat(ask("stall please"), stall.callbacks());
+  auto r2 = stall.wait();
+  ASSERT_TRUE(r2.error);
+  EXPECT_EQ(r2.error->kind, failure::timeout_idle) << r2.error->message;
+  EXPECT_TRUE(r2.error->after_first_token);
+  EXPECT_EQ(r2.text(), "a ");
+  EXPECT_TRUE(fake.wait_for_stat("streams_aborted", 1)) << "the stalled connection was closed";
+}
+
+TEST(openai_client, connection_refused_is_a_connect_failure) {
+  uint16_t closed_port;
+  {
+    fake_openai gone;
+    closed_port = gone.port();
+  }
+  llm::endpoint_config cfg;
+  cfg.base_url = "http://127.0.0.1:" + std::to_string(closed_port) + "/v1";
+  cfg.model = "m";
+  cfg.max_retries = 1;
+  cfg.backoff_base = 1ms;
+  llm::openai_client client{cfg};
+  collector c;
+  client.stream_chat(ask("q"), c.callbacks());
+  auto r = c.wait();
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->kind, failure::connect);
+  EXPECT_EQ(r.error->attempts, 2);
+  llm::endpoint_config bad;
+  bad.base_url = "ftp://x";
+  EXPECT_THROW(llm::openai_client{bad}, std::invalid_argument);
+}
+
+TEST(openai_client, cancel_mid_stream_closes_the_upstream_connection) {
+  fake_openai fake{R"({"default":{"reply":"a b c d e f g h i j k l m n o p","token_delay_ms":100}})"};
+  llm::openai_client client{config_for(fake)};
+  collector c;
+  auto handle = client.stream_chat(ask("q"), c.callbacks());
+  ASSERT_EQ(c.first_delta.get_future().wait_for(10s), std::future_status::ready);
+  handle->cancel();
+  auto r = c.wait();
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->kind, failure::cancelled);
+  EXPECT_TRUE(fake.wait_for_stat("streams_aborted", 1)) << fake.stats().dump();
+  EXPECT_EQ(fake.stat("streams_completed"), 0);
+  handle->cancel();  // idempotent
+}
+
+TEST(openai_client, many_concurrent_streams_complete) {
+  fake_openai fake{R"({"default":{"echo":true,"token_delay_ms":2}})"};
+  llm::openai_client client{config_for(fake)};
+  constexpr int n = 50;
+  std::vector<std::unique_ptr<collector>> cs;
+  for (int i = 0; i < n; ++i) {
+    cs.push_back(std::make_unique<collector>());
+    client.stream_chat(ask("question number " + std::to_string(i)), cs.back()->callbacks());
+  }
+  for (int i = 0; i < n; ++i) {
+    auto r = cs[static_cast<size_t>(i)]->wait();
+    ASSERT_FALSE(r.error) << i << ": " << r.error->message;
+    EXPECT_EQ(r.text(), "question number " + std::to_string(i));
+  }
+  EXPECT_EQ(fake.stat("streams_completed"), n);
+}
+
+}  // namespace
+}  // namespace ragtor::test

@@ -1,0 +1,67 @@
+#include "tests/support/fake_openai.hpp"
+
+#include <fstream>
+#include <thread>
+
+#include "tests/support/http_client.hpp"
+
+#ifndef FAKE_OPENAI_BINARY
+#error "FAKE_OPENAI_BINARY must name the fake_openai executable"
+#endif
+
+namespace ragtor::test {
+
+fake_openai::fake_openai(const std::string& script_json) {
+  auto script = dir_.path() / "script.json";
+  std::ofstream{script} << script_json;
+  process_ = std::make_unique<ragtor_process>(
+      std::vector<std::string>{FAKE_OPENAI_BINARY, "--port", "0", "--script", script.string()},
+      "fake_openai listening on http://");
+}
+
+fake_openai::~fake_openai() {
+  if (process_)
+    process_->stop();
+}
+
+std::string fake_openai::base_url() const {
+  return "http://127.0.0.1:" + std::to_string(port()) + "/v1";
+}
+
+void fake_openai::set_script(const std::string& json) {
+  auto res = request(port(), "POST", "/_fake/script", json);
+  if (res.status != 200)
+    throw http_error{"fake_openai rejected the script: " + res.body};
+}
+
+void fake_openai::reset_stats() {
+  request(port(), "POST", "/_fake/reset", "{}");
+}
+
+json fake_openai::stats() {
+  return json::parse(request(port(), "GET", "/_fake/stats").body);
+}
+
+int64_t fake_openai::stat(std::string_view name) {
+  return stats().integer("/" + std::string{name});
+}
+
+bool fake_openai::wait_for_stat(std::string_view name, int64_t value,
+                                std::chrono::milliseconds timeout) {
+  auto deadline = std::chrono::steady_clock::now() + timeout;
+  for (;;) {
+    if (stat(name) >= value)
+      return true;
+    if (std::chrono::steady_clock::now() >= deadline)
+      return false;
+    // Polling an observable counter with a deadline (not a sleep standing
+    // in for synchronisation).
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+env_vars model_env(const fake_openai& fake) {
+  return {{"RAGTOR_LLM__BASE_URL", fake.base_url()}, {"RAGTOR_LLM__MODEL", "fake-model"}};
+}
+
+}  // namespace ragtor::test

@@ -1,0 +1,45 @@
+// Runs the fake OpenAI-compatible server (tests/fixtures/fake_openai) for a
+// test: a real child process on a free loopback port, scripted through its
+// JSON script (see the fixture's header comment) and observed through its
+// /_fake/stats counters.
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+
+#include "tests/support/json.hpp"
+#include "tests/support/ragtor_process.hpp"
+
+namespace ragtor::test {
+
+class fake_openai {
+public:
+  explicit fake_openai(const std::string& script_json = "{}");
+  ~fake_openai();
+
+  uint16_t port() const { return process_->port(); }
+  // "http://127.0.0.1:PORT/v1", what ragtor's llm.base_url takes.
+  std::string base_url() const;
+
+  // Replaces the script (POST /_fake/script); throws on a rejected script.
+  void set_script(const std::string& json);
+  // Zeroes the counters.
+  void reset_stats();
+  json stats();
+  int64_t stat(std::string_view name);
+  // Polls /_fake/stats until counter `name` >= value or `timeout` passed.
+  bool wait_for_stat(std::string_view name, int64_t value,
+                     std::chrono::milliseconds timeout = std::chrono::seconds(10));
+
+private:
+  temp_dir dir_{"fake-openai"};
+  std::unique_ptr<ragtor_process> process_;
+};
+
+// Env vars that point a ragtor server at `fake` (and name a model).
+env_vars model_env(const fake_openai& fake);
+
+}  // namespace ragtor::test
