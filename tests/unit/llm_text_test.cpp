@@ -1,0 +1,235 @@
+// Plain-code parts of the model gateway: the SSE line parser, the wire
+// JSON, the token counter, the prompt builder's sections and budget, the
+// streaming citation parser, and structured-output parsing.
+#include <gtest/gtest.h>
+
+#include "llm/citation_parser.hpp"
+#include "llm/openai_wire.hpp"
+#include "llm/prompt_builder.hpp"
+#include "llm/router_prompt.hpp"
+#include "llm/structured_output.hpp"
+#include "llm/token_count.hpp"
+
+namespace ragtor::llm {
+namespace {
+
+TEST(sse_parser, events_survive_every_split_point) {
+  std::string wire =
+      ": keep-alive\r\n\r\ndata: {\"a\":1}\r\n\r\nevent: x\ndata:line1\ndata: line2\n\n"
+      "data: [DONE]\n\n";
+  std::vector<std::string> expected{"{\"a\":1}", "line1\nline2", "[DONE]"};
+  for (size_t cut = 0; cut <= wire.size(); ++cut) {
+    sse_parser p;
+    auto a = p.push(std::string_view{wire}.substr(0, cut));
+    auto b = p.push(std::string_view{wire}.substr(cut));
+    a.insert(a.end(), b.begin(), b.end());
+    EXPECT_EQ(a, expected) << "cut at " << cut;
+  }
+}
+
+TEST(openai_wire, chunks_completions_embeddings_and_errors) {
+  auto c = parse_stream_chunk(
+      R"({"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]})");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->delta, "Hi");
+  auto u = parse_stream_chunk(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}})");
+  ASSERT_TRUE(u && u->tokens);
+  EXPECT_EQ(u->tokens->completion_tokens, 4);
+  auto f = parse_stream_chunk(R"({"choices":[{"delta":{},"finish_reason":"length"}]})");
+  EXPECT_EQ(f->finish_reason, "length");
+  EXPECT_EQ(parse_stream_chunk(R"({"error":{"message":"boom"}})")->error, "boom");
+  EXPECT_FALSE(parse_stream_chunk("{not json"));
+  auto comp = parse_completion(
+      R"({"choices":[{"message":{"role":"assistant","content":"x"},"finish_reason":"stop"}]})");
+  ASSERT_TRUE(comp);
+  EXPECT_EQ(comp->text, "x");
+  auto emb = parse_embeddings(
+      R"({"data":[{"index":1,"embedding":[0.5]},{"index":0,"embedding":[1,2]}]})");
+  ASSERT_TRUE(emb);
+  EXPECT_EQ((*emb)[0], (std::vector<float>{1, 2})) << "ordered by index";
+  EXPECT_EQ(parse_error_body(R"({"error":{"message":"rate limited"}})"), "rate limited");
+  chat_params p;
+  p.messages = {{"user", "quote \" and \n newline"}};
+  p.max_tokens = 5;
+  auto body = build_chat_body("m", p, true);
+  EXPECT_NE(body.find(R"("stream":true,"stream_options":{"include_usage":true})"),
+            std::string::npos);
+  EXPECT_NE(body.find(R"(quote \" and \n newline)"), std::string::npos);
+}
+
+TEST(token_count, counts_words_cjk_and_symbols) {
+  EXPECT_EQ(approx_tokens(""), 0u);
+  EXPECT_EQ(approx_tokens("tea"), 1u);
+  EXPECT_EQ(approx_tokens("tea pot!"), 3u);
+  EXPECT_EQ(approx_tokens("internationalisation"), 5u);
+  EXPECT_EQ(approx_tokens("泡茶的水温"), 5u);
+  EXPECT_LT(approx_tokens("a short text"), approx_tokens("a short text that keeps going on"));
+}
+
+stored_message msg(int64_t seq, std::string role, std::string content) {
+  stored_message m;
+  m.seq = seq;
+  m.role = std::move(role);
+  m.content = std::move(content);
+  return m;
+}
+
+retrieval_result evidence(size_t n) {
+  retrieval_result r;
+  for (size_t i = 0; i < n; ++i) {
+    retrieval_item it;
+    it.result_id = "d" + std::to_string(i) + "#0";
+    it.doc_id = "d" + std::to_string(i);
+    it.title = "Title <" + std::to_string(i) + ">";
+    it.evidence = std::string(400, 'a' + static_cast<char>(i % 26)) + " & more";
+    r.retrieval_results.push_back(it);
+  }
+  return r;
+}
+
+TEST(prompt_builder, sections_in_order_and_empty_ones_omitted) {
+  auto ev = evidence(2);
+  prompt_inputs in;
+  in.summary = "They asked about tea.";
+  in.memories = {"prefers green tea"};
+  in.evidence = &ev;
+  in.window = {msg(1, "user", "earlier question"), msg(2, "assistant", "earlier answer")};
+  in.question = "now?";
+  auto p = build_prompt(in);
+  ASSERT_EQ(p.messages.size(), 4u);
+  auto& sys = p.messages[0].content;
+  auto pos = [&](std::string_view s) { return sys.find(s); };
+  EXPECT_LT(pos("<system_instruction>"), pos("<user_memory>"));
+  EXPECT_LT(pos("<user_memory>"), pos("<conversation_summary>"));
+  EXPECT_LT(pos("<conversation_summary>"), pos("<documents>"));
+  EXPECT_LT(pos("<documents>"), pos("<output_rules>"));
+  EXPECT_EQ(pos("<episodic_memory>"), std::string::npos);
+  EXPECT_NE(pos("title=\"Title &lt;0&gt;\""), std::string::npos) << "attributes escaped";
+  EXPECT_NE(pos("&amp; more"), std::string::npos);
+  EXPECT_EQ(p.messages[1].role, "user");
+  EXPECT_EQ(p.messages[2].role, "assistant");
+  EXPECT_EQ(p.messages[3].content, "now?");
+  EXPECT_EQ(p.doc_ids_included, (std::vector<std::string>{"d0", "d1"}));
+
+  prompt_inputs general;
+  general.question = "hi";
+  auto g = build_prompt(general);
+  EXPECT_EQ(g.messages[0].content.find("<documents>"), std::string::npos);
+  EXPECT_EQ(g.messages[0].content.find("<cite"), std::string::npos);
+}
+
+TEST(prompt_builder, the_budget_trims_least_useful_material_first) {
+  auto ev = evidence(6);
+  prompt_inputs in;
+  in.evidence = &ev;
+  in.episodic = {std::string(800, 'e')};
+  for (int i = 0; i < 6; ++i)
+    in.window.push_back(msg(i, i % 2 ? "assistant" : "user", std::string(400, 'w')));
+  in.question = "q";
+  in.budget_tokens = 600;
+  auto p = build_prompt(in);
+  EXPECT_LE(p.prompt_tokens, 600u);
+  ASSERT_FALSE(p.dropped.empty());
+  EXPECT_EQ(p.dropped[0], "episodic memory") << "recall goes first";
+  EXPECT_EQ(p.messages.size(), 1u + 2u + 1u) << "the last two window messages stay";
+  EXPECT_GE(p.doc_ids_included.size(), 1u);
+  EXPECT_EQ(p.doc_ids_included[0], "d0") << "the best document stays";
+  in.budget_tokens = 100000;
+  EXPECT_TRUE(build_prompt(in).dropped.empty());
+}
+
+std::vector<citation_source> sources() {
+  return {{"tea", "tea#0", "Tea", "Japanese sencha tastes best at 70 degrees.\nBlack tea likes boiling water."},
+          {"cn", "cn#0", "茶", "绿茶的最佳水温是八十度左右。"}};
+}
+
+TEST(citation_parser, tags_are_stripped_at_every_split_point) {
+  std::string answer =
+      "Sencha: <cite doc_id=\"tea\" quote=\"japanese  SENCHA tastes best at 70 degrees.\">70 "
+      "degrees</cite>; <cite doc_id='cn' quote='绿茶的最佳水温是八十度左右'>八十度</cite> and "
+      "a < b <citation>kept</citation> <cite doc_id=\"tea\" quote=\"Tea is purple &amp; "
+      "loud.\">forged</cite>.";
+  std::string expected_text =
+      "Sencha: 70 degrees; 八十度 and a < b <citation>kept</citation> forged.";
+  for (size_t cut = 0; cut <= answer.size(); ++cut) {
+    citation_stream_parser p{sources()};
+    auto text = p.feed(std::string_view{answer}.substr(0, cut));
+    text += p.feed(std::string_view{answer}.substr(cut));
+    text += p.finish();
+    ASSERT_EQ(text, expected_text) << "cut at " << cut;
+    auto& c = p.citations();
+    ASSERT_EQ(c.size(), 3u);
+    EXPECT_TRUE(c[0].verified);
+    EXPECT_EQ(c[0].chunk_id, "tea#0");
+    EXPECT_TRUE(c[1].verified) << "CJK quote";
+    EXPECT_FALSE(c[2].verified);
+    EXPECT_EQ(c[2].quote, "Tea is purple & loud.");
+  }
+}
+
+TEST(citation_parser, unknown_documents_short_quotes_and_broken_tags) {
+  citation_stream_parser p{sources()};
+  auto t = p.feed("x <cite doc_id=\"ghost\" quote=\"Japanese sencha tastes best\">y</cite> ");
+  t += p.feed("<cite doc_id=\"tea\" quote=\"70\">z</cite> <cite never closed");
+  t += p.finish();
+  EXPECT_EQ(t, "x y z <cite never closed");
+  ASSERT_EQ(p.citations().size(), 2u);
+  EXPECT_FALSE(p.citations()[0].verified) << "unknown doc";
+  EXPECT_FALSE(p.citations()[1].verified) << "too short to verify";
+  EXPECT_TRUE(quote_matches("“Black tea likes boiling water.”", "He said \"Black tea likes boiling water.\""));
+  EXPECT_FALSE(quote_matches("", "anything"));
+}
+
+TEST(structured_output, finds_json_in_messy_replies) {
+  EXPECT_EQ(extract_json_object("```json\n{\"a\": 1,}\n```"), "{\"a\": 1}");
+  EXPECT_EQ(extract_json_object("Sure! Here: {\"a\": \"}{\", \"b\": {\"c\": [1,2,]}} hope it helps"),
+            "{\"a\": \"}{\", \"b\": {\"c\": [1,2]}}");
+  EXPECT_EQ(extract_json_object("{broken {\"ok\": true}"), "{\"ok\": true}");
+  EXPECT_FALSE(extract_json_object("no json here"));
+  EXPECT_FALSE(extract_json_object("{\"truncated\": "));
+  auto r = parse_structured("{\"Confidence\": \"0.9\", \"flag\": \"yes\", \"tags\": \"one\"}",
+                            {{"confidence", field_type::number},
+                             {"flag", field_type::boolean},
+                             {"tags", field_type::string_array},
+                             {"missing", field_type::string, false}});
+  ASSERT_TRUE(std::holds_alternative<parsed_fields>(r)) << std::get<std::string>(r);
+  auto& f = std::get<parsed_fields>(r);
+  EXPECT_DOUBLE_EQ(f.numbers.at("confidence"), 0.9);
+  EXPECT_TRUE(f.bools.at("flag"));
+  EXPECT_EQ(f.arrays.at("tags"), std::vector<std::string>{"one"});
+  auto bad = parse_structured("{\"confidence\": [1]}", {{"confidence", field_type::number}});
+  ASSERT_TRUE(std::holds_alternative<std::string>(bad));
+  EXPECT_NE(std::get<std::string>(bad).find("confidence"), std::string::npos);
+  parsed_fields fallback;
+  fallback.strings["kb"] = "general";
+  EXPECT_EQ(parse_or_default("nothing", {{"kb", field_type::string}}, fallback, "test")
+                .strings.at("kb"),
+            "general");
+}
+
+TEST(router_prompt, prompt_lists_kbs_and_replies_parse_robustly) {
+  std::vector<kb_profile> kbs{{"Tea", "Brewing tea", {"kettle"}}, {"harbour", "Ships", {}}};
+  auto msgs = build_router_messages(std::string(5000, 'x'), kbs);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_NE(msgs[0].content.find("- Tea: Brewing tea (keywords: kettle)"), std::string::npos);
+  EXPECT_NE(msgs[0].content.find("\"kb_prefix\""), std::string::npos);
+  EXPECT_EQ(msgs[1].content.size(), 2000u);
+  auto good = parse_router_reply(
+      "```json\n{\"kb_prefix\": \"tea\", \"confidence\": \"0.9\", \"reason\": \"r\", "
+      "\"intent\": \"kb_query\", \"agent_type\": \"graph_agent\"}\n```",
+      kbs);
+  ASSERT_TRUE(good.ok) << good.error;
+  EXPECT_EQ(good.kb_prefix, "Tea") << "normalised to the real name";
+  EXPECT_DOUBLE_EQ(good.confidence, 0.9);
+  EXPECT_EQ(good.agent_type, "graph_agent");
+  auto clamped = parse_router_reply("{\"kb_prefix\":\"harbour\",\"confidence\":7,\"agent_type\":\"x\"}", kbs);
+  EXPECT_TRUE(clamped.ok);
+  EXPECT_DOUBLE_EQ(clamped.confidence, 1.0);
+  EXPECT_EQ(clamped.agent_type, "");
+  EXPECT_FALSE(parse_router_reply("{\"kb_prefix\":\"mars\"}", kbs).ok);
+  EXPECT_FALSE(parse_router_reply("I think tea", kbs).ok);
+  EXPECT_EQ(parse_router_reply("{\"kb_prefix\":\"general\"}", kbs).intent, "chitchat");
+}
+
+}  // namespace
+}  // namespace ragtor::llm
