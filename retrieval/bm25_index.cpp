@@ -89,6 +89,11 @@ std::vector<bm25_index::query_term> bm25_index::query_terms(std::string_view que
   std::map<std::string, double> counts;
   for (auto& t : tokenize(query))
     counts[t] += 1.0;
+  return weighted_query_terms(counts);
+}
+
+std::vector<bm25_index::query_term> bm25_index::weighted_query_terms(
+    const std::map<std::string, double>& counts) const {
   std::vector<query_term> out;
   for (auto& [term, w] : counts)
     if (auto i = postings_.find(term); i != postings_.end())
@@ -111,8 +116,33 @@ std::vector<bm25_index::hit> bm25_index::search_exhaustive(std::string_view quer
   return top.sorted();
 }
 
+double bm25_index::idf(std::string_view term) const {
+  auto i = postings_.find(std::string{term});
+  return i == postings_.end() ? 0.0 : i->second.idf;
+}
+
+size_t bm25_index::memory_bytes() const {
+  size_t bytes = doc_len_.capacity() * sizeof(uint32_t);
+  for (auto& [term, pl] : postings_)
+    bytes += term.capacity() + sizeof(pl) + 48 + (pl.docs.capacity() + pl.tfs.capacity()) * 4;
+  return bytes;
+}
+
 std::vector<bm25_index::hit> bm25_index::search(std::string_view query, size_t k) const {
-  auto terms = query_terms(query);
+  return search_terms(query_terms(query), k);
+}
+
+std::vector<bm25_index::hit> bm25_index::search_terms(
+    const std::vector<std::pair<std::string, double>>& weighted_terms, size_t k) const {
+  std::map<std::string, double> counts;
+  for (auto& [t, w] : weighted_terms)
+    if (w > 0)
+      counts[t] += w;
+  return search_terms(weighted_query_terms(counts), k);
+}
+
+std::vector<bm25_index::hit> bm25_index::search_terms(std::vector<query_term> terms,
+                                                      size_t k) const {
   if (terms.empty() || k == 0)
     return {};
   // Ascending upper bound: terms [0, first_essential) are non-essential.

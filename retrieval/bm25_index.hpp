@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -38,6 +39,15 @@ public:
   // The same result by scoring every posting: the reference for tests.
   std::vector<hit> search_exhaustive(std::string_view query, size_t k) const;
 
+  // The same for already-tokenized index terms with weights (e.g. an RM3
+  // expanded query); still exact.
+  std::vector<hit> search_terms(const std::vector<std::pair<std::string, double>>& weighted_terms,
+                                size_t k) const;
+
+  // idf of an index term (0 when unknown) and the approximate heap size.
+  double idf(std::string_view term) const;
+  size_t memory_bytes() const;
+
   // Number of indexed chunks.
   size_t size() const { return doc_len_.size(); }
 
@@ -55,6 +65,8 @@ private:
   };
 
   std::vector<query_term> query_terms(std::string_view query) const;
+  std::vector<query_term> weighted_query_terms(const std::map<std::string, double>& counts) const;
+  std::vector<hit> search_terms(std::vector<query_term> terms, size_t k) const;
   double term_score(const posting_list& pl, size_t pos, double weight) const;
 
   params params_;

@@ -1,5 +1,9 @@
 #include "retrieval/kb_catalog.hpp"
 
+#include <chrono>
+
+#include <spdlog/spdlog.h>
+
 #include "retrieval/kb_store.hpp"
 
 namespace ragtor {
@@ -36,7 +40,29 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
   for (auto& d : docs)
     for (auto& c : chunk_document(d, opts.chunking))
       snap->chunks.push_back(std::move(c));
+  auto started = std::chrono::steady_clock::now();
   snap->index = bm25_index::build(snap->chunks, opts.bm25);
+  if (opts.embed && !snap->chunks.empty()) {
+    std::vector<std::string> texts;
+    texts.reserve(snap->chunks.size());
+    for (auto& c : snap->chunks)
+      texts.push_back(c.title + "\n" + c.text);
+    auto vecs = opts.embed->embed(texts);
+    if (auto* rows = std::get_if<embedding_batch>(&vecs)) {
+      std::vector<float> flat;
+      flat.reserve(rows->size() * opts.embed->dims());
+      for (auto& r : *rows)
+        flat.insert(flat.end(), r.begin(), r.end());
+      snap->vectors = vector_index::build(std::move(flat), opts.embed->dims(), opts.vectors);
+      snap->embed = opts.embed;
+    } else {
+      spdlog::warn("knowledge base \"{}\": embedding failed ({}); vector search disabled",
+                   snap->name, std::get<std::string>(vecs));
+    }
+  }
+  snap->graph = entity_graph::build(snap->chunks, opts.graph);
+  snap->build_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return snap;
 }
 

@@ -16,7 +16,10 @@
 #include "protocol/messages.hpp"
 #include "retrieval/bm25_index.hpp"
 #include "retrieval/chunker.hpp"
+#include "retrieval/embedder.hpp"
+#include "retrieval/entity_graph.hpp"
 #include "retrieval/kb_settings.hpp"
+#include "retrieval/vector_index.hpp"
 
 namespace ragtor {
 
@@ -24,6 +27,9 @@ namespace ragtor {
 struct kb_build_options {
   chunker_options chunking;
   bm25_params bm25;
+  std::shared_ptr<embedder> embed = make_hashed_embedder();  // null = no vector leg
+  vector_index_options vectors;
+  graph_options graph;
 };
 
 struct kb_snapshot {
@@ -32,6 +38,10 @@ struct kb_snapshot {
   size_t documents = 0;
   std::vector<chunk> chunks;
   bm25_index index;
+  std::shared_ptr<embedder> embed;  // null when the KB has no vector leg
+  vector_index vectors;
+  entity_graph graph;
+  double build_ms = 0;
 
   // The top `k` chunks for `query` as retrieval items (zero scores dropped).
   std::vector<retrieval_item> search(std::string_view query, size_t k) const;

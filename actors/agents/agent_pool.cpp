@@ -10,14 +10,15 @@
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/worker_name.hpp"
+#include "retrieval/agents.hpp"
 #include "retrieval/kb_catalog.hpp"
 
 namespace ragtor {
 
 namespace {
 
-struct bm25_agent_state {
-  static inline const char* name = "bm25_agent";
+struct retrieval_agent_state {
+  static inline const char* name = "retrieval_agent";
   std::shared_ptr<kb_catalog> catalog;
   std::string kb;
   std::string agent_type;
@@ -34,10 +35,10 @@ struct agent_pool_state {
 
 }  // namespace
 
-retrieval_agent_actor spawn_bm25_agent(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
+retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
                                        std::string kb, std::string agent_type) {
   return sys.spawn([catalog, kb,
-                    agent_type](retrieval_agent_actor::stateful_pointer<bm25_agent_state> self)
+                    agent_type](retrieval_agent_actor::stateful_pointer<retrieval_agent_state> self)
                        -> retrieval_agent_actor::behavior_type {
     self->state.catalog = catalog;
     self->state.kb = kb;
@@ -50,30 +51,19 @@ retrieval_agent_actor spawn_bm25_agent(caf::actor_system& sys, std::shared_ptr<k
           if (!snapshot)
             return make_error(errc::not_found, "unknown knowledge base \"" + self->state.kb + "\"");
           auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
-          retrieval_result result;
-          result.retrieval_results = snapshot->search(query, k);
-          for (auto& item : result.retrieval_results) {
-            result.chunk_ids.push_back(item.result_id);
-            if (!result.context.empty())
-              result.context += "\n\n";
-            result.context += item.evidence;
-          }
+          auto result = run_agent(*snapshot, self->state.agent_type, query, k);
           auto ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
           ++self->state.served;
           self->state.total_ms += ms;
-          result.trace.push_back({"bm25",
-                                  "agent_type=" + self->state.agent_type + " kb=" + self->state.kb
-                                      + " hits=" + std::to_string(result.retrieval_results.size()),
-                                  ms});
           return result;
         },
         [=](atom::status) -> std::string {
           json_writer w;
           w.begin_object()
               .field("kind", "retrieval_agent")
-              .field("name", "bm25_agent")
+              .field("name", "retrieval_agent")
               .field("kb", self->state.kb)
               .field("agent_type", self->state.agent_type)
               .field("processed", self->state.served)
@@ -123,7 +113,7 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
           if (auto i = agents.find(key); i != agents.end())
             return i->second;
           auto agent =
-              spawn_bm25_agent(self->system(), self->state.catalog, kb, parsed->agent_type);
+              spawn_retrieval_agent(self->system(), self->state.catalog, kb, parsed->agent_type);
           self->link_to(agent);
           agents.emplace(key, agent);
           return agent;

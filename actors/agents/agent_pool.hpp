@@ -16,10 +16,10 @@ class kb_catalog;
 
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog);
 
-// A BM25 retrieval agent over the latest snapshot of `kb`. It serves every
-// agent_type until the vector, graph and research legs exist (the retrieval
-// issue); its trace says which leg answered.
-retrieval_agent_actor spawn_bm25_agent(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
+// A retrieval agent of `agent_type` (retrieval/agents.hpp) over the latest
+// snapshot of `kb`: each request uses the snapshot current at that moment,
+// so an ingest swaps indexes under it without a restart.
+retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
                                        std::string kb, std::string agent_type);
 
 }  // namespace ragtor

@@ -1,0 +1,296 @@
+#include "retrieval/agents.hpp"
+
+#include <chrono>
+#include <cmath>
+#include <map>
+
+#include "retrieval/fusion.hpp"
+
+namespace ragtor {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+double ms_since(steady::time_point t) {
+  return std::chrono::duration<double, std::milli>(steady::now() - t).count();
+}
+
+retrieval_item item_of(const kb_snapshot& snap, uint32_t idx, double score, std::string source) {
+  auto& c = snap.chunks[idx];
+  retrieval_item item;
+  item.result_id = c.chunk_id;
+  item.granularity = "chunk";
+  item.evidence = c.text;
+  item.source = std::move(source);
+  item.score = score;
+  item.source_id = c.chunk_id;
+  item.source_type = "chunk";
+  item.doc_id = c.doc_id;
+  item.title = c.title;
+  item.kb_prefix = snap.name;
+  return item;
+}
+
+ranked_list bm25_leg(const kb_snapshot& snap, std::string_view query, size_t depth) {
+  ranked_list l;
+  l.leg = "bm25";
+  l.weight = snap.settings.keyword_weight;
+  if (snap.settings.bm25_threshold > 0)
+    l.min_score = snap.settings.bm25_threshold;
+  for (auto& [idx, score] : snap.index.search(query, depth))
+    if (score > 0)
+      l.items.emplace_back(std::to_string(idx), score);
+  return l;
+}
+
+ranked_list bm25_terms_leg(const kb_snapshot& snap,
+                           const std::vector<std::pair<std::string, double>>& terms,
+                           size_t depth) {
+  ranked_list l;
+  l.leg = "bm25";
+  l.weight = snap.settings.keyword_weight;
+  for (auto& [idx, score] : snap.index.search_terms(terms, depth))
+    if (score > 0)
+      l.items.emplace_back(std::to_string(idx), score);
+  return l;
+}
+
+ranked_list vector_leg(const kb_snapshot& snap, std::string_view query, size_t depth) {
+  ranked_list l;
+  l.leg = "vector";
+  l.weight = snap.settings.vector_weight;
+  if (snap.settings.vector_threshold != 0)
+    l.min_score = snap.settings.vector_threshold;
+  if (!snap.embed || snap.vectors.size() == 0)
+    return l;
+  auto v = snap.embed->embed({std::string{query}});
+  auto* rows = std::get_if<embedding_batch>(&v);
+  if (!rows || rows->empty())
+    return l;
+  for (auto& [idx, sim] : snap.vectors.search((*rows)[0], depth))
+    if (sim > 0)
+      l.items.emplace_back(std::to_string(idx), sim);
+  return l;
+}
+
+void finish(retrieval_result& r) {
+  for (auto& item : r.retrieval_results) {
+    r.chunk_ids.push_back(item.result_id);
+    if (!r.context.empty())
+      r.context += "\n\n";
+    r.context += item.evidence;
+  }
+}
+
+std::vector<retrieval_item> from_list(const kb_snapshot& snap, const ranked_list& l, size_t k) {
+  std::vector<retrieval_item> out;
+  for (size_t i = 0; i < l.items.size() && i < k; ++i)
+    out.push_back(item_of(snap, static_cast<uint32_t>(std::stoul(l.items[i].first)),
+                          l.items[i].second, l.leg));
+  return out;
+}
+
+std::vector<retrieval_item> from_fused(const kb_snapshot& snap, const std::vector<fused_item>& f,
+                                       std::string_view source) {
+  std::vector<retrieval_item> out;
+  for (auto& x : f) {
+    std::string src{source};
+    if (source.empty())
+      for (auto& [leg, rank] : x.ranks)
+        src += (src.empty() ? "" : "+") + leg;
+    out.push_back(item_of(snap, static_cast<uint32_t>(std::stoul(x.id)), x.score, src));
+  }
+  return out;
+}
+
+std::string leg_detail(const ranked_list& l) {
+  return l.leg + " hits=" + std::to_string(l.items.size());
+}
+
+retrieval_result naive(const kb_snapshot& snap, std::string_view query, size_t k) {
+  retrieval_result r;
+  auto t = steady::now();
+  auto v = vector_leg(snap, query, k);
+  if (!snap.embed) {
+    auto b = bm25_leg(snap, query, k);
+    r.retrieval_results = from_list(snap, b, k);
+    r.trace.push_back({"bm25", "no vector index for this KB; " + leg_detail(b), ms_since(t)});
+    return r;
+  }
+  std::erase_if(v.items, [&](auto& it) { return v.min_score && it.second < *v.min_score; });
+  r.retrieval_results = from_list(snap, v, k);
+  r.trace.push_back({"vector", snap.embed->name() + " " + leg_detail(v), ms_since(t)});
+  return r;
+}
+
+std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view query, size_t k,
+                                     std::vector<trace_step>& trace) {
+  auto depth = over_retrieve_depth(k);
+  auto t = steady::now();
+  auto b = bm25_leg(snap, query, depth);
+  trace.push_back({"bm25", leg_detail(b), ms_since(t)});
+  t = steady::now();
+  auto v = vector_leg(snap, query, depth);
+  trace.push_back({"vector", leg_detail(v), ms_since(t)});
+  t = steady::now();
+  auto fused = weighted_rrf({b, v}, k);
+  trace.push_back({"rrf",
+                   "k=60 weights vector=" + std::to_string(v.weight).substr(0, 4)
+                       + " keyword=" + std::to_string(b.weight).substr(0, 4)
+                       + " fused=" + std::to_string(fused.size()),
+                   ms_since(t)});
+  return fused;
+}
+
+retrieval_result hybrid(const kb_snapshot& snap, std::string_view query, size_t k) {
+  retrieval_result r;
+  auto fused = hybrid_fused(snap, query, k, r.trace);
+  r.retrieval_results = from_fused(snap, fused, "");
+  return r;
+}
+
+retrieval_result graph(const kb_snapshot& snap, std::string_view query, size_t k) {
+  retrieval_result r;
+  auto t = steady::now();
+  auto local = snap.graph.local_search(query, k);
+  r.entity_ids = local.entity_ids;
+  r.relationship_ids = local.relation_ids;
+  for (auto& [idx, score] : local.chunks)
+    r.retrieval_results.push_back(item_of(snap, idx, score, "graph_local"));
+  r.trace.push_back({"graph_local",
+                     "entities=" + std::to_string(local.entity_ids.size())
+                         + " relations=" + std::to_string(local.relation_ids.size())
+                         + " chunks=" + std::to_string(local.chunks.size()),
+                     ms_since(t)});
+  if (r.retrieval_results.empty()) {
+    t = steady::now();
+    auto topics = snap.graph.global_search(query, 3);
+    std::string ids;
+    for (auto& topic : topics) {
+      ids += (ids.empty() ? "" : ",") + topic.id;
+      for (auto idx : topic.chunks)
+        if (r.retrieval_results.size() < k)
+          r.retrieval_results.push_back(item_of(snap, idx, topic.score, "graph_global"));
+    }
+    r.trace.push_back({"graph_global", "topics=" + ids, ms_since(t)});
+  }
+  if (r.retrieval_results.empty()) {
+    auto h = hybrid(snap, query, k);
+    r.retrieval_results = std::move(h.retrieval_results);
+    for (auto& s : h.trace)
+      r.trace.push_back(s);
+    r.trace.push_back({"fallback", "no entity or topic matched; hybrid results", 0});
+  }
+  return r;
+}
+
+retrieval_result research(const kb_snapshot& snap, std::string_view query, size_t k,
+                          int max_rounds = 3, double sufficient = 0.8) {
+  retrieval_result r;
+  auto depth = over_retrieve_depth(k);
+  std::vector<ranked_list> rounds;
+  auto idf = [&](std::string_view term) { return snap.index.idf(term); };
+  auto evidence_of = [&](const std::vector<fused_item>& f) {
+    std::vector<std::string> texts;
+    for (size_t i = 0; i < f.size() && i < k; ++i)
+      texts.push_back(snap.chunks[std::stoul(f[i].id)].text);
+    return texts;
+  };
+  auto t = steady::now();
+  auto first = bm25_leg(snap, query, depth);
+  auto vec = vector_leg(snap, query, depth);
+  rounds.push_back(first);
+  rounds.push_back(vec);
+  auto fused = weighted_rrf(rounds, depth);
+  auto coverage = query_coverage(query, evidence_of(fused), idf);
+  r.trace.push_back({"round 1", "hybrid coverage=" + std::to_string(coverage).substr(0, 4),
+                     ms_since(t)});
+  for (int round = 2; round <= max_rounds && coverage < sufficient; ++round) {
+    t = steady::now();
+    std::vector<std::pair<std::string, double>> feedback;
+    for (size_t i = 0; i < fused.size() && i < 5; ++i) {
+      auto& c = snap.chunks[std::stoul(fused[i].id)];
+      feedback.emplace_back(c.title + "\n" + c.text, fused[i].score);
+    }
+    auto expansion = rm3_expand(query, feedback, 10, 0.6);
+    std::vector<std::pair<std::string, double>> terms;
+    std::string shown;
+    for (auto& w : expansion) {
+      terms.emplace_back(w.term, w.weight);
+      if (shown.size() < 80)
+        shown += (shown.empty() ? "" : " ") + w.term;
+    }
+    auto expanded = bm25_terms_leg(snap, terms, depth);
+    expanded.leg = "rm3_round" + std::to_string(round);
+    rounds.push_back(expanded);
+    fused = weighted_rrf(rounds, depth);
+    auto next = query_coverage(query, evidence_of(fused), idf);
+    r.trace.push_back({"round " + std::to_string(round),
+                       "rewrite=[" + shown + "] coverage=" + std::to_string(next).substr(0, 4),
+                       ms_since(t)});
+    if (next <= coverage)
+      break;  // no progress: stop early
+    coverage = next;
+  }
+  fused.resize(std::min(fused.size(), k));
+  r.retrieval_results = from_fused(snap, fused, "deep_research");
+  return r;
+}
+
+retrieval_result fusion(const kb_snapshot& snap, std::string_view query, size_t k) {
+  retrieval_result r;
+  std::vector<ranked_list> lists;
+  auto add = [&](std::string name, retrieval_result sub) {
+    ranked_list l;
+    l.leg = name;
+    for (auto& item : sub.retrieval_results)
+      l.items.emplace_back(item.result_id, item.score);
+    for (auto& s : sub.trace)
+      r.trace.push_back({name + "/" + s.step, s.detail, s.duration_ms});
+    for (auto& e : sub.entity_ids)
+      r.entity_ids.push_back(e);
+    for (auto& rel : sub.relationship_ids)
+      r.relationship_ids.push_back(rel);
+    lists.push_back(std::move(l));
+  };
+  auto depth = over_retrieve_depth(k);
+  add("naive_rag_agent", naive(snap, query, depth));
+  add("hybrid_agent", hybrid(snap, query, depth));
+  add("graph_agent", graph(snap, query, depth));
+  add("deep_research_agent", research(snap, query, depth, 2));
+  auto t = steady::now();
+  auto fused = weighted_rrf(lists, k);
+  std::map<std::string, uint32_t> by_chunk_id;
+  for (uint32_t i = 0; i < snap.chunks.size(); ++i)
+    by_chunk_id.emplace(snap.chunks[i].chunk_id, i);
+  for (auto& f : fused) {
+    std::string src;
+    for (auto& [leg, rank] : f.ranks)
+      src += (src.empty() ? "" : "+") + leg.substr(0, leg.find('_'));
+    r.retrieval_results.push_back(item_of(snap, by_chunk_id.at(f.id), f.score, src));
+  }
+  r.trace.push_back({"rrf", "agents=4 fused=" + std::to_string(fused.size()), ms_since(t)});
+  return r;
+}
+
+}  // namespace
+
+retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
+                           std::string_view query, size_t top_k) {
+  retrieval_result r;
+  if (agent_type == "naive_rag_agent")
+    r = naive(snap, query, top_k);
+  else if (agent_type == "graph_agent")
+    r = graph(snap, query, top_k);
+  else if (agent_type == "deep_research_agent")
+    r = research(snap, query, top_k);
+  else if (agent_type == "fusion_agent")
+    r = fusion(snap, query, top_k);
+  else
+    r = hybrid(snap, query, top_k);
+  finish(r);
+  return r;
+}
+
+}  // namespace ragtor

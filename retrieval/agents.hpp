@@ -1,0 +1,25 @@
+// The five retrieval strategies (DESIGN §4.1, §6) as plain functions over a
+// KB snapshot, so actors, the /search API and the evaluation bench share
+// them. Each returns a RetrievalResult with a trace of what it did.
+//   naive_rag_agent      vector leg only
+//   hybrid_agent         BM25 + vectors, thresholded per leg, weighted RRF
+//   graph_agent          entity graph: query entities -> neighbours ->
+//                        chunks; topics when no entity matches; hybrid last
+//   deep_research_agent  hybrid, then up to 2 more rounds of RM3 query
+//                        expansion while the evidence covers < 80% of the
+//                        query's (idf-weighted) terms; rounds fused by RRF
+//   fusion_agent         naive + hybrid + graph + research fused by RRF
+// Agents never generate answers, hold state or cache results.
+#pragma once
+
+#include <string_view>
+
+#include "protocol/messages.hpp"
+#include "retrieval/kb_catalog.hpp"
+
+namespace ragtor {
+
+retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
+                           std::string_view query, size_t top_k);
+
+}  // namespace ragtor

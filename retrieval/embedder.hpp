@@ -1,0 +1,34 @@
+// Text -> vectors for the vector leg of retrieval (DESIGN §6).
+//
+// The offline default is the hashed n-gram embedder: weight-free and
+// deterministic, but LEXICAL, not semantic — it maps stemmed words, CJK
+// unigrams/bigrams and character trigrams of words into a fixed number of
+// signed hash buckets, so texts sharing words or word pieces are close and
+// paraphrases with different words are not. It complements BM25 (typos,
+// morphology, partial words) rather than replacing a neural embedder;
+// configure an OpenAI-compatible /v1/embeddings model for semantic search.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace ragtor {
+
+using embedding_batch = std::vector<std::vector<float>>;
+
+class embedder {
+public:
+  virtual ~embedder() = default;
+  // Identifies model and dimensions; stored with index snapshots.
+  virtual std::string name() const = 0;
+  virtual size_t dims() const = 0;
+  // Blocking. One L2-normalised vector per text, in order; an error message
+  // on failure.
+  virtual std::variant<embedding_batch, std::string> embed(const std::vector<std::string>& texts) = 0;
+};
+
+std::shared_ptr<embedder> make_hashed_embedder(size_t dims = 256);
+
+}  // namespace ragtor

@@ -1,0 +1,283 @@
+#include "retrieval/entity_graph.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <map>
+#include <set>
+
+#include "retrieval/tokenizer.hpp"
+
+namespace ragtor {
+
+namespace {
+
+std::string join(const std::vector<std::string>& terms) {
+  std::string out;
+  for (auto& t : terms) {
+    if (!out.empty())
+      out += ' ';
+    out += t;
+  }
+  return out;
+}
+
+bool capitalised(std::string_view w) {
+  if (w.empty())
+    return false;
+  auto c = static_cast<unsigned char>(w[0]);
+  if (std::isupper(c))
+    return true;
+  // words with digits and letters (BRCA1, p53) are names too
+  bool digit = false, alpha = false;
+  for (unsigned char x : w) {
+    digit |= std::isdigit(x) != 0;
+    alpha |= std::isalpha(x) != 0;
+  }
+  return digit && alpha;
+}
+
+// Runs of 1-4 capitalised words (or words mixing letters and digits).
+std::vector<std::string> named_phrases(std::string_view text) {
+  std::vector<std::string> out;
+  std::vector<std::string> run;
+  auto flush = [&] {
+    if (!run.empty() && run.size() <= 4)
+      out.push_back([&] {
+        std::string s;
+        for (auto& w : run)
+          s += (s.empty() ? "" : " ") + w;
+        return s;
+      }());
+    run.clear();
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    auto c = static_cast<unsigned char>(text[i]);
+    if (!(std::isalnum(c) || c == '-')) {
+      if (c != ' ')
+        flush();
+      ++i;
+      continue;
+    }
+    auto start = i;
+    while (i < text.size()
+           && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '-'))
+      ++i;
+    auto word = text.substr(start, i - start);
+    bool cap = capitalised(word);
+    // A capitalised sentence-initial word starts a run like any other;
+    // build() drops lone words that are too common to be names.
+    if (cap)
+      run.emplace_back(word);
+    else
+      flush();
+  }
+  flush();
+  return out;
+}
+
+}  // namespace
+
+entity_graph entity_graph::build(const std::vector<chunk>& chunks, graph_options opts) {
+  entity_graph g;
+  auto n = chunks.size();
+  if (n == 0)
+    return g;
+  // Document frequency of terms, for salient-term selection.
+  std::vector<std::map<std::string, int>> tfs(n);
+  std::unordered_map<std::string, uint32_t> df;
+  for (size_t c = 0; c < n; ++c) {
+    for (auto& t : tokenize(chunks[c].title + "\n" + chunks[c].text))
+      ++tfs[c][t];
+    for (auto& [t, _] : tfs[c])
+      ++df[t];
+  }
+  auto max_df = std::max<double>(2, opts.max_df_fraction * static_cast<double>(n));
+  std::map<std::string, std::map<std::string, int>> surface;  // key -> display form counts
+  std::vector<std::set<uint32_t>> mentions(n);
+  auto intern = [&](const std::string& key, const std::string& display) {
+    auto [it, inserted] = g.by_key_.emplace(key, static_cast<uint32_t>(g.entities_.size()));
+    if (inserted) {
+      entity e;
+      e.key = key;
+      g.entities_.push_back(std::move(e));
+      auto first = key.substr(0, key.find(' '));
+      g.by_term_[first].push_back(it->second);
+    }
+    ++surface[key][display];
+    return it->second;
+  };
+  for (size_t c = 0; c < n; ++c) {
+    for (auto& phrase : named_phrases(chunks[c].text)) {
+      auto terms = tokenize(phrase);
+      if (terms.empty())
+        continue;
+      // A single sentence-initial capitalised word is usually not a name;
+      // keep single words only when they are rare enough to be salient.
+      if (terms.size() == 1 && df[terms[0]] > max_df)
+        continue;
+      mentions[c].insert(intern(join(terms), phrase));
+    }
+    // Salient terms by tf-idf.
+    std::vector<std::pair<double, std::string>> scored;
+    for (auto& [t, tf] : tfs[c]) {
+      auto d = df[t];
+      if (d < 2 || d > max_df)
+        continue;
+      scored.emplace_back(tf * std::log(static_cast<double>(n) / d), t);
+    }
+    std::sort(scored.begin(), scored.end(), std::greater<>());
+    for (size_t i = 0; i < scored.size() && i < opts.salient_per_chunk; ++i)
+      mentions[c].insert(intern(scored[i].second, scored[i].second));
+  }
+  for (auto& e : g.entities_) {
+    auto& forms = surface[e.key];
+    e.name = std::max_element(forms.begin(), forms.end(),
+                              [](auto& a, auto& b) { return a.second < b.second; })
+                 ->first;
+  }
+  // Mentions and co-occurrence.
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> edges;
+  for (size_t c = 0; c < n; ++c) {
+    std::vector<uint32_t> m{mentions[c].begin(), mentions[c].end()};
+    for (auto e : m)
+      g.entities_[e].chunks.push_back(static_cast<uint32_t>(c));
+    for (size_t i = 0; i < m.size(); ++i)
+      for (size_t j = i + 1; j < m.size(); ++j)
+        ++edges[{m[i], m[j]}];
+  }
+  g.relation_count_ = edges.size();
+  for (auto& [ab, w] : edges) {
+    g.entities_[ab.first].neighbours.emplace_back(ab.second, w);
+    g.entities_[ab.second].neighbours.emplace_back(ab.first, w);
+  }
+  for (auto& e : g.entities_) {
+    std::sort(e.neighbours.begin(), e.neighbours.end(), [](auto& a, auto& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    if (e.neighbours.size() > opts.max_neighbours)
+      e.neighbours.resize(opts.max_neighbours);
+    e.idf = std::log(1.0 + static_cast<double>(n) / static_cast<double>(e.chunks.size()));
+  }
+  // Topics: connected components over edges of weight >= 2.
+  for (uint32_t start = 0; start < g.entities_.size(); ++start) {
+    if (g.entities_[start].topic >= 0)
+      continue;
+    std::vector<uint32_t> stack{start}, members;
+    auto id = static_cast<int32_t>(g.topics_.size());
+    g.entities_[start].topic = id;
+    while (!stack.empty()) {
+      auto e = stack.back();
+      stack.pop_back();
+      members.push_back(e);
+      for (auto [nb, w] : g.entities_[e].neighbours)
+        if (w >= 2 && g.entities_[nb].topic < 0) {
+          g.entities_[nb].topic = id;
+          stack.push_back(nb);
+        }
+    }
+    topic t;
+    std::sort(members.begin(), members.end(), [&](uint32_t a, uint32_t b) {
+      auto da = g.entities_[a].chunks.size(), db = g.entities_[b].chunks.size();
+      return da != db ? da > db : a < b;
+    });
+    t.entities = members;
+    t.summary = "Topic:";
+    for (size_t i = 0; i < members.size() && i < 6; ++i)
+      t.summary += (i ? ", " : " ") + g.entities_[members[i]].name;
+    std::map<uint32_t, int> chunk_mentions;
+    for (auto e : members)
+      for (auto c : g.entities_[e].chunks)
+        ++chunk_mentions[c];
+    std::vector<std::pair<int, uint32_t>> ranked;
+    for (auto& [c, k] : chunk_mentions)
+      ranked.emplace_back(-k, c);
+    std::sort(ranked.begin(), ranked.end());
+    for (size_t i = 0; i < ranked.size() && i < 5; ++i)
+      t.chunks.push_back(ranked[i].second);
+    g.topics_.push_back(std::move(t));
+  }
+  return g;
+}
+
+std::vector<uint32_t> entity_graph::match(std::string_view query) const {
+  auto terms = tokenize(query);
+  std::set<uint32_t> out;
+  for (size_t i = 0; i < terms.size(); ++i) {
+    auto it = by_term_.find(terms[i]);
+    if (it == by_term_.end())
+      continue;
+    for (auto e : it->second) {
+      // The entity's key must appear as a contiguous run in the query.
+      auto& key = entities_[e].key;
+      std::string run;
+      for (size_t j = i; j < terms.size() && run.size() < key.size(); ++j)
+        run += (run.empty() ? "" : " ") + terms[j];
+      if (run == key)
+        out.insert(e);
+    }
+  }
+  return {out.begin(), out.end()};
+}
+
+entity_graph::local_result entity_graph::local_search(std::string_view query, size_t k) const {
+  local_result r;
+  auto seeds = match(query);
+  std::map<uint32_t, double> weight;  // entity -> weight in this search
+  for (auto e : seeds) {
+    weight[e] = std::max(weight[e], entities_[e].idf);
+    r.entity_ids.push_back("e:" + entities_[e].key);
+  }
+  for (auto e : seeds) {
+    auto& ent = entities_[e];
+    double strongest = ent.neighbours.empty() ? 1.0 : ent.neighbours.front().second;
+    for (size_t i = 0; i < ent.neighbours.size() && i < 5; ++i) {
+      auto [nb, w] = ent.neighbours[i];
+      auto nw = 0.5 * entities_[nb].idf * (w / strongest);
+      if (nw > weight[nb]) {
+        if (weight[nb] == 0)
+          r.entity_ids.push_back("e:" + entities_[nb].key);
+        weight[nb] = nw;
+      }
+      auto a = std::min(ent.key, entities_[nb].key), b = std::max(ent.key, entities_[nb].key);
+      r.relation_ids.push_back("r:" + a + "|" + b);
+    }
+  }
+  std::map<uint32_t, double> chunk_score;
+  for (auto& [e, w] : weight)
+    for (auto c : entities_[e].chunks)
+      chunk_score[c] += w;
+  for (auto& [c, s] : chunk_score)
+    r.chunks.emplace_back(c, s);
+  std::sort(r.chunks.begin(), r.chunks.end(), [](auto& a, auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  if (r.chunks.size() > k)
+    r.chunks.resize(k);
+  return r;
+}
+
+std::vector<entity_graph::topic_hit> entity_graph::global_search(std::string_view query,
+                                                                 size_t k) const {
+  auto terms = tokenize(query);
+  std::set<std::string> q{terms.begin(), terms.end()};
+  std::vector<topic_hit> out;
+  for (size_t t = 0; t < topics_.size(); ++t) {
+    double score = 0;
+    for (auto e : topics_[t].entities)
+      for (auto& term : tokenize(entities_[e].key))
+        if (q.count(term))
+          score += entities_[e].idf;
+    if (score > 0)
+      out.push_back({"c:" + std::to_string(t), topics_[t].summary, score, topics_[t].chunks});
+  }
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
+    return a.score != b.score ? a.score > b.score : a.id < b.id;
+  });
+  if (out.size() > k)
+    out.resize(k);
+  return out;
+}
+
+}  // namespace ragtor

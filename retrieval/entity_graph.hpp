@@ -1,0 +1,74 @@
+// The graph agent's index, built at ingestion without a language model
+// (DESIGN §6): per chunk, its salient entities — runs of capitalised words
+// and acronyms ("Port Quellin", "BRCA1") and its highest tf-idf terms that
+// are neither ubiquitous nor unique — linked by co-occurrence in a chunk.
+// Local search finds the entities a query names, adds their strongest
+// neighbours (the multi-hop step BM25 cannot take), and ranks the chunks
+// that mention them; global search ranks topics (connected groups of
+// strongly linked entities) by their overlap with the query.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <utility>
+#include <vector>
+
+#include "retrieval/document.hpp"
+
+namespace ragtor {
+
+struct graph_options {
+  size_t salient_per_chunk = 5;
+  double max_df_fraction = 0.1;
+  size_t max_neighbours = 16;
+};
+
+class entity_graph {
+public:
+  static entity_graph build(const std::vector<chunk>& chunks, graph_options opts = {});
+
+  struct local_result {
+    std::vector<std::pair<uint32_t, double>> chunks;  // best first
+    std::vector<std::string> entity_ids;              // "e:<key>"
+    std::vector<std::string> relation_ids;            // "r:<a>|<b>"
+  };
+  local_result local_search(std::string_view query, size_t k) const;
+
+  struct topic_hit {
+    std::string id;       // "c:<n>"
+    std::string summary;  // "Topic: A, B, C"
+    double score = 0;
+    std::vector<uint32_t> chunks;
+  };
+  std::vector<topic_hit> global_search(std::string_view query, size_t k) const;
+
+  size_t entity_count() const { return entities_.size(); }
+  size_t relation_count() const { return relation_count_; }
+  size_t topic_count() const { return topics_.size(); }
+
+private:
+  struct entity {
+    std::string key;   // tokenize() terms joined by ' '
+    std::string name;  // display form
+    std::vector<uint32_t> chunks;
+    std::vector<std::pair<uint32_t, uint32_t>> neighbours;  // (entity, weight), strongest first
+    double idf = 0;
+    int32_t topic = -1;
+  };
+  struct topic {
+    std::string summary;
+    std::vector<uint32_t> entities;
+    std::vector<uint32_t> chunks;
+  };
+  std::vector<uint32_t> match(std::string_view query) const;
+
+  std::vector<entity> entities_;
+  std::unordered_map<std::string, uint32_t> by_key_;
+  std::unordered_map<std::string, std::vector<uint32_t>> by_term_;  // first term -> entities
+  std::vector<topic> topics_;
+  size_t relation_count_ = 0;
+};
+
+}  // namespace ragtor

@@ -1,0 +1,134 @@
+#include "retrieval/fusion.hpp"
+
+#include <algorithm>
+#include <map>
+#include <set>
+#include <unordered_map>
+
+#include "retrieval/tokenizer.hpp"
+
+namespace ragtor {
+
+size_t over_retrieve_depth(size_t k) {
+  return std::max<size_t>(5 * k, 50);
+}
+
+std::vector<fused_item> weighted_rrf(const std::vector<ranked_list>& lists, size_t k,
+                                     double rrf_k) {
+  std::unordered_map<std::string, fused_item> by_id;
+  for (auto& list : lists) {
+    std::set<std::string_view> seen;
+    int rank = 0;
+    for (auto& [id, score] : list.items) {
+      if (list.min_score && score < *list.min_score)
+        continue;
+      if (!seen.insert(id).second)
+        continue;
+      ++rank;
+      auto& f = by_id[id];
+      f.id = id;
+      f.score += list.weight / (rrf_k + rank);
+      f.ranks.emplace_back(list.leg, rank);
+    }
+  }
+  std::vector<fused_item> out;
+  out.reserve(by_id.size());
+  for (auto& [id, f] : by_id)
+    out.push_back(std::move(f));
+  auto best_rank = [](const fused_item& f) {
+    int best = INT32_MAX;
+    for (auto& [leg, r] : f.ranks)
+      best = std::min(best, r);
+    return best;
+  };
+  std::sort(out.begin(), out.end(), [&](const fused_item& a, const fused_item& b) {
+    if (a.score != b.score)
+      return a.score > b.score;
+    if (best_rank(a) != best_rank(b))
+      return best_rank(a) < best_rank(b);
+    return a.id < b.id;
+  });
+  if (out.size() > k)
+    out.resize(k);
+  return out;
+}
+
+std::vector<weighted_term> rm3_expand(std::string_view query,
+                                      const std::vector<std::pair<std::string, double>>& feedback,
+                                      size_t expansion_terms, double original_weight) {
+  auto qterms = tokenize(query);
+  std::map<std::string, double> pq;
+  for (auto& t : qterms)
+    pq[t] += 1.0 / static_cast<double>(qterms.size());
+  // Normalised document weights.
+  double total_score = 0;
+  for (auto& [text, score] : feedback)
+    total_score += std::max(score, 0.0);
+  std::map<std::string, double> pr;
+  std::map<std::string, int> df;
+  for (auto& [text, score] : feedback) {
+    auto terms = tokenize(text);
+    if (terms.empty())
+      continue;
+    std::map<std::string, int> tf;
+    for (auto& t : terms)
+      ++tf[t];
+    double dw = total_score > 0 ? std::max(score, 0.0) / total_score
+                                : 1.0 / static_cast<double>(feedback.size());
+    for (auto& [t, n] : tf) {
+      pr[t] += dw * n / static_cast<double>(terms.size());
+      ++df[t];
+    }
+  }
+  std::vector<std::pair<std::string, double>> candidates;
+  for (auto& [t, p] : pr) {
+    if (pq.count(t))
+      continue;
+    if (feedback.size() >= 3 && df[t] < 2)
+      continue;  // a term from one feedback text only is noise
+    candidates.emplace_back(t, p);
+  }
+  std::sort(candidates.begin(), candidates.end(),
+            [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  if (candidates.size() > expansion_terms)
+    candidates.resize(expansion_terms);
+  double cand_total = 0;
+  for (auto& [t, p] : candidates)
+    cand_total += p;
+  std::vector<weighted_term> out;
+  double expansion_weight = candidates.empty() ? 0 : 1 - original_weight;
+  double query_weight = 1 - expansion_weight;
+  for (auto& [t, p] : pq)
+    out.push_back({t, query_weight * p});
+  for (auto& [t, p] : candidates)
+    out.push_back({t, expansion_weight * p / cand_total});
+  std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
+    return a.weight != b.weight ? a.weight > b.weight : a.term < b.term;
+  });
+  return out;
+}
+
+double query_coverage(std::string_view query, const std::vector<std::string>& evidence,
+                      const std::function<double(std::string_view)>& idf) {
+  auto qterms = tokenize(query);
+  std::set<std::string> distinct{qterms.begin(), qterms.end()};
+  if (distinct.empty())
+    return 1.0;
+  std::set<std::string> found;
+  for (auto& text : evidence)
+    for (auto& t : tokenize(text))
+      if (distinct.count(t))
+        found.insert(t);
+  double total = 0, got = 0;
+  for (auto& t : distinct) {
+    auto w = idf ? std::max(idf(t), 0.0) : 1.0;
+    if (w == 0)
+      w = 1.0;  // unknown to the index: still counts
+    total += w;
+    if (found.count(t))
+      got += w;
+  }
+  return total > 0 ? got / total : 1.0;
+}
+
+}  // namespace ragtor

@@ -1,0 +1,81 @@
+#include "retrieval/vector_index.hpp"
+
+#include <algorithm>
+
+#include <hnswlib/hnswlib.h>
+
+namespace ragtor {
+
+struct vector_index::hnsw {
+  hnswlib::InnerProductSpace space;
+  hnswlib::HierarchicalNSW<float> graph;
+  size_t ef;
+  hnsw(size_t dims, size_t n, const vector_index_options& o)
+      : space(dims), graph(&space, n, o.hnsw_m, o.ef_construction, 42), ef(o.ef_search) {}
+};
+
+vector_index::vector_index() = default;
+vector_index::~vector_index() = default;
+vector_index::vector_index(vector_index&&) noexcept = default;
+vector_index& vector_index::operator=(vector_index&&) noexcept = default;
+
+vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_index_options opts) {
+  vector_index idx;
+  idx.dims_ = dims;
+  idx.rows_ = std::move(rows);
+  auto n = idx.size();
+  if (n >= opts.exact_below && n > 0) {
+    idx.hnsw_ = std::make_unique<hnsw>(dims, n, opts);
+    idx.hnsw_->graph.setEf(opts.ef_search);
+    for (size_t i = 0; i < n; ++i)
+      idx.hnsw_->graph.addPoint(idx.rows_.data() + i * dims, i);
+  }
+  return idx;
+}
+
+std::vector<vector_index::hit> vector_index::search(std::span<const float> query, size_t k) const {
+  std::vector<hit> out;
+  auto n = size();
+  if (k == 0 || n == 0 || query.size() != dims_)
+    return out;
+  if (hnsw_ && k <= hnsw_->ef) {
+    auto pq = hnsw_->graph.searchKnn(query.data(), k);
+    while (!pq.empty()) {
+      auto [dist, label] = pq.top();
+      pq.pop();
+      out.emplace_back(static_cast<uint32_t>(label), 1.f - dist);
+    }
+    std::sort(out.begin(), out.end(), [](const hit& a, const hit& b) {
+      return a.second != b.second ? a.second > b.second : a.first < b.first;
+    });
+    return out;
+  }
+  out.reserve(n);
+  const float* row = rows_.data();
+  for (size_t i = 0; i < n; ++i, row += dims_) {
+    float dot = 0;
+    for (size_t d = 0; d < dims_; ++d)
+      dot += row[d] * query[d];
+    out.emplace_back(static_cast<uint32_t>(i), dot);
+  }
+  auto better = [](const hit& a, const hit& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  };
+  if (out.size() > k) {
+    std::partial_sort(out.begin(), out.begin() + static_cast<std::ptrdiff_t>(k), out.end(), better);
+    out.resize(k);
+  } else {
+    std::sort(out.begin(), out.end(), better);
+  }
+  return out;
+}
+
+size_t vector_index::memory_bytes() const {
+  size_t bytes = rows_.capacity() * sizeof(float);
+  if (hnsw_)
+    bytes += hnsw_->graph.max_elements_ * hnsw_->graph.size_data_per_element_
+             + hnsw_->graph.max_elements_ * hnsw_->graph.size_links_per_element_ / 2;
+  return bytes;
+}
+
+}  // namespace ragtor

@@ -1,0 +1,49 @@
+// Cosine-similarity search over chunk embeddings (DESIGN §6): exact
+// (a brute-force dot-product scan, which is fastest and exact for small
+// KBs) below `exact_below` vectors, an HNSW graph (hnswlib) above. Immutable
+// once built; search() may run concurrently from many threads.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <span>
+#include <utility>
+#include <vector>
+
+namespace ragtor {
+
+struct vector_index_options {
+  size_t exact_below = 20000;
+  size_t hnsw_m = 16;
+  size_t ef_construction = 200;
+  size_t ef_search = 128;
+};
+
+class vector_index {
+public:
+  using hit = std::pair<uint32_t, float>;  // row, cosine similarity
+
+  vector_index();
+  ~vector_index();
+  vector_index(vector_index&&) noexcept;
+  vector_index& operator=(vector_index&&) noexcept;
+
+  // `rows`: n vectors of `dims` floats, L2-normalised.
+  static vector_index build(std::vector<float> rows, size_t dims, vector_index_options opts = {});
+
+  // The k most similar rows, best first (ties: smaller row first).
+  std::vector<hit> search(std::span<const float> query, size_t k) const;
+
+  size_t size() const { return dims_ ? rows_.size() / dims_ : 0; }
+  size_t dims() const { return dims_; }
+  bool uses_hnsw() const { return hnsw_ != nullptr; }
+  size_t memory_bytes() const;
+
+private:
+  struct hnsw;
+  std::vector<float> rows_;
+  size_t dims_ = 0;
+  std::unique_ptr<hnsw> hnsw_;
+};
+
+}  // namespace ragtor
