@@ -1,0 +1,267 @@
+// Retrieval quality and speed on real data with relevance judgments
+// (../shared/data: SciFact, English; CMRC2018, Chinese). For the BM25 leg and
+// every agent it prints nDCG@10, Recall@100 and per-query latency p50/p99;
+// for each dataset the index build time and memory. Documents are chunked
+// exactly as ingestion does; a document's rank is that of its best chunk.
+// Numbers only, no assertions.
+//
+//   build/bench/bench_retrieval_eval [--data DIR] [--dataset scifact|cmrc2018|all]
+//       [--agents bm25,naive_rag_agent,...] [--max-queries N] [--vector-weight W]
+//       [--scale N]
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include <unistd.h>
+
+#include "retrieval/agents.hpp"
+#include "retrieval/kb_catalog.hpp"
+
+using namespace ragtor;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+size_t rss_bytes() {
+  std::ifstream in{"/proc/self/statm"};
+  size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+std::vector<std::vector<std::string>> read_tsv(const std::string& path, bool header) {
+  std::ifstream in{path};
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  if (header)
+    std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cols;
+    std::stringstream ss{line};
+    std::string col;
+    while (std::getline(ss, col, '\t'))
+      cols.push_back(col);
+    if (!cols.empty())
+      rows.push_back(std::move(cols));
+  }
+  return rows;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+struct metrics {
+  double ndcg10 = 0, recall100 = 0, p50 = 0, p99 = 0;
+};
+
+// Ranked doc ids (deduplicated by best chunk) -> metrics against qrels.
+void score_query(const std::vector<std::string>& ranked,
+                 const std::map<std::string, int>& relevant, double& ndcg, double& recall) {
+  double dcg = 0;
+  for (size_t i = 0; i < ranked.size() && i < 10; ++i)
+    if (auto it = relevant.find(ranked[i]); it != relevant.end())
+      dcg += (std::pow(2.0, it->second) - 1) / std::log2(static_cast<double>(i) + 2);
+  std::vector<int> gains;
+  for (auto& [d, g] : relevant)
+    gains.push_back(g);
+  std::sort(gains.rbegin(), gains.rend());
+  double idcg = 0;
+  for (size_t i = 0; i < gains.size() && i < 10; ++i)
+    idcg += (std::pow(2.0, gains[i]) - 1) / std::log2(static_cast<double>(i) + 2);
+  ndcg = idcg > 0 ? dcg / idcg : 0;
+  size_t found = 0;
+  for (size_t i = 0; i < ranked.size() && i < 100; ++i)
+    found += relevant.count(ranked[i]);
+  recall = relevant.empty() ? 0 : static_cast<double>(found) / static_cast<double>(relevant.size());
+}
+
+std::vector<std::string> dedupe_docs(const kb_snapshot& snap,
+                                     const std::vector<std::pair<uint32_t, double>>& hits) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (auto& [idx, s] : hits)
+    if (seen.insert(snap.chunks[idx].doc_id).second)
+      out.push_back(snap.chunks[idx].doc_id);
+  return out;
+}
+
+std::vector<std::string> dedupe_items(const retrieval_result& r) {
+  std::vector<std::string> out;
+  std::set<std::string> seen;
+  for (auto& item : r.retrieval_results)
+    if (seen.insert(item.doc_id).second)
+      out.push_back(item.doc_id);
+  return out;
+}
+
+void run_dataset(const std::string& dir, const std::string& name,
+                 const std::vector<std::string>& agents, size_t max_queries,
+                 double vector_weight) {
+  auto corpus = read_tsv(dir + "/corpus.tsv", false);
+  auto queries = read_tsv(dir + "/queries_test.tsv", false);
+  auto qrels_rows = read_tsv(dir + "/qrels_test.tsv", true);
+  std::map<std::string, std::map<std::string, int>> qrels;
+  for (auto& r : qrels_rows)
+    if (r.size() >= 3)
+      qrels[r[0]][r[1]] = std::stoi(r[2]);
+  std::vector<document> docs;
+  for (auto& r : corpus)
+    if (r.size() >= 3)
+      docs.push_back({r[0], r[1], r[2], ""});
+  std::erase_if(queries, [&](auto& q) { return q.size() < 2 || !qrels.count(q[0]); });
+  if (max_queries && queries.size() > max_queries)
+    queries.resize(max_queries);
+
+  auto rss0 = rss_bytes();
+  auto t0 = steady::now();
+  kb_build_options opts;
+  kb_settings settings;
+  settings.name = name;
+  if (vector_weight >= 0) {
+    settings.vector_weight = vector_weight;
+    settings.keyword_weight = 1 - vector_weight;
+  }
+  auto snap = kb_catalog::build_snapshot(settings, docs, opts);
+  auto build_s = std::chrono::duration<double>(steady::now() - t0).count();
+  auto rss1 = rss_bytes();
+  std::printf("\n## %s: %zu documents, %zu chunks, %zu queries\n", name.c_str(), docs.size(),
+              snap->chunks.size(), queries.size());
+  std::printf("index build %.2f s (BM25 + %s vectors%s + entity graph: %zu entities, %zu "
+              "relations); RSS +%.0f MiB; BM25 index ~%.0f MiB, vectors ~%.0f MiB\n",
+              build_s, snap->embed ? snap->embed->name().c_str() : "no",
+              snap->vectors.uses_hnsw() ? " in HNSW" : " exact", snap->graph.entity_count(),
+              snap->graph.relation_count(), (double(rss1) - double(rss0)) / (1 << 20),
+              double(snap->index.memory_bytes()) / (1 << 20),
+              double(snap->vectors.memory_bytes()) / (1 << 20));
+  std::printf("fusion weights: vector %.2f, keyword %.2f\n", snap->settings.vector_weight,
+              snap->settings.keyword_weight);
+  std::printf("| leg / agent | nDCG@10 | Recall@100 | p50 ms | p99 ms |\n|---|---|---|---|---|\n");
+  for (auto& agent : agents) {
+    std::vector<double> lat;
+    double ndcg_sum = 0, recall_sum = 0;
+    for (auto& q : queries) {
+      auto t = steady::now();
+      std::vector<std::string> ranked;
+      if (agent == "bm25") {
+        auto hits = snap->index.search(q[1], 1000);
+        lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
+        ranked = dedupe_docs(*snap, hits);
+      } else {
+        auto r = run_agent(*snap, agent, q[1], 100);
+        lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
+        ranked = dedupe_items(r);
+      }
+      double nd, rc;
+      score_query(ranked, qrels[q[0]], nd, rc);
+      ndcg_sum += nd;
+      recall_sum += rc;
+    }
+    auto n = static_cast<double>(queries.size());
+    std::printf("| %s | %.3f | %.3f | %.2f | %.2f |\n", agent.c_str(), ndcg_sum / n,
+                recall_sum / n, percentile(lat, 0.5), percentile(lat, 0.99));
+    std::fflush(stdout);
+  }
+}
+
+// N synthetic short chunks with a Zipf vocabulary: BM25 build time, memory
+// and latency at scale.
+void run_scale(size_t n) {
+  std::mt19937_64 rng{7};
+  constexpr size_t vocab = 100000;
+  std::vector<double> cdf(vocab);
+  double total = 0;
+  for (size_t i = 0; i < vocab; ++i)
+    cdf[i] = (total += 1.0 / static_cast<double>(i + 1));
+  auto word = [&] {
+    auto x = std::uniform_real_distribution<double>(0, total)(rng);
+    auto i = static_cast<size_t>(std::lower_bound(cdf.begin(), cdf.end(), x) - cdf.begin());
+    return "w" + std::to_string(i);
+  };
+  std::vector<chunk> chunks(n);
+  for (size_t c = 0; c < n; ++c) {
+    auto len = 20 + rng() % 41;
+    for (size_t w = 0; w < len; ++w)
+      chunks[c].text += word() + " ";
+    chunks[c].chunk_id = std::to_string(c);
+  }
+  auto rss0 = rss_bytes();
+  auto t0 = steady::now();
+  auto idx = bm25_index::build(chunks, {});
+  auto build_s = std::chrono::duration<double>(steady::now() - t0).count();
+  auto rss1 = rss_bytes();
+  std::vector<double> lat;
+  for (int q = 0; q < 1000; ++q) {
+    std::string query;
+    auto terms = 2 + rng() % 5;
+    for (size_t t = 0; t < terms; ++t)
+      query += word() + " ";
+    auto t = steady::now();
+    auto hits = idx.search(query, 10);
+    lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
+  }
+  std::printf("\n## synthetic: %zu chunks (20-60 Zipf words, 100k vocabulary)\n", n);
+  std::printf("BM25 build %.1f s, RSS +%.0f MiB (index ~%.0f MiB); top-10 latency p50 %.3f ms, "
+              "p99 %.3f ms over 1000 queries of 2-6 terms\n",
+              build_s, (double(rss1) - double(rss0)) / (1 << 20),
+              double(idx.memory_bytes()) / (1 << 20), percentile(lat, 0.5), percentile(lat, 0.99));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string data = std::string{RAGTOR_SOURCE_DIR} + "/../shared/data";
+  std::string dataset = "all";
+  std::vector<std::string> agents{"bm25",        "naive_rag_agent",     "hybrid_agent",
+                                  "graph_agent", "deep_research_agent", "fusion_agent"};
+  size_t max_queries = 0, scale = 0;
+  double vector_weight = -1;  // < 0: the KB default
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&] { return i + 1 < argc ? std::string{argv[++i]} : std::string{}; };
+    if (a == "--data") {
+      data = next();
+    } else if (a == "--dataset") {
+      dataset = next();
+    } else if (a == "--agents") {
+      agents.clear();
+      std::stringstream ss{next()};
+      std::string x;
+      while (std::getline(ss, x, ','))
+        agents.push_back(x);
+    } else if (a == "--max-queries") {
+      max_queries = std::stoul(next());
+    } else if (a == "--vector-weight") {
+      vector_weight = std::stod(next());
+    } else if (a == "--scale") {
+      scale = std::stoul(next());
+    } else {
+      std::fprintf(stderr, "unknown option %s\n", a.c_str());
+      return 2;
+    }
+  }
+  if (scale) {
+    run_scale(scale);
+    return 0;
+  }
+  for (auto& name : {std::string{"scifact"}, std::string{"cmrc2018"}})
+    if (dataset == "all" || dataset == name)
+      run_dataset(data + "/" + name, name, agents, max_queries, vector_weight);
+  return 0;
+}
