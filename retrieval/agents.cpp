@@ -2,6 +2,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <algorithm>
 #include <map>
 
 #include "retrieval/fusion.hpp"
@@ -153,11 +154,29 @@ retrieval_result hybrid(const kb_snapshot& snap, std::string_view query, size_t 
 retrieval_result graph(const kb_snapshot& snap, std::string_view query, size_t k) {
   retrieval_result r;
   auto t = steady::now();
-  auto local = snap.graph.local_search(query, k);
+  auto depth = over_retrieve_depth(k);
+  auto local = snap.graph.local_search(query, depth);
   r.entity_ids = local.entity_ids;
   r.relationship_ids = local.relation_ids;
-  for (auto& [idx, score] : local.chunks)
-    r.retrieval_results.push_back(item_of(snap, idx, score, "graph_local"));
+  // Graph evidence decides which chunks qualify; the query's other words
+  // (BM25, normalised) order chunks the graph scores alike.
+  std::map<uint32_t, double> lexical;
+  double lex_max = 0;
+  for (auto& [idx, score] : snap.index.search(query, depth)) {
+    lexical[idx] = score;
+    lex_max = std::max(lex_max, score);
+  }
+  double graph_max = local.chunks.empty() ? 1 : local.chunks.front().second;
+  std::vector<std::pair<uint32_t, double>> ranked;
+  for (auto& [idx, score] : local.chunks) {
+    auto lex = lex_max > 0 && lexical.count(idx) ? lexical[idx] / lex_max : 0.0;
+    ranked.emplace_back(idx, score / graph_max + lex);
+  }
+  std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
+  for (size_t i = 0; i < ranked.size() && i < k; ++i)
+    r.retrieval_results.push_back(item_of(snap, ranked[i].first, ranked[i].second, "graph_local"));
   r.trace.push_back({"graph_local",
                      "entities=" + std::to_string(local.entity_ids.size())
                          + " relations=" + std::to_string(local.relation_ids.size())

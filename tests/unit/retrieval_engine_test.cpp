@@ -1,0 +1,248 @@
+// The retrieval engine beyond BM25: weighted RRF math and thresholds, the
+// hashed embedder, exact and HNSW vector search, RM3 expansion and
+// coverage, weighted BM25 queries, the entity graph's multi-hop search, and
+// each of the five agents on a small fixture KB.
+#include <gtest/gtest.h>
+
+#include <random>
+#include <thread>
+
+#include "retrieval/agents.hpp"
+#include "retrieval/embedder.hpp"
+#include "retrieval/entity_graph.hpp"
+#include "retrieval/fusion.hpp"
+#include "retrieval/kb_catalog.hpp"
+#include "retrieval/vector_index.hpp"
+
+namespace ragtor {
+namespace {
+
+TEST(fusion, weighted_rrf_matches_hand_computed_scores) {
+  ranked_list vec{"vector", 0.7, std::nullopt, {{"a", 0.9}, {"b", 0.8}, {"c", 0.1}}};
+  ranked_list kw{"bm25", 0.3, 5.0, {{"b", 12}, {"d", 7}, {"a", 4.9}}};
+  auto f = weighted_rrf({vec, kw}, 10);
+  ASSERT_EQ(f.size(), 4u);
+  // b: 0.7/62 + 0.3/61; a: 0.7/61 (its BM25 score is below the leg threshold).
+  EXPECT_EQ(f[0].id, "b");
+  EXPECT_NEAR(f[0].score, 0.7 / 62 + 0.3 / 61, 1e-12);
+  EXPECT_EQ(f[1].id, "a");
+  EXPECT_NEAR(f[1].score, 0.7 / 61, 1e-12);
+  EXPECT_EQ(f[1].ranks.size(), 1u) << "no contribution from a leg that thresholded it out";
+  EXPECT_EQ(f[2].id, "c");
+  EXPECT_NEAR(f[2].score, 0.7 / 63, 1e-12);
+  EXPECT_EQ(f[3].id, "d");
+  EXPECT_NEAR(f[3].score, 0.3 / 62, 1e-12);
+  EXPECT_EQ(weighted_rrf({vec, kw}, 2).size(), 2u);
+  // Ties break by best single-leg rank, then id; duplicates count once.
+  auto t = weighted_rrf({{"x", 1, std::nullopt, {{"q", 1}, {"p", 1}, {"q", 1}}},
+                         {"y", 1, std::nullopt, {{"p", 1}, {"q", 1}}}},
+                        5);
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_EQ(t[0].id, "p");
+  EXPECT_NEAR(t[0].score, t[1].score, 1e-15);
+  EXPECT_EQ(over_retrieve_depth(5), 50u);
+  EXPECT_EQ(over_retrieve_depth(20), 100u);
+}
+
+TEST(embedder, hashed_vectors_are_deterministic_normalised_and_lexical) {
+  auto e = make_hashed_embedder(128);
+  auto other = make_hashed_embedder(128);
+  auto v = std::get<embedding_batch>(e->embed(
+      {"green tea brewing", "green tea brewing", "brewed green teas", "harbour ships", ""}));
+  auto w = std::get<embedding_batch>(other->embed({"green tea brewing"}));
+  EXPECT_EQ(v[0], w[0]) << "same text, same vector, across instances";
+  auto dot = [](const std::vector<float>& a, const std::vector<float>& b) {
+    double s = 0;
+    for (size_t i = 0; i < a.size(); ++i)
+      s += a[i] * b[i];
+    return s;
+  };
+  EXPECT_NEAR(dot(v[0], v[0]), 1.0, 1e-5);
+  EXPECT_GT(dot(v[0], v[2]), dot(v[0], v[3])) << "shared stems beat unrelated words";
+  EXPECT_GT(dot(v[0], v[2]), 0.5);
+  EXPECT_NEAR(dot(v[4], v[4]), 0.0, 1e-9) << "empty text -> zero vector";
+  EXPECT_EQ(e->name(), "hashed-ngram-v1/128");
+}
+
+std::vector<float> random_rows(size_t n, size_t dims, uint64_t seed) {
+  std::mt19937_64 rng{seed};
+  std::normal_distribution<float> d;
+  std::vector<float> rows(n * dims);
+  for (size_t i = 0; i < n; ++i) {
+    double norm = 0;
+    for (size_t j = 0; j < dims; ++j)
+      norm += std::pow(rows[i * dims + j] = d(rng), 2);
+    for (size_t j = 0; j < dims; ++j)
+      rows[i * dims + j] /= static_cast<float>(std::sqrt(norm));
+  }
+  return rows;
+}
+
+TEST(vector_index, exact_equals_brute_force_and_hnsw_recall_is_high) {
+  constexpr size_t n = 3000, dims = 32;
+  auto rows = random_rows(n, dims, 1);
+  auto queries = random_rows(50, dims, 2);
+  auto exact = vector_index::build(rows, dims);
+  ASSERT_FALSE(exact.uses_hnsw());
+  vector_index_options o;
+  o.exact_below = 100;
+  auto approx = vector_index::build(rows, dims, o);
+  ASSERT_TRUE(approx.uses_hnsw());
+  double recall = 0;
+  for (size_t q = 0; q < 50; ++q) {
+    std::span<const float> query{queries.data() + q * dims, dims};
+    // Brute force reference in double precision.
+    std::vector<std::pair<double, uint32_t>> ref;
+    for (uint32_t i = 0; i < n; ++i) {
+      double s = 0;
+      for (size_t j = 0; j < dims; ++j)
+        s += double(rows[i * dims + j]) * query[j];
+      ref.emplace_back(-s, i);
+    }
+    std::sort(ref.begin(), ref.end());
+    auto hits = exact.search(query, 10);
+    ASSERT_EQ(hits.size(), 10u);
+    for (size_t i = 0; i < 10; ++i)
+      EXPECT_EQ(hits[i].first, ref[i].second) << "query " << q << " rank " << i;
+    auto ah = approx.search(query, 10);
+    std::set<uint32_t> truth;
+    for (size_t i = 0; i < 10; ++i)
+      truth.insert(ref[i].second);
+    for (auto& [row, sim] : ah)
+      recall += truth.count(row) / 500.0;
+  }
+  EXPECT_GE(recall, 0.9);
+  // Concurrent searches agree with sequential ones.
+  std::vector<std::vector<vector_index::hit>> seq(50), par(50);
+  for (size_t q = 0; q < 50; ++q)
+    seq[q] = approx.search({queries.data() + q * dims, dims}, 10);
+  std::vector<std::thread> threads;
+  for (size_t t = 0; t < 4; ++t)
+    threads.emplace_back([&, t] {
+      for (size_t q = t; q < 50; q += 4)
+        par[q] = approx.search({queries.data() + q * dims, dims}, 10);
+    });
+  for (auto& th : threads)
+    th.join();
+  EXPECT_EQ(seq, par);
+  EXPECT_TRUE(exact.search({queries.data(), dims - 1}, 5).empty()) << "wrong dimension";
+}
+
+TEST(query_expansion, rm3_weights_and_coverage) {
+  std::vector<std::pair<std::string, double>> fb{
+      {"kettle temperature for green tea sencha", 3.0},
+      {"green tea sencha steeping temperature", 2.0},
+      {"the harbour ships carry sencha", 0.1},
+  };
+  auto terms = rm3_expand("green tea", fb, 3, 0.5);
+  double total = 0;
+  std::set<std::string> names;
+  for (auto& t : terms) {
+    total += t.weight;
+    names.insert(t.term);
+  }
+  EXPECT_NEAR(total, 1.0, 1e-9);
+  EXPECT_TRUE(names.count("green") && names.count("tea")) << "original terms kept";
+  EXPECT_TRUE(names.count("sencha"));
+  EXPECT_FALSE(names.count("harbour")) << "a term from one feedback text only is dropped";
+  auto idf = [](std::string_view t) { return t == "sencha" ? 3.0 : 1.0; };
+  EXPECT_DOUBLE_EQ(query_coverage("green sencha", {"green things"}, idf), 0.25);
+  EXPECT_DOUBLE_EQ(query_coverage("green sencha", {"sencha", "green"}, idf), 1.0);
+  EXPECT_DOUBLE_EQ(query_coverage("", {"x"}, idf), 1.0);
+  EXPECT_DOUBLE_EQ(query_coverage("绿茶", {"绿茶很好"}, idf), 1.0);
+}
+
+TEST(bm25, weighted_term_queries_equal_exhaustive_scoring) {
+  std::mt19937_64 rng{5};
+  std::vector<chunk> chunks(400);
+  for (auto& c : chunks)
+    for (int w = 0; w < 12; ++w)
+      c.text += "w" + std::to_string(rng() % 60) + " ";
+  auto idx = bm25_index::build(chunks);
+  for (int q = 0; q < 50; ++q) {
+    std::vector<std::pair<std::string, double>> terms;
+    std::string plain;
+    for (int t = 0; t < 4; ++t) {
+      auto w = "w" + std::to_string(rng() % 70);
+      terms.emplace_back(w, 1.0);
+      plain += w + " ";
+    }
+    EXPECT_EQ(idx.search_terms(terms, 10), idx.search(plain, 10));
+  }
+  EXPECT_GT(idx.idf("w1"), 0);
+  EXPECT_EQ(idx.idf("nope"), 0);
+}
+
+std::vector<document> fixture_docs() {
+  return {
+      {"quellin", "Port Quellin",
+       "Port Quellin is a harbour town. The schooner Marigold is moored at Port Quellin. "
+       "Captain Odile Varga commands the Marigold.",
+       ""},
+      {"marigold", "The Marigold",
+       "The Marigold carries saffron and indigo. Captain Odile Varga sails the Marigold "
+       "north every spring.",
+       ""},
+      {"tea", "Brewing tea",
+       "Green tea wants water at 70 degrees. Black tea takes boiling water and four minutes.",
+       ""},
+      {"kettle", "Kettles", "A kettle with a thermometer helps brewing green tea properly.", ""},
+  };
+}
+
+TEST(entity_graph, finds_names_and_takes_the_multi_hop_step) {
+  chunker_options co;
+  std::vector<chunk> chunks;
+  for (auto& d : fixture_docs())
+    for (auto& c : chunk_document(d, co))
+      chunks.push_back(c);
+  auto g = entity_graph::build(chunks);
+  EXPECT_GT(g.entity_count(), 3u);
+  EXPECT_GT(g.relation_count(), 0u);
+  auto r = g.local_search("Where is Port Quellin?", 5);
+  ASSERT_FALSE(r.chunks.empty());
+  EXPECT_NE(std::find(r.entity_ids.begin(), r.entity_ids.end(), "e:port quellin"),
+            r.entity_ids.end());
+  // The Marigold chunk never names Port Quellin; the graph reaches it through
+  // the Marigold / Odile Varga neighbours, and ranks it above tea.
+  std::set<std::string> docs;
+  for (auto& [idx, s] : r.chunks)
+    docs.insert(chunks[idx].doc_id);
+  EXPECT_TRUE(docs.count("marigold"));
+  EXPECT_FALSE(docs.count("tea"));
+  EXPECT_FALSE(r.relation_ids.empty());
+  auto topics = g.global_search("tea brewing", 2);
+  ASSERT_FALSE(topics.empty());
+  EXPECT_NE(topics[0].summary.find("Topic:"), std::string::npos);
+  EXPECT_EQ(entity_graph::build({}).entity_count(), 0u);
+  std::vector<chunk> cjk{{"c#0", "c", "", "绿茶的水温是七十度。绿茶很好喝。", 0},
+                         {"d#0", "d", "", "红茶的水温是一百度。", 0}};
+  EXPECT_NO_THROW(entity_graph::build(cjk).local_search("绿茶", 3));
+}
+
+TEST(agents, every_agent_answers_on_a_fixture_kb_with_a_trace) {
+  auto snap = kb_catalog::build_snapshot("fixture", fixture_docs(), kb_build_options{});
+  for (auto agent : {"naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent",
+                     "fusion_agent"}) {
+    auto r = run_agent(*snap, agent, "What does the Marigold carry?", 3);
+    ASSERT_FALSE(r.retrieval_results.empty()) << agent;
+    EXPECT_LE(r.retrieval_results.size(), 3u) << agent;
+    EXPECT_EQ(r.retrieval_results[0].doc_id, "marigold") << agent;
+    EXPECT_FALSE(r.trace.empty()) << agent;
+    EXPECT_EQ(r.chunk_ids.size(), r.retrieval_results.size()) << agent;
+    EXPECT_NE(r.context.find("saffron"), std::string::npos) << agent;
+    for (auto& item : r.retrieval_results)
+      EXPECT_EQ(item.kb_prefix, "fixture");
+  }
+  auto fused = run_agent(*snap, "fusion_agent", "green tea temperature", 2);
+  bool per_agent_trace = false;
+  for (auto& s : fused.trace)
+    per_agent_trace |= s.step.starts_with("graph_agent/");
+  EXPECT_TRUE(per_agent_trace) << "fusion reports each agent's trace";
+  auto research = run_agent(*snap, "deep_research_agent", "kettle thermometer saffron", 2);
+  EXPECT_GE(research.trace.size(), 1u);
+  EXPECT_TRUE(research.trace[0].detail.find("coverage=") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ragtor
