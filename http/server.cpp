@@ -902,6 +902,14 @@ void server::stop() {
     if (t.joinable())
       t.join();
   im.threads.clear();
+  // Coroutine frames left in the stopped io_context keep `im` alive until
+  // the io_context is destroyed; drop the actor handles now so the actor
+  // system can shut down (a detached actor is only released when the last
+  // handle to it is gone).
+  im.settings.kb_admin = nullptr;
+  im.settings.pool = nullptr;
+  im.settings.catalog.reset();
+  im.settings.kb_exists = nullptr;
 }
 
 }  // namespace ragtor::http
