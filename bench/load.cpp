@@ -1,0 +1,280 @@
+// Load generator: N concurrent SSE chat streams against a real `ragtor
+// serve` answering with a model behind the fake OpenAI-compatible server
+// (both started here on loopback, in a scratch directory, with the example
+// KB ingested). Prints requests/s, client-side time to first token (p50,
+// p99) minus the fake model's configured first-token delay — i.e. ragtor's
+// own overhead —, the p99 gap between tokens, tokens/s delivered, errors,
+// and ragtor's peak RSS. Bounded in count and time; never asserts.
+//
+//   build/bench/bench_load [--streams 1,100,1000] [--tokens 20]
+//       [--first-token-ms 50] [--token-ms 10] [--rounds 1]
+#include <fcntl.h>
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/asio/as_tuple.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace fs = std::filesystem;
+using tcp = net::ip::tcp;
+using steady = std::chrono::steady_clock;
+constexpr auto tuple_awaitable = net::as_tuple(net::use_awaitable);
+
+namespace {
+
+struct child {
+  pid_t pid = -1;
+  uint16_t port = 0;
+};
+
+// Starts `argv` with stdout on a pipe and waits for "<prefix>...:PORT".
+child spawn(std::vector<std::string> argv, const std::string& prefix,
+            const std::vector<std::string>& env, const fs::path& log) {
+  int fds[2];
+  if (pipe(fds) != 0)
+    throw std::runtime_error("pipe");
+  pid_t pid = fork();
+  if (pid == 0) {
+    dup2(fds[1], 1);
+    auto fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    dup2(fd, 2);
+    for (auto& e : env)
+      putenv(const_cast<char*>(e.c_str()));
+    std::vector<char*> args;
+    for (auto& a : argv)
+      args.push_back(a.data());
+    args.push_back(nullptr);
+    execv(args[0], args.data());
+    _exit(127);
+  }
+  close(fds[1]);
+  std::string out;
+  char buf[512];
+  for (;;) {
+    auto n = read(fds[0], buf, sizeof buf);
+    if (n <= 0)
+      throw std::runtime_error(argv[0] + " did not start; see " + log.string());
+    out.append(buf, static_cast<size_t>(n));
+    auto at = out.find(prefix);
+    auto nl = at == std::string::npos ? std::string::npos : out.find('\n', at);
+    if (nl != std::string::npos) {
+      auto line = out.substr(at, nl - at);
+      child c;
+      c.pid = pid;
+      c.port = static_cast<uint16_t>(std::stoi(line.substr(line.rfind(':') + 1)));
+      std::thread{[fd = fds[0]] {
+        char sink[512];
+        while (read(fd, sink, sizeof sink) > 0) {
+        }
+      }}.detach();
+      return c;
+    }
+  }
+}
+
+void stop(child& c) {
+  if (c.pid > 0) {
+    kill(c.pid, SIGTERM);
+    int st;
+    waitpid(c.pid, &st, 0);
+  }
+}
+
+size_t peak_rss_kib(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("VmHWM:"))
+      return std::stoul(line.substr(6));
+  return 0;
+}
+
+struct stream_stats {
+  bool ok = false;
+  double ttft_ms = -1;
+  std::vector<double> gaps_ms;
+  size_t tokens = 0;
+};
+
+net::awaitable<void> one_stream(uint16_t port, std::string body, stream_stats& out) {
+  auto ex = co_await net::this_coro::executor;
+  beast::tcp_stream s{ex};
+  s.expires_after(std::chrono::seconds(120));
+  auto [cec] = co_await s.async_connect(tcp::endpoint{net::ip::make_address("127.0.0.1"), port},
+                                        tuple_awaitable);
+  if (cec)
+    co_return;
+  http::request<http::string_body> req{http::verb::post, "/api/v1/chat/stream", 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = std::move(body);
+  req.prepare_payload();
+  auto start = steady::now();
+  auto [wec, wn] = co_await http::async_write(s, req, tuple_awaitable);
+  if (wec)
+    co_return;
+  beast::flat_buffer buffer;
+  http::response_parser<http::buffer_body> p;
+  p.body_limit(boost::none);
+  auto [hec, hn] = co_await http::async_read_header(s, buffer, p, tuple_awaitable);
+  if (hec || p.get().result_int() != 200)
+    co_return;
+  std::array<char, 8192> buf;
+  std::string pending;
+  auto last = start;
+  bool done = false, error = false;
+  while (!p.is_done() && !done) {
+    p.get().body().data = buf.data();
+    p.get().body().size = buf.size();
+    auto [rec, n] = co_await http::async_read_some(s, buffer, p, tuple_awaitable);
+    if (rec && rec != http::error::need_buffer)
+      break;
+    pending.append(buf.data(), buf.size() - p.get().body().size);
+    for (auto end = pending.find("\n\n"); end != std::string::npos; end = pending.find("\n\n")) {
+      auto event = pending.substr(0, end);
+      pending.erase(0, end + 2);
+      auto now = steady::now();
+      if (event.find("\"status\":\"token\"") != std::string::npos) {
+        if (out.tokens == 0)
+          out.ttft_ms = std::chrono::duration<double, std::milli>(now - start).count();
+        else
+          out.gaps_ms.push_back(std::chrono::duration<double, std::milli>(now - last).count());
+        last = now;
+        ++out.tokens;
+      } else if (event.find("\"status\":\"error\"") != std::string::npos) {
+        error = true;
+      } else if (event.find("\"status\":\"done\"") != std::string::npos) {
+        done = true;
+      }
+    }
+  }
+  out.ok = done && !error && out.tokens > 0;
+}
+
+double pct(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<size_t> levels{1, 100, 1000};
+  int tokens = 20, first_ms = 50, token_ms = 10, rounds = 1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i], v = argv[i + 1];
+    if (a == "--streams") {
+      levels.clear();
+      std::stringstream ss{v};
+      std::string x;
+      while (std::getline(ss, x, ','))
+        levels.push_back(std::stoul(x));
+    } else if (a == "--tokens") {
+      tokens = std::stoi(v);
+    } else if (a == "--first-token-ms") {
+      first_ms = std::stoi(v);
+    } else if (a == "--token-ms") {
+      token_ms = std::stoi(v);
+    } else if (a == "--rounds") {
+      rounds = std::stoi(v);
+    }
+  }
+  // Sockets: each stream needs one client and one upstream connection.
+  rlimit rl;
+  getrlimit(RLIMIT_NOFILE, &rl);
+  rl.rlim_cur = rl.rlim_max;
+  setrlimit(RLIMIT_NOFILE, &rl);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  auto bin_dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  auto scratch = fs::temp_directory_path() / ("ragtor-load-" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  std::string reply;
+  for (int t = 0; t < tokens; ++t)
+    reply += "word" + std::to_string(t) + (t + 1 < tokens ? " " : "");
+  std::ofstream{scratch / "script.json"}
+      << R"({"default":{"reply":")" << reply << R"(","first_token_delay_ms":)" << first_ms
+      << R"(,"token_delay_ms":)" << token_ms << "}}";
+  auto fake = spawn({(bin_dir / "tests/fake_openai").string(), "--port", "0", "--threads", "2",
+                     "--script", (scratch / "script.json").string()},
+                    "fake_openai listening on http://", {}, scratch / "fake.log");
+  auto data = scratch / "data";
+  auto ingest = "'" + (bin_dir / "ragtor").string() + "' ingest --kb demo --data-dir '"
+                + data.string() + "' '" + std::string{RAGTOR_SOURCE_DIR} + "/examples/kb' > /dev/null";
+  if (std::system(ingest.c_str()) != 0) {
+    std::fprintf(stderr, "ingest failed\n");
+    return 1;
+  }
+  size_t max_level = *std::max_element(levels.begin(), levels.end());
+  std::vector<std::string> env{
+      "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
+      "RAGTOR_LLM__MODEL=fake-model",
+      "RAGTOR_LLM__MAX_CONCURRENCY=" + std::to_string(max_level),
+      "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(max_level),
+      "RAGTOR_LOG__LEVEL=warn"};
+  auto ragtor = spawn({(bin_dir / "ragtor").string(), "serve", "--listen", "127.0.0.1:0",
+                       "--data-dir", data.string()},
+                      "ragtor listening on http://", env, scratch / "ragtor.log");
+  std::printf("fake model: %d tokens, first token after %d ms, %d ms between tokens\n", tokens,
+              first_ms, token_ms);
+  std::printf("| streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
+              "| gap p99 ms | tokens/s | errors | ragtor peak RSS MiB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+  std::fflush(stdout);
+  for (auto n : levels) {
+    for (int round = 0; round < rounds; ++round) {
+      net::io_context ioc{1};
+      std::vector<stream_stats> stats(n);
+      for (size_t i = 0; i < n; ++i) {
+        auto body = R"({"user_id":"load)" + std::to_string(i) + R"(","session_id":"r)"
+                    + std::to_string(n) + "_" + std::to_string(round)
+                    + R"(","kb_prefix":"demo","message":"How do I run the tests?"})";
+        net::co_spawn(ioc, one_stream(ragtor.port, body, stats[i]), net::detached);
+      }
+      auto t0 = steady::now();
+      ioc.run();
+      auto secs = std::chrono::duration<double>(steady::now() - t0).count();
+      std::vector<double> ttft, gaps;
+      size_t ok = 0, delivered = 0;
+      for (auto& s : stats) {
+        if (s.ok) {
+          ++ok;
+          ttft.push_back(s.ttft_ms);
+          gaps.insert(gaps.end(), s.gaps_ms.begin(), s.gaps_ms.end());
+        }
+        delivered += s.tokens;
+      }
+      std::printf("| %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f |\n", n,
+                  static_cast<double>(ok) / secs, pct(ttft, 0.5), pct(ttft, 0.99),
+                  pct(ttft, 0.5) - first_ms, pct(ttft, 0.99) - first_ms, pct(gaps, 0.99),
+                  static_cast<double>(delivered) / secs, n - ok,
+                  static_cast<double>(peak_rss_kib(ragtor.pid)) / 1024);
+      std::fflush(stdout);
+    }
+  }
+  stop(ragtor);
+  stop(fake);
+  fs::remove_all(scratch);
+  return 0;
+}
