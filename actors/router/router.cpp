@@ -166,8 +166,12 @@ route_decision decide_route(const chat_request& req, const router_settings& sett
     rd.kb_prefix = "general";
     rd.method = detected ? detected->method : "default";
     rd.confidence = detected ? 1.0 - detected->confidence : 1.0;
-    rd.reason = detected ? "no knowledge base matched confidently"
-                         : "no knowledge base requested and auto-routing is off";
+    if (!detected)
+      rd.reason = "no knowledge base requested and auto-routing is off";
+    else if (detected->kb == "general")
+      rd.reason = detected->reason;
+    else
+      rd.reason = detected->reason + "; no knowledge base matched confidently";
   }
   if (detected && (detected->method == "timeout" || detected->method == "fallback")
       && rd.method == "heuristic")
