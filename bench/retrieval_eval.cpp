@@ -7,6 +7,7 @@
 //
 //   build/bench/bench_retrieval_eval [--data DIR] [--dataset scifact|cmrc2018|all]
 //       [--agents bm25,naive_rag_agent,...] [--max-queries N] [--vector-weight W]
+//       [--chunk-chars N]
 //       [--scale N]
 #include <algorithm>
 #include <chrono>
@@ -113,7 +114,7 @@ std::vector<std::string> dedupe_items(const retrieval_result& r) {
 
 void run_dataset(const std::string& dir, const std::string& name,
                  const std::vector<std::string>& agents, size_t max_queries,
-                 double vector_weight) {
+                 double vector_weight, size_t chunk_chars) {
   auto corpus = read_tsv(dir + "/corpus.tsv", false);
   auto queries = read_tsv(dir + "/queries_test.tsv", false);
   auto qrels_rows = read_tsv(dir + "/qrels_test.tsv", true);
@@ -132,6 +133,10 @@ void run_dataset(const std::string& dir, const std::string& name,
   auto rss0 = rss_bytes();
   auto t0 = steady::now();
   kb_build_options opts;
+  if (chunk_chars > 0) {
+    opts.chunking.max_chars = chunk_chars;
+    opts.chunking.overlap_chars = std::min(opts.chunking.overlap_chars, chunk_chars / 2);
+  }
   kb_settings settings;
   settings.name = name;
   if (vector_weight >= 0) {
@@ -141,8 +146,8 @@ void run_dataset(const std::string& dir, const std::string& name,
   auto snap = kb_catalog::build_snapshot(settings, docs, opts);
   auto build_s = std::chrono::duration<double>(steady::now() - t0).count();
   auto rss1 = rss_bytes();
-  std::printf("\n## %s: %zu documents, %zu chunks, %zu queries\n", name.c_str(), docs.size(),
-              snap->chunks.size(), queries.size());
+  std::printf("\n## %s: %zu documents, %zu chunks (max %zu chars), %zu queries\n", name.c_str(),
+              docs.size(), snap->chunks.size(), opts.chunking.max_chars, queries.size());
   std::printf("index build %.2f s (BM25 + %s vectors%s + entity graph: %zu entities, %zu "
               "relations); RSS +%.0f MiB; BM25 index ~%.0f MiB, vectors ~%.0f MiB\n",
               build_s, snap->embed ? snap->embed->name().c_str() : "no",
@@ -232,6 +237,7 @@ int main(int argc, char** argv) {
                                   "graph_agent", "deep_research_agent", "fusion_agent"};
   size_t max_queries = 0, scale = 0;
   double vector_weight = -1;  // < 0: the KB default
+  size_t chunk_chars = 0;     // 0: the ingestion default
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string{argv[++i]} : std::string{}; };
@@ -247,6 +253,8 @@ int main(int argc, char** argv) {
         agents.push_back(x);
     } else if (a == "--max-queries") {
       max_queries = std::stoul(next());
+    } else if (a == "--chunk-chars") {
+      chunk_chars = std::stoul(next());
     } else if (a == "--vector-weight") {
       vector_weight = std::stod(next());
     } else if (a == "--scale") {
@@ -262,6 +270,6 @@ int main(int argc, char** argv) {
   }
   for (auto& name : {std::string{"scifact"}, std::string{"cmrc2018"}})
     if (dataset == "all" || dataset == name)
-      run_dataset(data + "/" + name, name, agents, max_queries, vector_weight);
+      run_dataset(data + "/" + name, name, agents, max_queries, vector_weight, chunk_chars);
   return 0;
 }
