@@ -62,6 +62,12 @@ std::vector<binding> bindings_of(config& c) {
       {"retrieval", "chunk_overlap_chars", &c.retrieval.chunk_overlap_chars},
       {"retrieval", "bm25_k1", &c.retrieval.bm25_k1},
       {"retrieval", "bm25_b", &c.retrieval.bm25_b},
+      {"retrieval", "embedder", &c.retrieval.embedder},
+      {"retrieval", "hashed_dims", &c.retrieval.hashed_dims},
+      {"retrieval", "embedding_base_url", &c.retrieval.embedding_base_url},
+      {"retrieval", "embedding_model", &c.retrieval.embedding_model},
+      {"retrieval", "embedding_batch", &c.retrieval.embedding_batch},
+      {"retrieval", "vector_exact_below", &c.retrieval.vector_exact_below},
       {"generator", "provider", &c.generator.provider},
       {"generator", "extractive_max_sentences", &c.generator.extractive_max_sentences},
       {"generator", "extractive_pace_ms", &c.generator.extractive_pace_ms},
@@ -390,6 +396,17 @@ caf::error validate(const config& c) {
     err = key_error("retrieval.chunk_overlap_chars", "must be less than retrieval.chunk_max_chars");
   first(at_least("retrieval.bm25_k1", c.retrieval.bm25_k1, 0.0));
   first(in_unit_range("retrieval.bm25_b", c.retrieval.bm25_b));
+  constexpr std::array<std::string_view, 3> embedders = {"hashed", "openai", "none"};
+  first(one_of("retrieval.embedder", c.retrieval.embedder, embedders));
+  first(at_least("retrieval.hashed_dims", c.retrieval.hashed_dims, size_t{8}));
+  first(at_least("retrieval.embedding_batch", c.retrieval.embedding_batch, 1));
+  if (!err && c.retrieval.embedder == "openai") {
+    if (c.retrieval.embedding_model.empty())
+      err = key_error("retrieval.embedding_model", "must be set when retrieval.embedder is \"openai\"");
+    else if (c.retrieval.embedding_base_url.empty() && c.llm.base_url.empty())
+      err = key_error("retrieval.embedding_base_url",
+                      "must be set (or llm.base_url) when retrieval.embedder is \"openai\"");
+  }
   constexpr std::array<std::string_view, 3> providers = {"auto", "extractive", "openai"};
   first(one_of("generator.provider", c.generator.provider, providers));
   if (!err && c.generator.provider == "openai" && c.llm.base_url.empty())

@@ -59,6 +59,12 @@ struct retrieval_config {
   size_t chunk_overlap_chars = 100;
   double bm25_k1 = 0.9;
   double bm25_b = 0.4;
+  std::string embedder = "hashed";  // hashed | openai | none
+  size_t hashed_dims = 256;
+  std::string embedding_base_url;  // "" = llm.base_url
+  std::string embedding_model;
+  int embedding_batch = 64;
+  size_t vector_exact_below = 20000;
   bool operator==(const retrieval_config&) const = default;
 };
 

@@ -28,6 +28,7 @@ struct kb_build_options {
   chunker_options chunking;
   bm25_params bm25;
   std::shared_ptr<embedder> embed = make_hashed_embedder();  // null = no vector leg
+  bool remote_embedder = false;  // embedding blocks on the network
   vector_index_options vectors;
   graph_options graph;
 };

@@ -35,11 +35,12 @@ struct agent_pool_state {
 
 }  // namespace
 
-retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
-                                       std::string kb, std::string agent_type) {
-  return sys.spawn([catalog, kb,
-                    agent_type](retrieval_agent_actor::stateful_pointer<retrieval_agent_state> self)
-                       -> retrieval_agent_actor::behavior_type {
+retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
+                                            std::shared_ptr<kb_catalog> catalog, std::string kb,
+                                            std::string agent_type, bool detached) {
+  auto fun = [catalog, kb,
+              agent_type](retrieval_agent_actor::stateful_pointer<retrieval_agent_state> self)
+      -> retrieval_agent_actor::behavior_type {
     self->state.catalog = catalog;
     self->state.kb = kb;
     self->state.agent_type = agent_type;
@@ -73,11 +74,14 @@ retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys, std::shared_
           return w.take();
         },
     };
-  });
+  };
+  return detached ? sys.spawn<caf::detached>(fun) : sys.spawn(fun);
 }
 
-agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog) {
-  return sys.spawn([catalog](agent_pool_actor::stateful_pointer<agent_pool_state> self)
+agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
+                                  bool detached_agents) {
+  return sys.spawn([catalog,
+                    detached_agents](agent_pool_actor::stateful_pointer<agent_pool_state> self)
                        -> agent_pool_actor::behavior_type {
     self->state.catalog = catalog;
     // Agents are linked to the pool so they stop with it; an agent's own
@@ -113,7 +117,8 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
           if (auto i = agents.find(key); i != agents.end())
             return i->second;
           auto agent =
-              spawn_retrieval_agent(self->system(), self->state.catalog, kb, parsed->agent_type);
+              spawn_retrieval_agent(self->system(), self->state.catalog, kb, parsed->agent_type,
+                                    detached_agents);
           self->link_to(agent);
           agents.emplace(key, agent);
           return agent;

@@ -3,6 +3,11 @@
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+
+#include "llm/openai_client.hpp"
+#include "retrieval/openai_embedder.hpp"
+
 namespace ragtor {
 
 caf::expected<config> load_effective_config(const common_options& opts) {
@@ -29,6 +34,28 @@ kb_build_options kb_build_options_of(const config& cfg) {
   opts.chunking.max_chars = cfg.retrieval.chunk_max_chars;
   opts.chunking.overlap_chars = cfg.retrieval.chunk_overlap_chars;
   opts.bm25 = {cfg.retrieval.bm25_k1, cfg.retrieval.bm25_b};
+  opts.vectors.exact_below = cfg.retrieval.vector_exact_below;
+  if (cfg.retrieval.embedder == "none") {
+    opts.embed = nullptr;
+  } else if (cfg.retrieval.embedder == "openai") {
+    llm::endpoint_config ec;
+    ec.base_url = cfg.retrieval.embedding_base_url.empty() ? cfg.llm.base_url
+                                                           : cfg.retrieval.embedding_base_url;
+    ec.api_key = cfg.llm.api_key;
+    if (ec.api_key.empty())
+      if (auto* key = std::getenv("OPENAI_API_KEY"))
+        ec.api_key = key;
+    ec.model = cfg.retrieval.embedding_model;
+    ec.connect_timeout = std::chrono::milliseconds{cfg.llm.connect_timeout_ms};
+    ec.first_token_timeout = std::chrono::seconds{cfg.llm.first_token_timeout_s};
+    ec.total_timeout = std::chrono::seconds{cfg.llm.total_timeout_s};
+    ec.max_retries = cfg.llm.max_retries;
+    opts.embed = make_openai_embedder(std::make_shared<llm::openai_client>(ec, 1),
+                                      static_cast<size_t>(cfg.retrieval.embedding_batch));
+    opts.remote_embedder = true;
+  } else {
+    opts.embed = make_hashed_embedder(cfg.retrieval.hashed_dims);
+  }
   return opts;
 }
 

@@ -142,7 +142,7 @@ int run_serve(const serve_options& opts) {
   rs.min_confidence = cfg->router.min_confidence;
   rs.mode = cfg->router.mode;
   rs.llm_timeout = std::chrono::milliseconds{cfg->router.llm_timeout_ms};
-  auto pool = spawn_agent_pool(sys, *catalog);
+  auto pool = spawn_agent_pool(sys, *catalog, build_opts.remote_embedder);
   auto llm = spawn_generator(sys, *cfg);
   auto router = spawn_router(sys, rs, *catalog, llm);
 

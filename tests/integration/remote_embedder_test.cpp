@@ -1,0 +1,50 @@
+// The vector leg with an OpenAI-compatible embedding model (the fake server's
+// /v1/embeddings): the fixture KB and API-ingested documents are embedded in
+// batches at ingestion, queries are embedded by retrieval agents, and the
+// server still shuts down cleanly (agents run detached with a remote
+// embedder).
+#include <gtest/gtest.h>
+
+#include "tests/support/fake_openai.hpp"
+#include "tests/support/server_fixture.hpp"
+
+namespace ragtor::test {
+namespace {
+
+class remote_embedder_test : public ragtor_server_test {
+protected:
+  fake_openai fake_{R"({"embedding_dims":48})"};
+  env_vars server_env() const override {
+    auto env = model_env(fake_);
+    env["RAGTOR_RETRIEVAL__EMBEDDER"] = "openai";
+    env["RAGTOR_RETRIEVAL__EMBEDDING_MODEL"] = "fake-embedding";
+    env["RAGTOR_RETRIEVAL__EMBEDDING_BATCH"] = "2";
+    return env;
+  }
+};
+
+TEST_F(remote_embedder_test, documents_and_queries_are_embedded_by_the_model) {
+  auto at_start = fake_.stat("embedding_requests");
+  EXPECT_GE(at_start, 3) << "6 fixture chunks in batches of 2 (+ a dimension probe)";
+  auto created = request(port(), "POST", "/api/v1/kbs", R"({"name":"harbour"})");
+  ASSERT_EQ(created.status, 201) << created.body;
+  auto ingest = request(port(), "POST", "/api/v1/kbs/harbour/documents",
+                        R"({"documents":[{"id":"ships","text":"The schooner Marigold carries )"
+                        R"(saffron from Port Quellin."}]})");
+  ASSERT_EQ(ingest.status, 200) << ingest.body;
+  auto before = fake_.stat("embedding_requests");
+  EXPECT_GT(before, at_start);
+  auto res = request(port(), "POST", "/api/v1/kbs/harbour/search",
+                     R"({"query":"schooner saffron","agent_type":"naive_rag_agent"})");
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto hits = json::parse(res.body);
+  ASSERT_FALSE(hits.items("/retrieval_results").empty());
+  EXPECT_EQ(hits.items("/retrieval_results")[0].str("/source"), "vector");
+  EXPECT_NE(hits.items("/trace")[0].str("/detail").find("openai:fake-embedding/48"), std::string::npos)
+      << hits.dump();
+  EXPECT_EQ(fake_.stat("embedding_requests"), before + 1) << "the query was embedded";
+  EXPECT_TRUE(stop_server().clean());
+}
+
+}  // namespace
+}  // namespace ragtor::test
