@@ -5,6 +5,7 @@
 #include <map>
 #include <queue>
 
+#include "retrieval/binary_io.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
@@ -212,6 +213,52 @@ std::vector<bm25_index::hit> bm25_index::search_terms(std::vector<query_term> te
       ++first_essential;
   }
   return top.sorted();
+}
+
+namespace {
+constexpr uint64_t bm25_magic = 0x3135324d42475452ull;  // "RTGBM251"
+}  // namespace
+
+std::string bm25_index::serialize() const {
+  binary::writer w;
+  w.put(bm25_magic);
+  w.put(params_.k1);
+  w.put(params_.b);
+  w.put(avg_len_);
+  w.put_array(doc_len_);
+  w.put<uint64_t>(postings_.size());
+  for (auto& [term, pl] : postings_) {
+    w.put_string(term);
+    w.put(pl.idf);
+    w.put(pl.upper_bound);
+    w.put_array(pl.docs);
+    w.put_array(pl.tfs);
+  }
+  return w.finish();
+}
+
+std::optional<bm25_index> bm25_index::deserialize(std::string_view data) {
+  binary::reader r{data};
+  uint64_t magic = 0, terms = 0;
+  bm25_index idx;
+  if (!r.get(magic) || magic != bm25_magic || !r.get(idx.params_.k1) || !r.get(idx.params_.b)
+      || !r.get(idx.avg_len_) || !r.get_array(idx.doc_len_) || !r.get(terms))
+    return std::nullopt;
+  idx.postings_.reserve(terms);
+  for (uint64_t i = 0; i < terms; ++i) {
+    std::string term;
+    posting_list pl;
+    if (!r.get_string(term) || !r.get(pl.idf) || !r.get(pl.upper_bound) || !r.get_array(pl.docs)
+        || !r.get_array(pl.tfs) || pl.docs.size() != pl.tfs.size())
+      return std::nullopt;
+    for (auto d : pl.docs)
+      if (d >= idx.doc_len_.size())
+        return std::nullopt;
+    idx.postings_.emplace(std::move(term), std::move(pl));
+  }
+  if (!r.at_end())
+    return std::nullopt;
+  return idx;
 }
 
 }  // namespace ragtor

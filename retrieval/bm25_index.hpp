@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -47,6 +48,11 @@ public:
   // idf of an index term (0 when unknown) and the approximate heap size.
   double idf(std::string_view term) const;
   size_t memory_bytes() const;
+
+  // A binary snapshot (see binary_io.hpp) and back; nullopt for a
+  // truncated, corrupt or foreign snapshot.
+  std::string serialize() const;
+  static std::optional<bm25_index> deserialize(std::string_view data);
 
   // Number of indexed chunks.
   size_t size() const { return doc_len_.size(); }

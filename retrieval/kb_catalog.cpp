@@ -4,9 +4,60 @@
 
 #include <spdlog/spdlog.h>
 
+#include <fstream>
+#include <sstream>
+
+#include "protocol/errc.hpp"
+#include "retrieval/atomic_file.hpp"
+#include "retrieval/binary_io.hpp"
 #include "retrieval/kb_store.hpp"
 
 namespace ragtor {
+
+namespace {
+
+// Identifies the documents and every option that shapes the indexes.
+std::string snapshot_signature(const std::vector<document>& docs, const kb_build_options& opts) {
+  binary::writer w;
+  for (auto& d : docs) {
+    w.put_string(d.id);
+    w.put_string(d.title);
+    w.put_string(d.text);
+  }
+  auto content = binary::fnv1a(w.finish());
+  return "v1 docs=" + std::to_string(docs.size()) + " hash=" + std::to_string(content)
+         + " chunk=" + std::to_string(opts.chunking.max_chars) + "/"
+         + std::to_string(opts.chunking.overlap_chars) + " bm25=" + std::to_string(opts.bm25.k1)
+         + "/" + std::to_string(opts.bm25.b)
+         + " embed=" + (opts.embed ? opts.embed->name() : std::string{"none"});
+}
+
+// The payload of a snapshot file written for `signature`, if any.
+std::optional<std::string> read_snapshot(const std::filesystem::path& file,
+                                         const std::string& signature) {
+  std::ifstream in{file, std::ios::binary};
+  if (!in)
+    return std::nullopt;
+  std::ostringstream ss;
+  ss << in.rdbuf();
+  auto data = ss.str();
+  binary::reader r{data};
+  std::string sig, payload;
+  if (!r.get_string(sig) || sig != signature || !r.get_string(payload) || !r.at_end())
+    return std::nullopt;
+  return payload;
+}
+
+void write_snapshot(const std::filesystem::path& file, const std::string& signature,
+                    const std::string& payload) {
+  binary::writer w;
+  w.put_string(signature);
+  w.put_string(payload);
+  if (auto err = write_file_atomically(file, w.finish()))
+    spdlog::warn("cannot write index snapshot {}: {}", file.string(), error_message(err));
+}
+
+}  // namespace
 
 std::vector<retrieval_item> kb_snapshot::search(std::string_view query, size_t k) const {
   std::vector<retrieval_item> out;
@@ -41,8 +92,37 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
     for (auto& c : chunk_document(d, opts.chunking))
       snap->chunks.push_back(std::move(c));
   auto started = std::chrono::steady_clock::now();
-  snap->index = bm25_index::build(snap->chunks, opts.bm25);
-  if (opts.embed && !snap->chunks.empty()) {
+  auto index_dir = opts.snapshot_dir.empty()
+                       ? std::filesystem::path{}
+                       : opts.snapshot_dir / "kbs" / snap->name / "index";
+  auto signature = snapshot_signature(docs, opts);
+  bool have_bm25 = false, have_vectors = !opts.embed;
+  if (!index_dir.empty()) {
+    if (auto body = read_snapshot(index_dir / "bm25.bin", signature))
+      if (auto idx = bm25_index::deserialize(*body); idx && idx->size() == snap->chunks.size()) {
+        snap->index = std::move(*idx);
+        have_bm25 = true;
+      }
+    if (opts.embed)
+      if (auto body = read_snapshot(index_dir / "vectors.bin", signature)) {
+        binary::reader r{*body};
+        uint64_t dims = 0;
+        std::vector<float> rows;
+        if (r.get(dims) && r.get_array(rows) && r.at_end() && dims > 0
+            && rows.size() == dims * snap->chunks.size()) {
+          snap->vectors = vector_index::build(std::move(rows), dims, opts.vectors);
+          snap->embed = opts.embed;
+          have_vectors = true;
+        }
+      }
+  }
+  snap->loaded_from_snapshot = !index_dir.empty() && have_bm25 && have_vectors;
+  if (!have_bm25) {
+    snap->index = bm25_index::build(snap->chunks, opts.bm25);
+    if (!index_dir.empty())
+      write_snapshot(index_dir / "bm25.bin", signature, snap->index.serialize());
+  }
+  if (!have_vectors && !snap->chunks.empty()) {
     std::vector<std::string> texts;
     texts.reserve(snap->chunks.size());
     for (auto& c : snap->chunks)
@@ -53,6 +133,12 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
       flat.reserve(rows->size() * opts.embed->dims());
       for (auto& r : *rows)
         flat.insert(flat.end(), r.begin(), r.end());
+      if (!index_dir.empty()) {
+        binary::writer w;
+        w.put<uint64_t>(opts.embed->dims());
+        w.put_array(flat);
+        write_snapshot(index_dir / "vectors.bin", signature, w.finish());
+      }
       snap->vectors = vector_index::build(std::move(flat), opts.embed->dims(), opts.vectors);
       snap->embed = opts.embed;
     } else {

@@ -29,6 +29,10 @@ struct kb_build_options {
   bm25_params bm25;
   std::shared_ptr<embedder> embed = make_hashed_embedder();  // null = no vector leg
   bool remote_embedder = false;  // embedding blocks on the network
+  // Where index snapshots live (<dir>/kbs/<kb>/index/); "" = none. A
+  // snapshot is reused when the documents and these options are unchanged,
+  // so a restart neither re-indexes nor re-embeds.
+  std::filesystem::path snapshot_dir;
   vector_index_options vectors;
   graph_options graph;
 };
@@ -43,6 +47,7 @@ struct kb_snapshot {
   vector_index vectors;
   entity_graph graph;
   double build_ms = 0;
+  bool loaded_from_snapshot = false;
 
   // The top `k` chunks for `query` as retrieval items (zero scores dropped).
   std::vector<retrieval_item> search(std::string_view query, size_t k) const;

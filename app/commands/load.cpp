@@ -35,6 +35,7 @@ kb_build_options kb_build_options_of(const config& cfg) {
   opts.chunking.overlap_chars = cfg.retrieval.chunk_overlap_chars;
   opts.bm25 = {cfg.retrieval.bm25_k1, cfg.retrieval.bm25_b};
   opts.vectors.exact_below = cfg.retrieval.vector_exact_below;
+  opts.snapshot_dir = cfg.data_dir;
   if (cfg.retrieval.embedder == "none") {
     opts.embed = nullptr;
   } else if (cfg.retrieval.embedder == "openai") {

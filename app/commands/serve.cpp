@@ -113,7 +113,12 @@ int run_serve(const serve_options& opts) {
     return 1;
   }
   for (auto& name : (*catalog)->names())
-    spdlog::info("knowledge base \"{}\": {} chunks", name, (*catalog)->get(name)->chunks.size());
+  {
+    auto snap = (*catalog)->get(name);
+    spdlog::info("knowledge base \"{}\": {} chunks, indexes {} in {:.0f} ms", name,
+                 snap->chunks.size(), snap->loaded_from_snapshot ? "loaded" : "built",
+                 snap->build_ms);
+  }
 
   caf::actor_system_config caf_cfg;
   register_types(caf_cfg);

@@ -44,6 +44,14 @@ TEST_F(remote_embedder_test, documents_and_queries_are_embedded_by_the_model) {
       << hits.dump();
   EXPECT_EQ(fake_.stat("embedding_requests"), before + 1) << "the query was embedded";
   EXPECT_TRUE(stop_server().clean());
+  // A restart reuses the stored vectors instead of re-embedding every
+  // chunk (at most one request: the model's dimension probe).
+  auto stopped = fake_.stat("embedding_requests");
+  start_server();
+  EXPECT_LE(fake_.stat("embedding_requests"), stopped + 1);
+  auto again = request(port(), "POST", "/api/v1/kbs/harbour/search",
+                       R"({"query":"schooner saffron","agent_type":"naive_rag_agent"})");
+  EXPECT_EQ(json::parse(again.body).items("/retrieval_results")[0].str("/source"), "vector");
 }
 
 }  // namespace

@@ -4,6 +4,8 @@
 // each of the five agents on a small fixture KB.
 #include <gtest/gtest.h>
 
+#include <filesystem>
+#include <fstream>
 #include <random>
 #include <thread>
 
@@ -242,6 +244,72 @@ TEST(agents, every_agent_answers_on_a_fixture_kb_with_a_trace) {
   auto research = run_agent(*snap, "deep_research_agent", "kettle thermometer saffron", 2);
   EXPECT_GE(research.trace.size(), 1u);
   EXPECT_TRUE(research.trace[0].detail.find("coverage=") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace ragtor
+
+namespace ragtor {
+namespace {
+
+struct snapshot_dir {
+  std::filesystem::path path = std::filesystem::temp_directory_path()
+                               / ("ragtor_snap_" + std::to_string(std::random_device{}()));
+  ~snapshot_dir() { std::filesystem::remove_all(path); }
+};
+
+TEST(index_snapshots, reused_when_unchanged_rebuilt_when_changed_or_corrupt) {
+  snapshot_dir dir;
+  kb_build_options opts;
+  opts.snapshot_dir = dir.path;
+  auto docs = fixture_docs();
+  auto first = kb_catalog::build_snapshot("kb", docs, opts);
+  EXPECT_FALSE(first->loaded_from_snapshot);
+  auto index_dir = dir.path / "kbs" / "kb" / "index";
+  ASSERT_TRUE(std::filesystem::exists(index_dir / "bm25.bin"));
+  ASSERT_TRUE(std::filesystem::exists(index_dir / "vectors.bin"));
+  auto second = kb_catalog::build_snapshot("kb", docs, opts);
+  EXPECT_TRUE(second->loaded_from_snapshot);
+  for (auto agent : {"naive_rag_agent", "hybrid_agent"}) {
+    auto a = run_agent(*first, agent, "Marigold saffron captain", 4);
+    auto b = run_agent(*second, agent, "Marigold saffron captain", 4);
+    ASSERT_EQ(a.chunk_ids, b.chunk_ids) << agent;
+    for (size_t i = 0; i < a.retrieval_results.size(); ++i)
+      EXPECT_DOUBLE_EQ(a.retrieval_results[i].score, b.retrieval_results[i].score) << agent;
+  }
+  // Changed documents: rebuilt, not served stale.
+  docs[2].text = "Rooibos is not tea at all.";
+  auto third = kb_catalog::build_snapshot("kb", docs, opts);
+  EXPECT_FALSE(third->loaded_from_snapshot);
+  EXPECT_FALSE(run_agent(*third, "hybrid_agent", "rooibos", 2).retrieval_results.empty());
+  // Changed options: rebuilt too.
+  opts.bm25.k1 = 1.2;
+  EXPECT_FALSE(kb_catalog::build_snapshot("kb", docs, opts)->loaded_from_snapshot);
+  // A corrupt snapshot is ignored and replaced.
+  {
+    std::fstream f{index_dir / "bm25.bin", std::ios::in | std::ios::out | std::ios::binary};
+    f.seekp(40);
+    f.put('\x7f');
+  }
+  auto fixed = kb_catalog::build_snapshot("kb", docs, opts);
+  EXPECT_FALSE(fixed->loaded_from_snapshot);
+  EXPECT_TRUE(kb_catalog::build_snapshot("kb", docs, opts)->loaded_from_snapshot);
+}
+
+TEST(index_snapshots, bm25_round_trip_and_truncation) {
+  std::vector<chunk> chunks;
+  for (auto& d : fixture_docs())
+    for (auto& c : chunk_document(d, {}))
+      chunks.push_back(c);
+  auto idx = bm25_index::build(chunks);
+  auto bytes = idx.serialize();
+  auto back = bm25_index::deserialize(bytes);
+  ASSERT_TRUE(back);
+  EXPECT_EQ(back->search("captain Marigold tea", 5), idx.search("captain Marigold tea", 5));
+  EXPECT_DOUBLE_EQ(back->idf("marigold"), idx.idf("marigold"));
+  for (size_t cut : {size_t{0}, size_t{7}, bytes.size() / 2, bytes.size() - 1})
+    EXPECT_FALSE(bm25_index::deserialize(std::string_view{bytes}.substr(0, cut))) << cut;
+  EXPECT_FALSE(bm25_index::deserialize("definitely not an index"));
 }
 
 }  // namespace
