@@ -173,6 +173,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     url = std::move(*u);
     if (url.tls) {
       ssl_ctx.set_default_verify_paths();
+      if (!cfg.ca_file.empty())
+        ssl_ctx.load_verify_file(cfg.ca_file);
       ssl_ctx.set_verify_mode(cfg.verify_tls ? ssl::verify_peer : ssl::verify_none);
     }
   }

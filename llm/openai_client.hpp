@@ -67,6 +67,7 @@ struct endpoint_config {
   std::chrono::milliseconds backoff_max{5000};
   size_t max_idle_connections = 16;
   bool verify_tls = true;
+  std::string ca_file;  // extra trusted CA certificates (PEM), e.g. a private CA
 };
 
 struct stream_callbacks {

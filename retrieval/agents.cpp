@@ -1,6 +1,7 @@
 #include "retrieval/agents.hpp"
 
 #include <chrono>
+#include <future>
 #include <cmath>
 #include <algorithm>
 #include <map>
@@ -274,10 +275,18 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, size_t 
     lists.push_back(std::move(l));
   };
   auto depth = over_retrieve_depth(k);
-  add("naive_rag_agent", naive(snap, query, depth));
-  add("hybrid_agent", hybrid(snap, query, depth));
-  add("graph_agent", graph(snap, query, depth));
-  add("deep_research_agent", research(snap, query, depth, 2));
+  // The four agents run in parallel (the snapshot is immutable and shared).
+  auto t0 = steady::now();
+  auto f_naive = std::async(std::launch::async, [&] { return naive(snap, query, depth); });
+  auto f_graph = std::async(std::launch::async, [&] { return graph(snap, query, depth); });
+  auto f_research =
+      std::async(std::launch::async, [&] { return research(snap, query, depth, 2); });
+  auto hybrid_result = hybrid(snap, query, depth);
+  add("naive_rag_agent", f_naive.get());
+  add("hybrid_agent", std::move(hybrid_result));
+  add("graph_agent", f_graph.get());
+  add("deep_research_agent", f_research.get());
+  r.trace.push_back({"parallel", "4 agents", ms_since(t0)});
   auto t = steady::now();
   auto fused = weighted_rrf(lists, k);
   std::map<std::string, uint32_t> by_chunk_id;

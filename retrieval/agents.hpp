@@ -8,7 +8,8 @@
 //   deep_research_agent  hybrid, then up to 2 more rounds of RM3 query
 //                        expansion while the evidence covers < 80% of the
 //                        query's (idf-weighted) terms; rounds fused by RRF
-//   fusion_agent         naive + hybrid + graph + research fused by RRF
+//   fusion_agent         naive + hybrid + graph + research, run in parallel
+//                        threads, fused by RRF
 // Agents never generate answers, hold state or cache results.
 #pragma once
 

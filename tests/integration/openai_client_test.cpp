@@ -269,5 +269,32 @@ TEST(openai_client, many_concurrent_streams_complete) {
   EXPECT_EQ(fake.stat("streams_completed"), n);
 }
 
+TEST(openai_client, https_with_peer_verification) {
+  fake_openai fake{R"({"default":{"reply":"over TLS"}})", true};
+  ASSERT_TRUE(fake.base_url().starts_with("https://"));
+  // Trusting the server's certificate: the call succeeds over TLS.
+  auto cfg = config_for(fake);
+  cfg.ca_file = fake_openai_cert();
+  {
+    llm::openai_client client{cfg};
+    collector c;
+    client.stream_chat(ask("q"), c.callbacks());
+    auto r = c.wait();
+    ASSERT_FALSE(r.error) << r.error->message;
+    EXPECT_EQ(r.text(), "over TLS");
+  }
+  // Not trusting it (self-signed, not in the system store): refused during
+  // the handshake, as a connection failure.
+  auto strict = config_for(fake);
+  strict.max_retries = 0;
+  llm::openai_client client{strict};
+  collector c;
+  client.stream_chat(ask("q"), c.callbacks());
+  auto r = c.wait();
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->kind, failure::connect);
+  EXPECT_NE(r.error->message.find("certificate"), std::string::npos) << r.error->message;
+}
+
 }  // namespace
 }  // namespace ragtor::test

@@ -11,12 +11,19 @@
 
 namespace ragtor::test {
 
-fake_openai::fake_openai(const std::string& script_json) {
+std::string fake_openai_cert() {
+  return (source_dir() / "tests/data/tls/cert.pem").string();
+}
+
+fake_openai::fake_openai(const std::string& script_json, bool tls) : tls_(tls) {
   auto script = dir_.path() / "script.json";
   std::ofstream{script} << script_json;
-  process_ = std::make_unique<ragtor_process>(
-      std::vector<std::string>{FAKE_OPENAI_BINARY, "--port", "0", "--script", script.string()},
-      "fake_openai listening on http://");
+  std::vector<std::string> argv{FAKE_OPENAI_BINARY, "--port", "0", "--script", script.string()};
+  if (tls) {
+    argv.insert(argv.end(), {"--tls-cert", fake_openai_cert(), "--tls-key",
+                             (source_dir() / "tests/data/tls/key.pem").string()});
+  }
+  process_ = std::make_unique<ragtor_process>(std::move(argv), "fake_openai listening on ");
 }
 
 fake_openai::~fake_openai() {
@@ -25,7 +32,7 @@ fake_openai::~fake_openai() {
 }
 
 std::string fake_openai::base_url() const {
-  return "http://127.0.0.1:" + std::to_string(port()) + "/v1";
+  return std::string{tls_ ? "https" : "http"} + "://127.0.0.1:" + std::to_string(port()) + "/v1";
 }
 
 void fake_openai::set_script(const std::string& json) {

@@ -17,11 +17,14 @@ namespace ragtor::test {
 
 class fake_openai {
 public:
-  explicit fake_openai(const std::string& script_json = "{}");
+  // With `tls`, it serves HTTPS with tests/data/tls/cert.pem (self-signed,
+  // CN localhost, SAN 127.0.0.1); the stats/script helpers below speak
+  // plain HTTP and so only work without `tls`.
+  explicit fake_openai(const std::string& script_json = "{}", bool tls = false);
   ~fake_openai();
 
   uint16_t port() const { return process_->port(); }
-  // "http://127.0.0.1:PORT/v1", what ragtor's llm.base_url takes.
+  // "http(s)://127.0.0.1:PORT/v1", what ragtor's llm.base_url takes.
   std::string base_url() const;
 
   // Replaces the script (POST /_fake/script); throws on a rejected script.
@@ -37,7 +40,11 @@ public:
 private:
   temp_dir dir_{"fake-openai"};
   std::unique_ptr<ragtor_process> process_;
+  bool tls_ = false;
 };
+
+// The self-signed certificate the TLS fake serves (usable as a CA file).
+std::string fake_openai_cert();
 
 // Env vars that point a ragtor server at `fake` (and name a model).
 env_vars model_env(const fake_openai& fake);
