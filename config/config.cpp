@@ -74,6 +74,7 @@ std::vector<binding> bindings_of(config& c) {
       {"llm", "base_url", &c.llm.base_url},
       {"llm", "api_key", &c.llm.api_key},
       {"llm", "model", &c.llm.model},
+      {"llm", "ca_file", &c.llm.ca_file},
       {"llm", "connect_timeout_ms", &c.llm.connect_timeout_ms},
       {"llm", "first_token_timeout_s", &c.llm.first_token_timeout_s},
       {"llm", "idle_timeout_s", &c.llm.idle_timeout_s},

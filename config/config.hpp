@@ -80,6 +80,7 @@ struct llm_config {
   std::string base_url;  // "" = no model configured
   std::string api_key;   // "" = OPENAI_API_KEY from the environment, if set
   std::string model;
+  std::string ca_file;  // extra trusted CA certificates (PEM) for https
   int connect_timeout_ms = 5000;
   int first_token_timeout_s = 60;
   int idle_timeout_s = 30;

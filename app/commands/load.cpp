@@ -47,6 +47,7 @@ kb_build_options kb_build_options_of(const config& cfg) {
       if (auto* key = std::getenv("OPENAI_API_KEY"))
         ec.api_key = key;
     ec.model = cfg.retrieval.embedding_model;
+    ec.ca_file = cfg.llm.ca_file;
     ec.connect_timeout = std::chrono::milliseconds{cfg.llm.connect_timeout_ms};
     ec.first_token_timeout = std::chrono::seconds{cfg.llm.first_token_timeout_s};
     ec.total_timeout = std::chrono::seconds{cfg.llm.total_timeout_s};

@@ -64,6 +64,7 @@ llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
     if (auto* key = std::getenv("OPENAI_API_KEY"))
       ec.api_key = key;
   ec.model = cfg.llm.model;
+  ec.ca_file = cfg.llm.ca_file;
   ec.connect_timeout = std::chrono::milliseconds{cfg.llm.connect_timeout_ms};
   ec.first_token_timeout = std::chrono::seconds{cfg.llm.first_token_timeout_s};
   ec.idle_timeout = std::chrono::seconds{cfg.llm.idle_timeout_s};
