@@ -5,6 +5,11 @@
 #include <gtest/gtest.h>
 
 #include <future>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <mutex>
 
 #include "llm/openai_client.hpp"
@@ -294,6 +299,44 @@ TEST(openai_client, https_with_peer_verification) {
   ASSERT_TRUE(r.error);
   EXPECT_EQ(r.error->kind, failure::connect);
   EXPECT_NE(r.error->message.find("certificate"), std::string::npos) << r.error->message;
+}
+
+TEST(openai_client, total_and_connect_timeouts) {
+  fake_openai fake{R"({"default":{"reply":"a b c d e f g h i j k l m n o p","token_delay_ms":60}})"};
+  auto cfg = config_for(fake);
+  cfg.total_timeout = 400ms;  // the answer would take ~1 s; tokens flow, so no idle timeout
+  llm::openai_client client{cfg};
+  collector c;
+  client.stream_chat(ask("q"), c.callbacks());
+  auto r = c.wait();
+  ASSERT_TRUE(r.error);
+  EXPECT_EQ(r.error->kind, failure::timeout_total) << r.error->message;
+  EXPECT_TRUE(r.error->after_first_token);
+  EXPECT_FALSE(r.text().empty());
+
+  // A peer that completes TCP (the kernel's backlog) but never answers the
+  // TLS handshake: the connect phase (TCP + TLS) times out.
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  ASSERT_EQ(::bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr), 0);
+  ASSERT_EQ(::listen(fd, 16), 0);
+  socklen_t len = sizeof addr;
+  ::getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len);
+  llm::endpoint_config silent;
+  silent.base_url = "https://127.0.0.1:" + std::to_string(ntohs(addr.sin_port)) + "/v1";
+  silent.model = "m";
+  silent.connect_timeout = 300ms;
+  silent.max_retries = 0;
+  llm::openai_client quiet{silent};
+  collector c2;
+  quiet.stream_chat(ask("q"), c2.callbacks());
+  auto r2 = c2.wait();
+  ::close(fd);
+  ASSERT_TRUE(r2.error);
+  EXPECT_EQ(r2.error->kind, failure::timeout_connect) << r2.error->message;
 }
 
 }  // namespace
