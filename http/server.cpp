@@ -784,6 +784,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     std::string route_json = "null";
     std::string done_json;
     std::string error_json;
+    std::string logs_json;  // execution_log contents, comma-separated
     for (;;) {
       std::optional<event_batch> batch;
       try {
@@ -798,6 +799,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
           route_json = ev.data;
         else if (ev.kind == event_kind::error)
           error_json = ev.data;
+        else if (ev.kind == event_kind::execution_log)
+          logs_json += (logs_json.empty() ? "" : ",") + ev.data;
         else if (ev.kind == event_kind::done)
           done_json = ev.data;
       }
@@ -811,6 +814,11 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     append_json_string(body, req.request_id);
     body += ",\"route_decision\":";
     body += route_json;
+    if (req.debug) {
+      body += ",\"execution_log\":[";
+      body += logs_json;
+      body += ']';
+    }
     unsigned status = 200;
     if (!error_json.empty()) {
       body += ",\"error\":";

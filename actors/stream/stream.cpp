@@ -1,5 +1,6 @@
 #include "actors/stream/stream.hpp"
 
+#include <chrono>
 #include <deque>
 
 #include <spdlog/spdlog.h>
@@ -52,7 +53,11 @@ struct stream_state {
   generation_result gen;
   std::string message_id;  // the stored assistant message
 
+  // Per-node timing for debug execution logs (DESIGN §5.1, seed 002).
+  std::chrono::steady_clock::time_point node_started = std::chrono::steady_clock::now();
+
   // The first failure ends the turn: code "" = none.
+  std::string error_node_logged;  // the execution log that reported it
   std::string error_code;
   std::string error_message;
   bool cancelled = false;
@@ -68,6 +73,44 @@ struct stream_state {
 };
 
 using self_ptr = stream_actor::stateful_pointer<stream_state>;
+
+void emit(self_ptr self, stream_event ev);
+
+// Starts timing the next node of the turn.
+void begin_node(self_ptr self) {
+  self->state.node_started = std::chrono::steady_clock::now();
+}
+
+// With debug on, publishes {node, duration_ms, input, output} for the node
+// that just ended (input/output are JSON objects).
+void log_node(self_ptr self, std::string_view node, std::string input, std::string output) {
+  auto& st = self->state;
+  if (!st.req.debug)
+    return;
+  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now()
+                                                      - st.node_started)
+                .count();
+  json_writer w;
+  w.begin_object().field("node", node).field("duration_ms", ms);
+  w.key("input").raw(input);
+  w.key("output").raw(output);
+  if (!st.error_code.empty() && st.error_node_logged.empty()) {
+    w.key("error").begin_object().field("code", st.error_code).field("message", st.error_message);
+    w.end_object();
+    st.error_node_logged = std::string{node};
+  }
+  w.end_object();
+  emit(self, stream_event{event_kind::execution_log, w.take(), true});
+}
+
+std::string json_of(std::initializer_list<std::pair<std::string_view, std::string>> strings) {
+  json_writer w;
+  w.begin_object();
+  for (auto& [k, v] : strings)
+    w.field(k, v);
+  w.end_object();
+  return w.take();
+}
 
 void persist(self_ptr self);
 void cancel_turn(self_ptr self, std::string code, std::string message);
@@ -135,6 +178,86 @@ void fail(self_ptr self, const caf::error& err, std::string_view what) {
   }
 }
 
+// Inputs and outputs of the nodes, as shown in debug execution logs.
+std::string route_input(self_ptr self) {
+  auto& r = self->state.req;
+  return json_of({{"message", r.message}, {"kb_prefix", r.kb_prefix}, {"agent_type", r.agent_type}});
+}
+
+std::string history_input(self_ptr self) {
+  auto& st = self->state;
+  json_writer w;
+  w.begin_object()
+      .field("conversation_id", st.opened.conversation_id)
+      .field("window", static_cast<int64_t>(st.settings.window))
+      .end_object();
+  return w.take();
+}
+
+std::string retrieve_input(self_ptr self) {
+  auto& st = self->state;
+  json_writer w;
+  w.begin_object()
+      .field("worker_name", st.route.worker_name)
+      .field("query", st.req.message)
+      .field("top_k", static_cast<int64_t>(st.settings.top_k))
+      .end_object();
+  return w.take();
+}
+
+std::string retrieve_output(self_ptr self) {
+  auto& ev = self->state.evidence;
+  json_writer w;
+  w.begin_object().field("retrieval_count", static_cast<uint64_t>(ev.retrieval_results.size()));
+  w.key("chunk_ids").begin_array();
+  for (auto& id : ev.chunk_ids)
+    w.value(id);
+  w.end_array();
+  w.key("trace").begin_array();
+  for (auto& t : ev.trace)
+    w.begin_object()
+        .field("step", t.step)
+        .field("detail", t.detail)
+        .field("duration_ms", t.duration_ms)
+        .end_object();
+  w.end_array().end_object();
+  return w.take();
+}
+
+std::string generate_input(self_ptr self) {
+  auto& st = self->state;
+  json_writer w;
+  w.begin_object()
+      .field("general", st.route.worker_name.empty())
+      .field("evidence", static_cast<uint64_t>(st.evidence.retrieval_results.size()))
+      .field("history", static_cast<uint64_t>(st.history.size()))
+      .end_object();
+  return w.take();
+}
+
+std::string generate_output(self_ptr self) {
+  auto& st = self->state;
+  json_writer w;
+  w.begin_object()
+      .field("finish_reason", st.gen.finish_reason)
+      .field("answer_chars", static_cast<uint64_t>(st.answer.size()))
+      .field("citations", static_cast<uint64_t>(st.gen.citations.size()))
+      .field("prompt_tokens", static_cast<int64_t>(st.gen.usage.prompt_tokens))
+      .field("completion_tokens", static_cast<int64_t>(st.gen.usage.completion_tokens))
+      .end_object();
+  return w.take();
+}
+
+std::string persist_input(self_ptr self) {
+  auto& st = self->state;
+  json_writer w;
+  w.begin_object()
+      .field("completed", st.error_code.empty() && !st.cancelled)
+      .field("answer_chars", static_cast<uint64_t>(st.answer.size()))
+      .end_object();
+  return w.take();
+}
+
 void finish(self_ptr self) {
   auto& st = self->state;
   st.ph = phase::finished;
@@ -160,6 +283,7 @@ void persist(self_ptr self) {
   if (st.ph == phase::persisting || st.ph == phase::finished)
     return;
   st.ph = phase::persisting;
+  begin_node(self);
   stored_message msg;
   msg.conversation_id = st.opened.conversation_id;
   msg.role = "assistant";
@@ -171,10 +295,12 @@ void persist(self_ptr self) {
       .then(
           [=](std::string& id) {
             self->state.message_id = std::move(id);
+            log_node(self, "persist", persist_input(self), json_of({{"message_id", self->state.message_id}}));
             finish(self);
           },
           [=](caf::error& err) {
             fail(self, err, "storing the answer");
+            log_node(self, "persist", persist_input(self), "{}");
             finish(self);
           });
 }
@@ -184,6 +310,7 @@ void generate(self_ptr self) {
   if (st.cancelled || !st.error_code.empty())
     return persist(self);
   st.ph = phase::generating;
+  begin_node(self);
   emit(self, make_progress_event("generation", 0, 1, st.route.agent_type, -1, ""));
   generation_request gr;
   gr.request_id = st.req.request_id;
@@ -200,10 +327,12 @@ void generate(self_ptr self) {
             if (st.gen.finish_reason == "cancelled" && !st.cancelled)
               st.cancelled = true;
             emit(self, make_progress_event("generation", 1, 1, st.route.agent_type, -1, ""));
+            log_node(self, "generate", generate_input(self), generate_output(self));
             persist(self);
           },
           [=](caf::error& err) {
             fail(self, err, "generation");
+            log_node(self, "generate", generate_input(self), generate_output(self));
             persist(self);
           });
 }
@@ -215,9 +344,11 @@ void retrieve(self_ptr self) {
   if (st.route.worker_name.empty())
     return generate(self);  // general: no retrieval
   st.ph = phase::retrieving;
+  begin_node(self);
   emit(self, make_progress_event("retrieval", 0, 1, st.route.agent_type, -1, ""));
   auto on_error = [=](caf::error& err) {
     fail(self, err, "retrieval");
+    log_node(self, "retrieve", retrieve_input(self), "{}");
     emit(self, make_progress_event("retrieval", 1, 1, self->state.route.agent_type, 0,
                                    self->state.error_message));
     persist(self);
@@ -241,6 +372,7 @@ void retrieve(self_ptr self) {
                            make_progress_event(
                                "retrieval", 1, 1, st.route.agent_type,
                                static_cast<int64_t>(st.evidence.retrieval_results.size()), ""));
+                      log_node(self, "retrieve", retrieve_input(self), retrieve_output(self));
                       generate(self);
                     },
                     on_error);
@@ -253,6 +385,7 @@ void load_history(self_ptr self) {
   if (st.cancelled)
     return persist(self);
   st.ph = phase::history;
+  begin_node(self);
   self->request(st.deps.store, st.settings.step_timeout, atom::history_v, st.opened.conversation_id,
                 st.settings.window + 1)
       .then(
@@ -265,12 +398,16 @@ void load_history(self_ptr self) {
             while (msgs.size() > static_cast<size_t>(st.settings.window))
               msgs.erase(msgs.begin());
             st.history = std::move(msgs);
+            log_node(self, "history", history_input(self),
+                     "{\"messages\":" + std::to_string(st.history.size()) + "}");
             retrieve(self);
           },
           [=](caf::error& err) {
             // History is context, not the answer: degrade instead of failing.
             spdlog::warn("stream {}: history unavailable: {}", self->state.req.request_id,
                          self->system().render(err));
+            log_node(self, "history", history_input(self),
+                     json_of({{"degraded", "history unavailable"}}));
             retrieve(self);
           });
 }
@@ -298,16 +435,19 @@ void cancel_turn(self_ptr self, std::string code, std::string message) {
 
 void start_pipeline(self_ptr self) {
   auto& st = self->state;
+  begin_node(self);
   self->request(st.deps.router, st.settings.step_timeout, atom::route_v, st.req)
       .then(
           [=](route_decision& rd) {
             auto& st = self->state;
             st.route = std::move(rd);
             emit(self, make_route_event(st.route, st.req.debug));
+            log_node(self, "route", route_input(self), route_decision_json(st.route));
             load_history(self);
           },
           [=](caf::error& err) {
             fail(self, err, "routing");
+            log_node(self, "route", route_input(self), "{}");
             persist(self);
           });
 }
