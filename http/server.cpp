@@ -307,6 +307,12 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       co_await feedback(stream, req, keep);
       co_return keep;
     }
+    constexpr std::string_view users = "/api/v1/users/";
+    if (path.starts_with(users) && path.ends_with("/memory")) {
+      std::string user{path.substr(users.size(), path.size() - users.size() - 7)};
+      co_await core_memory(stream, req, user, keep);
+      co_return keep;
+    }
     if (path == "/api/v1/kbs" || path.starts_with("/api/v1/kbs/"))
       co_return co_await kb_route(stream, req, path, keep);
     constexpr std::string_view conversations = "/api/v1/conversations";
@@ -338,6 +344,47 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     co_await write_error(stream, 404, "not_found", "no such endpoint: " + std::string{path}, "",
                          keep);
     co_return keep;
+  }
+
+  // -- memory -------------------------------------------------------------------------
+
+  static constexpr size_t max_profile_bytes = 16 * 1024;
+
+  // GET/PUT /api/v1/users/{user_id}/memory: the editable core memory profile.
+  net::awaitable<void> core_memory(beast::tcp_stream& stream, request_t& req,
+                                   const std::string& user, bool keep) {
+    if (!is_valid_id(user, settings.limits.max_id_chars)) {
+      co_await write_request_error(stream, id_field_error("user_id", settings.limits.max_id_chars),
+                                   keep);
+      co_return;
+    }
+    caf::expected<std::string> profile{std::string{}};
+    if (req.method() == bhttp::verb::get) {
+      profile = co_await async_request<std::string>(sys, store, store_timeout, atom::core_mem_v,
+                                                    user);
+    } else if (req.method() == bhttp::verb::put) {
+      auto body = std::string_view{req.body()};
+      auto minified = minify_json_object(body, max_profile_bytes);
+      if (!minified.ok) {
+        co_await write_request_error(stream, minified.error, keep);
+        co_return;
+      }
+      profile = co_await async_request<std::string>(sys, store, store_timeout, atom::core_mem_v,
+                                                    user, minified.value);
+    } else {
+      co_await method_not_allowed(stream, keep);
+      co_return;
+    }
+    if (!profile) {
+      co_await write_caf_error(stream, profile.error(), keep);
+      co_return;
+    }
+    std::string out = "{\"user_id\":";
+    append_json_string(out, user);
+    out += ",\"profile\":";
+    out += *profile;
+    out += '}';
+    co_await write_json(stream, 200, std::move(out), keep);
   }
 
   // -- knowledge bases ------------------------------------------------------------------

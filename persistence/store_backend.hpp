@@ -88,6 +88,12 @@ public:
   // the opposite vote -> replaced. Returns "positive", "negative" or "none",
   // or "" (writing nothing) when no message has id vote.message_id.
   virtual std::string toggle_feedback(const feedback_vote& vote, int64_t now_ms) = 0;
+
+  // A user's core memory profile (a JSON object as text); "{}" when none.
+  virtual std::string core_memory(const std::string& user_id) = 0;
+  // Replaces it.
+  virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,
+                               int64_t now_ms) = 0;
 };
 
 // A random 128-bit id as 32 hex characters.

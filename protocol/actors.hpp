@@ -175,6 +175,11 @@ using store_actor = caf::typed_actor<
                     std::string /*session_id*/>::with<int64_t>,
     // Toggles a vote; answers "positive", "negative" or "none".
     caf::replies_to<atom::feedback, feedback_vote>::with<std::string>,
+    // A user's core memory profile (JSON object text, "{}" when none).
+    caf::replies_to<atom::core_mem, std::string /*user_id*/>::with<std::string>,
+    // Replaces it; answers the stored profile.
+    caf::replies_to<atom::core_mem, std::string /*user_id*/,
+                    std::string /*profile_json*/>::with<std::string>,
     // INTERNAL (from the store's worker threads): job `id` finished (its
     // transaction committed or failed); deliver its response promise.
     caf::reacts_to<atom::store_done, uint64_t /*job id*/>>::extend_with<status_api>;

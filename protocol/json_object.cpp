@@ -158,4 +158,30 @@ object_parse parse_json_object(std::string_view body, size_t max_body_bytes,
   return result;
 }
 
+minified_object minify_json_object(std::string_view body, size_t max_bytes) {
+  minified_object out;
+  if (body.size() > max_bytes) {
+    out.error = make_request_error("payload_too_large",
+                                   "body exceeds " + std::to_string(max_bytes) + " bytes");
+    return out;
+  }
+  if (!is_valid_utf8(body)) {
+    out.error = make_request_error("invalid_request", "invalid UTF-8");
+    return out;
+  }
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  if (parser.parse(simdjson::padded_string{body}).get(doc) != simdjson::SUCCESS) {
+    out.error = make_request_error("invalid_request", "body is not valid JSON");
+    return out;
+  }
+  if (!doc.is_object()) {
+    out.error = make_request_error("invalid_request", "body must be a JSON object");
+    return out;
+  }
+  out.value = simdjson::minify(doc);
+  out.ok = true;
+  return out;
+}
+
 }  // namespace ragtor

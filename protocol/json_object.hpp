@@ -48,6 +48,15 @@ struct object_parse {
 object_parse parse_json_object(std::string_view body, size_t max_body_bytes,
                                std::span<const field_spec> specs);
 
+// A body that must be any JSON object (e.g. a free-form profile), minified;
+// 413 above `max_bytes`, 400 when not valid UTF-8 JSON or not an object.
+struct minified_object {
+  bool ok = false;
+  std::string value;
+  request_error error;
+};
+minified_object minify_json_object(std::string_view body, size_t max_bytes);
+
 // A 400 (or 413 for payload_too_large) request_error.
 request_error make_request_error(std::string_view code, std::string message,
                                  std::string_view field = {});

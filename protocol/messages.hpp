@@ -222,12 +222,13 @@ struct generation_request {
   std::vector<stored_message> history;  // recent window, oldest first
   retrieval_result evidence;            // empty for general (no-KB) turns
   bool general = false;                 // no knowledge base was selected
+  std::string core_memory;              // the user's profile (JSON); "" when none/incognito
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
   return f(caf::meta::type_name("generation_request"), x.request_id, x.question, x.history,
-           x.evidence, x.general);
+           x.evidence, x.general, x.core_memory);
 }
 
 // A generator's final answer; its text equals the concatenated tokens sent.

@@ -72,6 +72,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, kb_ingest, "kbingest")
   CAF_ADD_ATOM(ragtor, ragtor::atom, complete, "complete")
   CAF_ADD_ATOM(ragtor, ragtor::atom, upstream, "upstream")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, core_mem, "coremem")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
 // clang-format on

@@ -114,6 +114,7 @@ void start(self_ptr self, pending p) {
   in.system_instructions = st.settings.system_instructions;
   in.evidence = p.req.general ? nullptr : &p.req.evidence;
   in.window = p.req.history;
+  in.core_memory = p.req.core_memory;
   in.question = p.req.question;
   in.budget_tokens = st.settings.prompt_budget_tokens;
   in.citations = !p.req.general;

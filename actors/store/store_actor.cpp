@@ -164,6 +164,16 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
                 return state;
               });
         },
+        [=](atom::core_mem, const std::string& user_id) {
+          return submit<std::string>(
+              self, false, [=](store_backend& db) { return db.core_memory(user_id); });
+        },
+        [=](atom::core_mem, const std::string& user_id, const std::string& profile) {
+          return submit<std::string>(self, true, [=](store_backend& db) {
+            db.set_core_memory(user_id, profile, now_ms());
+            return profile;
+          });
+        },
         [=](atom::store_done, uint64_t id) {
           auto& pending = self->state.pending;
           if (auto i = pending.find(id); i != pending.end()) {

@@ -48,6 +48,7 @@ struct stream_state {
   phase ph = phase::routing;
   route_decision route;
   std::vector<stored_message> history;
+  std::string core_memory;  // the user's profile; "" when none or incognito
   retrieval_result evidence;
   std::string answer;  // concatenation of the tokens published
   generation_result gen;
@@ -113,6 +114,7 @@ std::string json_of(std::initializer_list<std::pair<std::string_view, std::strin
 }
 
 void persist(self_ptr self);
+void retrieve(self_ptr self);
 void cancel_turn(self_ptr self, std::string code, std::string message);
 
 // Quits once `done` reached every subscriber (and somebody subscribed).
@@ -318,6 +320,7 @@ void generate(self_ptr self) {
   gr.history = st.history;
   gr.evidence = st.evidence;
   gr.general = st.route.worker_name.empty();
+  gr.core_memory = st.core_memory;
   auto sink = caf::actor_cast<token_sink_actor>(self);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
       .then(
@@ -380,6 +383,31 @@ void retrieve(self_ptr self) {
           on_error);
 }
 
+// The user's core memory for the prompt; skipped for incognito turns.
+// Memory is context, not the answer: a failure degrades, never fails.
+void load_memory(self_ptr self) {
+  auto& st = self->state;
+  if (st.cancelled)
+    return persist(self);
+  if (st.req.incognito)
+    return retrieve(self);
+  begin_node(self);
+  self->request(st.deps.store, st.settings.step_timeout, atom::core_mem_v, st.req.user_id)
+      .then(
+          [=](std::string& profile) {
+            auto& st = self->state;
+            st.core_memory = profile == "{}" ? std::string{} : std::move(profile);
+            log_node(self, "memory", json_of({{"user_id", st.req.user_id}}),
+                     json_of({{"core_memory", st.core_memory.empty() ? "none" : "loaded"}}));
+            retrieve(self);
+          },
+          [=](caf::error& err) {
+            spdlog::warn("stream {}: core memory unavailable: {}", self->state.req.request_id,
+                         self->system().render(err));
+            retrieve(self);
+          });
+}
+
 void load_history(self_ptr self) {
   auto& st = self->state;
   if (st.cancelled)
@@ -400,7 +428,7 @@ void load_history(self_ptr self) {
             st.history = std::move(msgs);
             log_node(self, "history", history_input(self),
                      "{\"messages\":" + std::to_string(st.history.size()) + "}");
-            retrieve(self);
+            load_memory(self);
           },
           [=](caf::error& err) {
             // History is context, not the answer: degrade instead of failing.
@@ -408,7 +436,7 @@ void load_history(self_ptr self) {
                          self->system().render(err));
             log_node(self, "history", history_input(self),
                      json_of({{"degraded", "history unavailable"}}));
-            retrieve(self);
+            load_memory(self);
           });
 }
 

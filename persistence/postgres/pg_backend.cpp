@@ -469,4 +469,17 @@ std::string pg_backend::toggle_feedback(const feedback_vote& vote, int64_t now) 
   return vote.is_positive ? "positive" : "negative";
 }
 
+std::string pg_backend::core_memory(const std::string& user_id) {
+  auto r = run("SELECT profile FROM core_memory WHERE user_id = $1", {user_id});
+  return r.rows() ? r.text(0, 0) : std::string{"{}"};
+}
+
+void pg_backend::set_core_memory(const std::string& user_id, const std::string& profile_json,
+                                 int64_t now) {
+  run("INSERT INTO core_memory (user_id, profile, updated_at) VALUES ($1, $2, $3) "
+      "ON CONFLICT (user_id) DO UPDATE SET profile = EXCLUDED.profile, "
+      "updated_at = EXCLUDED.updated_at",
+      {user_id, profile_json, std::to_string(now)});
+}
+
 }  // namespace ragtor

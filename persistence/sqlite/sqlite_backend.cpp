@@ -430,4 +430,22 @@ std::string sqlite_backend::toggle_feedback(const feedback_vote& vote, int64_t n
   return vote.is_positive ? "positive" : "negative";
 }
 
+std::string sqlite_backend::core_memory(const std::string& user_id) {
+  auto st = prepare("SELECT profile FROM core_memory WHERE user_id = ?");
+  st.bind(user_id);
+  return st.step() ? st.text(0) : std::string{"{}"};
+}
+
+void sqlite_backend::set_core_memory(const std::string& user_id, const std::string& profile_json,
+                                     int64_t now) {
+  prepare(
+      "INSERT INTO core_memory (user_id, profile, updated_at) VALUES (?, ?, ?) "
+      "ON CONFLICT (user_id) DO UPDATE SET profile = excluded.profile, "
+      "updated_at = excluded.updated_at")
+      .bind(user_id)
+      .bind(profile_json)
+      .bind(now)
+      .step();
+}
+
 }  // namespace ragtor

@@ -50,6 +50,9 @@ public:
   bool delete_conversation(const std::string& conversation_id) override;
   int64_t clear_conversation(const std::string& user_id, const std::string& session_id) override;
   std::string toggle_feedback(const feedback_vote& vote, int64_t now_ms) override;
+  std::string core_memory(const std::string& user_id) override;
+  void set_core_memory(const std::string& user_id, const std::string& profile_json,
+                       int64_t now_ms) override;
 
 private:
   class statement;

@@ -1,7 +1,8 @@
 // The turn as an explicit state machine, visible with debug: true (DESIGN
 // §5.1, seed 002): the SSE stream carries the route_decision and one
 // execution_log per node — route, history, retrieve, generate, persist —
-// in order, each {node, duration_ms, input, output}; /api/v1/chat returns
+// (and memory unless incognito) in order, each {node, duration_ms, input,
+// output}; /api/v1/chat returns
 // the same log. Without debug none of it is sent.
 #include <gtest/gtest.h>
 
@@ -35,7 +36,8 @@ TEST_F(debug_log_test, every_node_is_logged_in_order_with_timing) {
     EXPECT_FALSE(c.is_null("/output"));
   }
   EXPECT_TRUE(route_seen);
-  EXPECT_EQ(nodes, (std::vector<std::string>{"route", "history", "retrieve", "generate", "persist"}));
+  EXPECT_EQ(nodes, (std::vector<std::string>{"route", "history", "memory", "retrieve", "generate",
+                                            "persist"}));
   for (auto& ev : r.events)
     if (ev.str("/status") == "execution_log" && ev.str("/content/node") == "retrieve") {
       EXPECT_GT(ev.integer("/content/output/retrieval_count"), 0);
@@ -58,7 +60,7 @@ TEST_F(debug_log_test, the_json_endpoint_returns_the_execution_log) {
   ASSERT_EQ(res.status, 200) << res.body;
   auto body = json::parse(res.body);
   auto logs = body.items("/execution_log");
-  ASSERT_EQ(logs.size(), 5u) << res.body;
+  ASSERT_EQ(logs.size(), 6u) << res.body;
   EXPECT_EQ(logs.front().str("/node"), "route");
   EXPECT_EQ(logs.back().str("/node"), "persist");
   EXPECT_EQ(logs.back().str("/output/message_id"), body.str("/message_id"));

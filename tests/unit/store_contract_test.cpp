@@ -89,6 +89,25 @@ TEST_P(store_contract, migrations_apply_exactly_once) {
   EXPECT_EQ(applied.front(), 1);
 }
 
+TEST_P(store_contract, core_memory_is_per_user_and_replaced_whole) {
+  EXPECT_EQ(db_->core_memory("nobody"), "{}");
+  tx([&](store_backend& db) {
+    db.set_core_memory("ann", R"({"name":"Ann","likes":["tea"]})", 1);
+    return 0;
+  });
+  tx([&](store_backend& db) {
+    db.set_core_memory("bob", R"({"city":"Quellin"})", 2);
+    return 0;
+  });
+  EXPECT_EQ(open_again()->core_memory("ann"), R"({"name":"Ann","likes":["tea"]})");
+  tx([&](store_backend& db) {
+    db.set_core_memory("ann", R"({"name":"Ann B."})", 3);
+    return 0;
+  });
+  EXPECT_EQ(db_->core_memory("ann"), R"({"name":"Ann B."})");
+  EXPECT_EQ(db_->core_memory("bob"), R"({"city":"Quellin"})");
+}
+
 TEST_P(store_contract, turns_number_messages_per_conversation) {
   auto a = user_turn("u", "s", "hello", "r1", 1);
   auto reply = assistant_turn(a.conversation_id, "hi there", "r1", 2);
