@@ -213,15 +213,16 @@ int main(int argc, char** argv) {
   std::string reply;
   for (int t = 0; t < tokens; ++t)
     reply += "word" + std::to_string(t) + (t + 1 < tokens ? " " : "");
-  std::ofstream{scratch / "script.json"}
-      << R"({"default":{"reply":")" << reply << R"(","first_token_delay_ms":)" << first_ms
-      << R"(,"token_delay_ms":)" << token_ms << "}}";
+  std::ofstream{scratch / "script.json"} << R"({"default":{"reply":")" << reply
+                                         << R"(","first_token_delay_ms":)" << first_ms
+                                         << R"(,"token_delay_ms":)" << token_ms << "}}";
   auto fake = spawn({(bin_dir / "tests/fake_openai").string(), "--port", "0", "--threads", "2",
                      "--script", (scratch / "script.json").string()},
                     "fake_openai listening on http://", {}, scratch / "fake.log");
   auto data = scratch / "data";
   auto ingest = "'" + (bin_dir / "ragtor").string() + "' ingest --kb demo --data-dir '"
-                + data.string() + "' '" + std::string{RAGTOR_SOURCE_DIR} + "/examples/kb' > /dev/null";
+                + data.string() + "' '" + std::string{RAGTOR_SOURCE_DIR}
+                + "/examples/kb' > /dev/null";
   if (std::system(ingest.c_str()) != 0) {
     std::fprintf(stderr, "ingest failed\n");
     return 1;
@@ -229,17 +230,16 @@ int main(int argc, char** argv) {
   size_t max_level = *std::max_element(levels.begin(), levels.end());
   std::vector<std::string> env{
       "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
-      "RAGTOR_LLM__MODEL=fake-model",
-      "RAGTOR_LLM__MAX_CONCURRENCY=" + std::to_string(max_level),
-      "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(max_level),
-      "RAGTOR_LOG__LEVEL=warn"};
+      "RAGTOR_LLM__MODEL=fake-model", "RAGTOR_LLM__MAX_CONCURRENCY=" + std::to_string(max_level),
+      "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(max_level), "RAGTOR_LOG__LEVEL=warn"};
   auto ragtor = spawn({(bin_dir / "ragtor").string(), "serve", "--listen", "127.0.0.1:0",
                        "--data-dir", data.string()},
                       "ragtor listening on http://", env, scratch / "ragtor.log");
   std::printf("fake model: %d tokens, first token after %d ms, %d ms between tokens\n", tokens,
               first_ms, token_ms);
-  std::printf("| streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
-              "| gap p99 ms | tokens/s | errors | ragtor peak RSS MiB |\n");
+  std::printf(
+      "| streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
+      "| gap p99 ms | tokens/s | errors | ragtor peak RSS MiB |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   for (auto n : levels) {

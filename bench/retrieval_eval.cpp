@@ -73,8 +73,8 @@ struct metrics {
 };
 
 // Ranked doc ids (deduplicated by best chunk) -> metrics against qrels.
-void score_query(const std::vector<std::string>& ranked,
-                 const std::map<std::string, int>& relevant, double& ndcg, double& recall) {
+void score_query(const std::vector<std::string>& ranked, const std::map<std::string, int>& relevant,
+                 double& ndcg, double& recall) {
   double dcg = 0;
   for (size_t i = 0; i < ranked.size() && i < 10; ++i)
     if (auto it = relevant.find(ranked[i]); it != relevant.end())
@@ -113,8 +113,8 @@ std::vector<std::string> dedupe_items(const retrieval_result& r) {
 }
 
 void run_dataset(const std::string& dir, const std::string& name,
-                 const std::vector<std::string>& agents, size_t max_queries,
-                 double vector_weight, size_t chunk_chars) {
+                 const std::vector<std::string>& agents, size_t max_queries, double vector_weight,
+                 size_t chunk_chars) {
   auto corpus = read_tsv(dir + "/corpus.tsv", false);
   auto queries = read_tsv(dir + "/queries_test.tsv", false);
   auto qrels_rows = read_tsv(dir + "/qrels_test.tsv", true);
@@ -148,13 +148,14 @@ void run_dataset(const std::string& dir, const std::string& name,
   auto rss1 = rss_bytes();
   std::printf("\n## %s: %zu documents, %zu chunks (max %zu chars), %zu queries\n", name.c_str(),
               docs.size(), snap->chunks.size(), opts.chunking.max_chars, queries.size());
-  std::printf("index build %.2f s (BM25 + %s vectors%s + entity graph: %zu entities, %zu "
-              "relations); RSS +%.0f MiB; BM25 index ~%.0f MiB, vectors ~%.0f MiB\n",
-              build_s, snap->embed ? snap->embed->name().c_str() : "no",
-              snap->vectors.uses_hnsw() ? " in HNSW" : " exact", snap->graph.entity_count(),
-              snap->graph.relation_count(), (double(rss1) - double(rss0)) / (1 << 20),
-              double(snap->index.memory_bytes()) / (1 << 20),
-              double(snap->vectors.memory_bytes()) / (1 << 20));
+  std::printf(
+      "index build %.2f s (BM25 + %s vectors%s + entity graph: %zu entities, %zu "
+      "relations); RSS +%.0f MiB; BM25 index ~%.0f MiB, vectors ~%.0f MiB\n",
+      build_s, snap->embed ? snap->embed->name().c_str() : "no",
+      snap->vectors.uses_hnsw() ? " in HNSW" : " exact", snap->graph.entity_count(),
+      snap->graph.relation_count(), (double(rss1) - double(rss0)) / (1 << 20),
+      double(snap->index.memory_bytes()) / (1 << 20),
+      double(snap->vectors.memory_bytes()) / (1 << 20));
   std::printf("fusion weights: vector %.2f, keyword %.2f\n", snap->settings.vector_weight,
               snap->settings.keyword_weight);
   std::printf("| leg / agent | nDCG@10 | Recall@100 | p50 ms | p99 ms |\n|---|---|---|---|---|\n");
@@ -179,8 +180,8 @@ void run_dataset(const std::string& dir, const std::string& name,
       recall_sum += rc;
     }
     auto n = static_cast<double>(queries.size());
-    std::printf("| %s | %.3f | %.3f | %.2f | %.2f |\n", agent.c_str(), ndcg_sum / n,
-                recall_sum / n, percentile(lat, 0.5), percentile(lat, 0.99));
+    std::printf("| %s | %.3f | %.3f | %.2f | %.2f |\n", agent.c_str(), ndcg_sum / n, recall_sum / n,
+                percentile(lat, 0.5), percentile(lat, 0.99));
     std::fflush(stdout);
   }
 }
@@ -222,10 +223,11 @@ void run_scale(size_t n) {
     lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
   }
   std::printf("\n## synthetic: %zu chunks (20-60 Zipf words, 100k vocabulary)\n", n);
-  std::printf("BM25 build %.1f s, RSS +%.0f MiB (index ~%.0f MiB); top-10 latency p50 %.3f ms, "
-              "p99 %.3f ms over 1000 queries of 2-6 terms\n",
-              build_s, (double(rss1) - double(rss0)) / (1 << 20),
-              double(idx.memory_bytes()) / (1 << 20), percentile(lat, 0.5), percentile(lat, 0.99));
+  std::printf(
+      "BM25 build %.1f s, RSS +%.0f MiB (index ~%.0f MiB); top-10 latency p50 %.3f ms, "
+      "p99 %.3f ms over 1000 queries of 2-6 terms\n",
+      build_s, (double(rss1) - double(rss0)) / (1 << 20), double(idx.memory_bytes()) / (1 << 20),
+      percentile(lat, 0.5), percentile(lat, 0.99));
 }
 
 }  // namespace

@@ -403,7 +403,8 @@ caf::error validate(const config& c) {
   first(at_least("retrieval.embedding_batch", c.retrieval.embedding_batch, 1));
   if (!err && c.retrieval.embedder == "openai") {
     if (c.retrieval.embedding_model.empty())
-      err = key_error("retrieval.embedding_model", "must be set when retrieval.embedder is \"openai\"");
+      err = key_error("retrieval.embedding_model",
+                      "must be set when retrieval.embedder is \"openai\"");
     else if (c.retrieval.embedding_base_url.empty() && c.llm.base_url.empty())
       err = key_error("retrieval.embedding_base_url",
                       "must be set (or llm.base_url) when retrieval.embedder is \"openai\"");

@@ -308,10 +308,20 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       co_return keep;
     }
     constexpr std::string_view users = "/api/v1/users/";
-    if (path.starts_with(users) && path.ends_with("/memory")) {
-      std::string user{path.substr(users.size(), path.size() - users.size() - 7)};
-      co_await core_memory(stream, req, user, keep);
-      co_return keep;
+    if (path.starts_with(users)) {
+      auto rest = path.substr(users.size());
+      auto slash = rest.find('/');
+      std::string user{rest.substr(0, slash)};
+      auto suffix = slash == std::string_view::npos ? std::string_view{} : rest.substr(slash);
+      if (suffix == "/memory") {
+        co_await core_memory(stream, req, user, keep);
+        co_return keep;
+      }
+      if (suffix == "/memories" || suffix.starts_with("/memories/")) {
+        std::string id{suffix.size() > 10 ? suffix.substr(10) : std::string_view{}};
+        co_await long_term_memories(stream, req, user, id, keep);
+        co_return keep;
+      }
     }
     if (path == "/api/v1/kbs" || path.starts_with("/api/v1/kbs/"))
       co_return co_await kb_route(stream, req, path, keep);
@@ -360,8 +370,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     }
     caf::expected<std::string> profile{std::string{}};
     if (req.method() == bhttp::verb::get) {
-      profile = co_await async_request<std::string>(sys, store, store_timeout, atom::core_mem_v,
-                                                    user);
+      profile =
+          co_await async_request<std::string>(sys, store, store_timeout, atom::core_mem_v, user);
     } else if (req.method() == bhttp::verb::put) {
       auto body = std::string_view{req.body()};
       auto minified = minify_json_object(body, max_profile_bytes);
@@ -385,6 +395,57 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     out += *profile;
     out += '}';
     co_await write_json(stream, 200, std::move(out), keep);
+  }
+
+  // GET /api/v1/users/{user_id}/memories: unexpired long-term memories;
+  // DELETE .../memories (all) or .../memories/{id} (one).
+  net::awaitable<void> long_term_memories(beast::tcp_stream& stream, request_t& req,
+                                          const std::string& user, const std::string& id,
+                                          bool keep) {
+    if (!is_valid_id(user, settings.limits.max_id_chars)) {
+      co_await write_request_error(stream, id_field_error("user_id", settings.limits.max_id_chars),
+                                   keep);
+      co_return;
+    }
+    if (req.method() == bhttp::verb::get && id.empty()) {
+      auto list = co_await async_request<std::vector<memory_record>>(sys, store, store_timeout,
+                                                                     atom::mem_list_v, user);
+      if (!list) {
+        co_await write_caf_error(stream, list.error(), keep);
+        co_return;
+      }
+      json_writer w;
+      w.begin_object().field("user_id", user);
+      w.key("caution").value("Extracted from the user's own messages; may be outdated.");
+      w.key("memories").begin_array();
+      for (auto& m : *list)
+        w.begin_object()
+            .field("id", m.id)
+            .field("kind", m.kind)
+            .field("content", m.content)
+            .field("source_message_id", m.source_message_id)
+            .field("created_at", m.created_at)
+            .field("expires_at", m.expires_at)
+            .end_object();
+      w.end_array().end_object();
+      co_await write_json(stream, 200, w.take(), keep);
+      co_return;
+    }
+    if (req.method() != bhttp::verb::delete_) {
+      co_await method_not_allowed(stream, keep);
+      co_return;
+    }
+    auto n =
+        co_await async_request<int64_t>(sys, store, store_timeout, atom::mem_delete_v, user, id);
+    if (!n) {
+      co_await write_caf_error(stream, n.error(), keep);
+      co_return;
+    }
+    if (!id.empty() && *n == 0) {
+      co_await write_error(stream, 404, "not_found", "no such memory", "", keep);
+      co_return;
+    }
+    co_await write_json(stream, 200, "{\"deleted\":" + std::to_string(*n) + "}", keep);
   }
 
   // -- knowledge bases ------------------------------------------------------------------

@@ -71,8 +71,9 @@ size_t code_points(std::string_view s) {
 std::optional<std::string> attribute(std::string_view attrs, std::string_view name) {
   size_t i = 0;
   while (i < attrs.size()) {
-    while (i < attrs.size() && (attrs[i] == ' ' || attrs[i] == '\t' || attrs[i] == '\n'
-                                || attrs[i] == '\r' || attrs[i] == '/'))
+    while (i < attrs.size()
+           && (attrs[i] == ' ' || attrs[i] == '\t' || attrs[i] == '\n' || attrs[i] == '\r'
+               || attrs[i] == '/'))
       ++i;
     auto key_start = i;
     while (i < attrs.size() && attrs[i] != '=' && attrs[i] != ' ' && attrs[i] != '\t'
@@ -178,10 +179,10 @@ std::string citation_stream_parser::drain(bool final) {
       pending_.erase(0, lt);
       return out;
     }
-    bool is_open = rest.starts_with(open) && rest.size() > open.size()
-                   && (rest[open.size()] == ' ' || rest[open.size()] == '>'
-                       || rest[open.size()] == '/' || rest[open.size()] == '\t'
-                       || rest[open.size()] == '\n' || rest[open.size()] == '\r');
+    bool is_open =
+        rest.starts_with(open) && rest.size() > open.size()
+        && (rest[open.size()] == ' ' || rest[open.size()] == '>' || rest[open.size()] == '/'
+            || rest[open.size()] == '\t' || rest[open.size()] == '\n' || rest[open.size()] == '\r');
     if (is_open) {
       auto gt = rest.find('>');
       if (gt == std::string_view::npos) {

@@ -33,15 +33,24 @@ using namespace std::chrono_literals;
 
 std::string_view to_string(failure f) {
   switch (f) {
-    case failure::connect: return "connect";
-    case failure::timeout_connect: return "timeout_connect";
-    case failure::timeout_first_token: return "timeout_first_token";
-    case failure::timeout_idle: return "timeout_idle";
-    case failure::timeout_total: return "timeout_total";
-    case failure::http_status: return "http_status";
-    case failure::protocol: return "protocol";
-    case failure::cancelled: return "cancelled";
-    case failure::overloaded: return "overloaded";
+    case failure::connect:
+      return "connect";
+    case failure::timeout_connect:
+      return "timeout_connect";
+    case failure::timeout_first_token:
+      return "timeout_first_token";
+    case failure::timeout_idle:
+      return "timeout_idle";
+    case failure::timeout_total:
+      return "timeout_total";
+    case failure::http_status:
+      return "http_status";
+    case failure::protocol:
+      return "protocol";
+    case failure::cancelled:
+      return "cancelled";
+    case failure::overloaded:
+      return "overloaded";
   }
   return "unknown";
 }
@@ -203,8 +212,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   std::chrono::milliseconds backoff(int attempt_no) {
-    auto cap = std::min<int64_t>(cfg.backoff_max.count(),
-                                 cfg.backoff_base.count() << std::min(attempt_no, 20));
+    auto cap = std::min<int64_t>(cfg.backoff_max.count(), cfg.backoff_base.count()
+                                                              << std::min(attempt_no, 20));
     std::lock_guard lock{mx};
     std::uniform_int_distribution<int64_t> d(0, std::max<int64_t>(cap, 0));
     return std::chrono::milliseconds{d(rng)};
@@ -296,9 +305,9 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   template <class Stream>
   net::awaitable<attempt> stream_on(Stream& s, connection& c, call_state& st,
                                     http::request<http::string_body>& req,
-                                    const stream_callbacks& cb, bool& delivered,
-                                    std::string& text, completion& result, bool& header_seen,
-                                    bool& reusable, clock_type::time_point total_deadline) {
+                                    const stream_callbacks& cb, bool& delivered, std::string& text,
+                                    completion& result, bool& header_seen, bool& reusable,
+                                    clock_type::time_point total_deadline) {
     attempt a;
     http::response_parser<http::buffer_body> p;
     p.body_limit(boost::none);
@@ -386,9 +395,9 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
           co_return a;
         a.retriable = !delivered;
         if (rec == beast::error::timeout) {
-          a.err.kind = timeout_kind(phase_deadline, total_deadline,
-                                    delivered ? failure::timeout_idle
-                                              : failure::timeout_first_token);
+          a.err.kind =
+              timeout_kind(phase_deadline, total_deadline,
+                           delivered ? failure::timeout_idle : failure::timeout_first_token);
           a.err.message = delivered ? "the model stalled mid-answer" : "no first token in time";
         } else {
           a.err.kind = failure::protocol;
@@ -472,8 +481,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   // attempt on a connection; `can_retry()` says whether retrying is still
   // allowed (false once a delta was delivered).
   template <class One, class CanRetry>
-  net::awaitable<std::optional<llm_error>> with_retries(call_state& st, One one,
-                                                        CanRetry can_retry,
+  net::awaitable<std::optional<llm_error>> with_retries(call_state& st, One one, CanRetry can_retry,
                                                         clock_type::time_point total_deadline) {
     auto ex = co_await net::this_coro::executor;
     int attempts = 0;
@@ -566,8 +574,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     }
   }
 
-  net::awaitable<void> run_unary(std::shared_ptr<call_state> st, std::string path,
-                                 std::string body,
+  net::awaitable<void> run_unary(std::shared_ptr<call_state> st, std::string path, std::string body,
                                  std::function<void(std::variant<std::string, llm_error>)> cb) {
     // No shared_from_this: the client's destructor joins the I/O threads
     // before the impl goes away, and frames left in the io_context must not
@@ -646,22 +653,21 @@ std::shared_ptr<call_handle> openai_client::chat(chat_params p,
   auto st = impl_->new_call();
   st->on_cancel = [cb](llm_error e) { cb(std::move(e)); };
   auto body = build_chat_body(impl_->cfg.model, p, false);
-  net::co_spawn(st->strand,
-                impl_->run_unary(st, "/chat/completions", std::move(body),
-                                 [cb](std::variant<std::string, llm_error> r) {
-                                   if (auto* e = std::get_if<llm_error>(&r))
-                                     return cb(std::move(*e));
-                                   auto parsed = parse_completion(std::get<std::string>(r));
-                                   if (!parsed)
-                                     return cb(llm_error{failure::protocol, 0,
-                                                         "malformed completion response"});
-                                   cb(completion{std::move(parsed->text),
-                                                 parsed->finish_reason.empty()
-                                                     ? "stop"
-                                                     : std::move(parsed->finish_reason),
-                                                 parsed->tokens});
-                                 }),
-                net::detached);
+  net::co_spawn(
+      st->strand,
+      impl_->run_unary(
+          st, "/chat/completions", std::move(body),
+          [cb](std::variant<std::string, llm_error> r) {
+            if (auto* e = std::get_if<llm_error>(&r))
+              return cb(std::move(*e));
+            auto parsed = parse_completion(std::get<std::string>(r));
+            if (!parsed)
+              return cb(llm_error{failure::protocol, 0, "malformed completion response"});
+            cb(completion{std::move(parsed->text),
+                          parsed->finish_reason.empty() ? "stop" : std::move(parsed->finish_reason),
+                          parsed->tokens});
+          }),
+      net::detached);
   return st;
 }
 
@@ -672,16 +678,16 @@ std::shared_ptr<call_handle> openai_client::embed(std::vector<std::string> input
   auto count = inputs.size();
   auto body = build_embeddings_body(impl_->cfg.model, inputs);
   net::co_spawn(st->strand,
-                impl_->run_unary(st, "/embeddings", std::move(body),
-                                 [cb, count](std::variant<std::string, llm_error> r) {
-                                   if (auto* e = std::get_if<llm_error>(&r))
-                                     return cb(std::move(*e));
-                                   auto parsed = parse_embeddings(std::get<std::string>(r));
-                                   if (!parsed || parsed->size() != count)
-                                     return cb(llm_error{failure::protocol, 0,
-                                                         "malformed embeddings response"});
-                                   cb(std::move(*parsed));
-                                 }),
+                impl_->run_unary(
+                    st, "/embeddings", std::move(body),
+                    [cb, count](std::variant<std::string, llm_error> r) {
+                      if (auto* e = std::get_if<llm_error>(&r))
+                        return cb(std::move(*e));
+                      auto parsed = parse_embeddings(std::get<std::string>(r));
+                      if (!parsed || parsed->size() != count)
+                        return cb(llm_error{failure::protocol, 0, "malformed embeddings response"});
+                      cb(std::move(*parsed));
+                    }),
                 net::detached);
   return st;
 }

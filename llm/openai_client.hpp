@@ -33,7 +33,7 @@ struct completion {
 };
 
 enum class failure {
-  connect,              // DNS, TCP or TLS failed
+  connect,  // DNS, TCP or TLS failed
   timeout_connect,
   timeout_first_token,
   timeout_idle,

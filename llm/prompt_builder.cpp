@@ -20,11 +20,20 @@ std::string xml_escape(std::string_view s) {
   out.reserve(s.size());
   for (char c : s) {
     switch (c) {
-      case '&': out += "&amp;"; break;
-      case '<': out += "&lt;"; break;
-      case '>': out += "&gt;"; break;
-      case '"': out += "&quot;"; break;
-      default: out += c;
+      case '&':
+        out += "&amp;";
+        break;
+      case '<':
+        out += "&lt;";
+        break;
+      case '>':
+        out += "&gt;";
+        break;
+      case '"':
+        out += "&quot;";
+        break;
+      default:
+        out += c;
     }
   }
   return out;
@@ -86,13 +95,12 @@ struct parts {
       s += "</documents>\n";
     }
     if (cite)
-      s +=
-          "<output_rules>\n"
-          "Support every factual statement with a citation: "
-          "<cite doc_id=\"DOCUMENT_ID\" quote=\"a sentence copied exactly from that "
-          "document\">your statement</cite>.\n"
-          "Copy quotes verbatim; cite only the documents above; never invent a quote.\n"
-          "</output_rules>\n";
+      s += "<output_rules>\n"
+           "Support every factual statement with a citation: "
+           "<cite doc_id=\"DOCUMENT_ID\" quote=\"a sentence copied exactly from that "
+           "document\">your statement</cite>.\n"
+           "Copy quotes verbatim; cite only the documents above; never invent a quote.\n"
+           "</output_rules>\n";
     return s;
   }
 
@@ -110,8 +118,8 @@ built_prompt build_prompt(const prompt_inputs& in) {
   parts p;
   bool grounded = in.evidence && !in.evidence->retrieval_results.empty();
   p.instructions = !in.system_instructions.empty() ? in.system_instructions
-                   : in.evidence                    ? default_rag_instructions
-                                                    : default_general_instructions;
+                   : in.evidence                   ? default_rag_instructions
+                                                   : default_general_instructions;
   p.core_memory = in.core_memory;
   p.memories = in.memories;
   p.summary = in.summary;

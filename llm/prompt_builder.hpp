@@ -17,13 +17,13 @@
 namespace ragtor::llm {
 
 struct prompt_inputs {
-  std::string system_instructions;      // "" = the built-in RAG instructions
-  std::string core_memory;              // the user's profile
-  std::string summary;                  // the conversation summary
-  std::vector<std::string> episodic;    // recalled past turns, best first
-  std::vector<std::string> memories;    // long-term memories, best first
+  std::string system_instructions;             // "" = the built-in RAG instructions
+  std::string core_memory;                     // the user's profile
+  std::string summary;                         // the conversation summary
+  std::vector<std::string> episodic;           // recalled past turns, best first
+  std::vector<std::string> memories;           // long-term memories, best first
   const retrieval_result* evidence = nullptr;  // null = general chat
-  std::vector<stored_message> window;   // recent messages, oldest first
+  std::vector<stored_message> window;          // recent messages, oldest first
   std::string question;
   size_t budget_tokens = 6000;
   bool citations = true;  // ask for <cite> tags (only with evidence)

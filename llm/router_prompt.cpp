@@ -57,7 +57,8 @@ std::vector<chat_message> build_router_messages(std::string_view message,
       "{\"kb_prefix\": \"<a knowledge base name or general>\", \"confidence\": <0..1>, "
       "\"reason\": \"<one short sentence>\", \"intent\": \"kb_query|chitchat|other\", "
       "\"agent_type\": \"<one of the agents or empty>\"}";
-  return {{"system", std::move(sys)}, {"user", std::string{utf8_prefix(message, max_message_bytes)}}};
+  return {{"system", std::move(sys)},
+          {"user", std::string{utf8_prefix(message, max_message_bytes)}}};
 }
 
 routed parse_router_reply(std::string_view reply, const std::vector<kb_profile>& kbs) {

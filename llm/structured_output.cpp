@@ -4,8 +4,8 @@
 #include <cctype>
 #include <charconv>
 
-#include <spdlog/spdlog.h>
 #include <simdjson.h>
+#include <spdlog/spdlog.h>
 
 namespace ragtor::llm {
 
@@ -207,8 +207,7 @@ parsed_fields parse_or_default(std::string_view text, const std::vector<field_sp
   auto r = parse_structured(text, spec);
   if (auto* ok = std::get_if<parsed_fields>(&r))
     return std::move(*ok);
-  spdlog::warn("{}: unusable model output ({}); using the default", what,
-               std::get<std::string>(r));
+  spdlog::warn("{}: unusable model output ({}); using the default", what, std::get<std::string>(r));
   return fallback;
 }
 

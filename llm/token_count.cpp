@@ -21,7 +21,8 @@ uint32_t next_cp(std::string_view s, size_t& i) {
 
 bool is_word_byte(uint32_t cp) {
   return (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9')
-         || cp == '_' || (cp >= 0x80 && cp < 0x2E80);  // accented Latin, Cyrillic, ...; CJK starts at U+2E80
+         || cp == '_'
+         || (cp >= 0x80 && cp < 0x2E80);  // accented Latin, Cyrillic, ...; CJK starts at U+2E80
 }
 
 }  // namespace

@@ -91,6 +91,12 @@ public:
 
   // A user's core memory profile (a JSON object as text); "{}" when none.
   virtual std::string core_memory(const std::string& user_id) = 0;
+  // Long-term memories: insert (or refresh the lifetime of the same user +
+  // content), list unexpired newest first, delete one ("" = all).
+  virtual bool add_memory(const memory_record& m) = 0;
+  virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) = 0;
+  virtual int64_t delete_memories(const std::string& user_id, const std::string& id) = 0;
+
   // Replaces it.
   virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,
                                int64_t now_ms) = 0;

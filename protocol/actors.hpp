@@ -177,6 +177,14 @@ using store_actor = caf::typed_actor<
     caf::replies_to<atom::feedback, feedback_vote>::with<std::string>,
     // A user's core memory profile (JSON object text, "{}" when none).
     caf::replies_to<atom::core_mem, std::string /*user_id*/>::with<std::string>,
+    // Stores long-term memories (same user + content: lifetime refreshed);
+    // answers how many were new.
+    caf::replies_to<atom::mem_add, std::vector<memory_record>>::with<int64_t>,
+    // A user's unexpired memories, newest first.
+    caf::replies_to<atom::mem_list, std::string /*user_id*/>::with<std::vector<memory_record>>,
+    // Deletes one memory ("" = all of the user's); answers how many.
+    caf::replies_to<atom::mem_delete, std::string /*user_id*/,
+                    std::string /*memory_id*/>::with<int64_t>,
     // Replaces it; answers the stored profile.
     caf::replies_to<atom::core_mem, std::string /*user_id*/,
                     std::string /*profile_json*/>::with<std::string>,

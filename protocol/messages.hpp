@@ -223,12 +223,13 @@ struct generation_request {
   retrieval_result evidence;            // empty for general (no-KB) turns
   bool general = false;                 // no knowledge base was selected
   std::string core_memory;              // the user's profile (JSON); "" when none/incognito
+  std::vector<std::string> memories;    // recalled long-term memories, best first
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
   return f(caf::meta::type_name("generation_request"), x.request_id, x.question, x.history,
-           x.evidence, x.general, x.core_memory);
+           x.evidence, x.general, x.core_memory, x.memories);
 }
 
 // A generator's final answer; its text equals the concatenated tokens sent.
@@ -243,6 +244,23 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_result& x) {
   return f(caf::meta::type_name("generation_result"), x.answer, x.citations, x.usage,
            x.finish_reason);
+}
+
+// A long-term memory about a user (DESIGN §8).
+struct memory_record {
+  std::string id;
+  std::string user_id;
+  std::string kind;  // preference | dislike | constraint | identity
+  std::string content;
+  std::string source_message_id;
+  int64_t created_at = 0;  // ms since the epoch
+  int64_t expires_at = 0;  // ms since the epoch; 0 = never
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, memory_record& x) {
+  return f(caf::meta::type_name("memory_record"), x.id, x.user_id, x.kind, x.content,
+           x.source_message_id, x.created_at, x.expires_at);
 }
 
 // One message of a model conversation (role "system" | "user" | "assistant").

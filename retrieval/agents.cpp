@@ -1,9 +1,9 @@
 #include "retrieval/agents.hpp"
 
-#include <chrono>
-#include <future>
-#include <cmath>
 #include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <future>
 #include <map>
 
 #include "retrieval/fusion.hpp"
@@ -47,8 +47,7 @@ ranked_list bm25_leg(const kb_snapshot& snap, std::string_view query, size_t dep
 }
 
 ranked_list bm25_terms_leg(const kb_snapshot& snap,
-                           const std::vector<std::pair<std::string, double>>& terms,
-                           size_t depth) {
+                           const std::vector<std::pair<std::string, double>>& terms, size_t depth) {
   ranked_list l;
   l.leg = "bm25";
   l.weight = snap.settings.keyword_weight;
@@ -224,8 +223,8 @@ retrieval_result research(const kb_snapshot& snap, std::string_view query, size_
   rounds.push_back(vec);
   auto fused = weighted_rrf(rounds, depth);
   auto coverage = query_coverage(query, evidence_of(fused), idf);
-  r.trace.push_back({"round 1", "hybrid coverage=" + std::to_string(coverage).substr(0, 4),
-                     ms_since(t)});
+  r.trace.push_back(
+      {"round 1", "hybrid coverage=" + std::to_string(coverage).substr(0, 4), ms_since(t)});
   for (int round = 2; round <= max_rounds && coverage < sufficient; ++round) {
     t = steady::now();
     std::vector<std::pair<std::string, double>> feedback;
@@ -279,8 +278,7 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, size_t 
   auto t0 = steady::now();
   auto f_naive = std::async(std::launch::async, [&] { return naive(snap, query, depth); });
   auto f_graph = std::async(std::launch::async, [&] { return graph(snap, query, depth); });
-  auto f_research =
-      std::async(std::launch::async, [&] { return research(snap, query, depth, 2); });
+  auto f_research = std::async(std::launch::async, [&] { return research(snap, query, depth, 2); });
   auto hybrid_result = hybrid(snap, query, depth);
   add("naive_rag_agent", f_naive.get());
   add("hybrid_agent", std::move(hybrid_result));

@@ -26,7 +26,8 @@ public:
   virtual size_t dims() const = 0;
   // Blocking. One L2-normalised vector per text, in order; an error message
   // on failure.
-  virtual std::variant<embedding_batch, std::string> embed(const std::vector<std::string>& texts) = 0;
+  virtual std::variant<embedding_batch, std::string> embed(
+      const std::vector<std::string>& texts) = 0;
 };
 
 std::shared_ptr<embedder> make_hashed_embedder(size_t dims = 256);

@@ -61,8 +61,7 @@ std::vector<std::string> named_phrases(std::string_view text) {
       continue;
     }
     auto start = i;
-    while (i < text.size()
-           && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '-'))
+    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '-'))
       ++i;
     auto word = text.substr(start, i - start);
     bool cap = capitalised(word);
@@ -133,9 +132,9 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, graph_options
   }
   for (auto& e : g.entities_) {
     auto& forms = surface[e.key];
-    e.name = std::max_element(forms.begin(), forms.end(),
-                              [](auto& a, auto& b) { return a.second < b.second; })
-                 ->first;
+    e.name = std::max_element(forms.begin(), forms.end(), [](auto& a, auto& b) {
+               return a.second < b.second;
+             })->first;
   }
   // Mentions and co-occurrence.
   std::map<std::pair<uint32_t, uint32_t>, uint32_t> edges;
@@ -272,9 +271,8 @@ std::vector<entity_graph::topic_hit> entity_graph::global_search(std::string_vie
     if (score > 0)
       out.push_back({"c:" + std::to_string(t), topics_[t].summary, score, topics_[t].chunks});
   }
-  std::sort(out.begin(), out.end(), [](auto& a, auto& b) {
-    return a.score != b.score ? a.score > b.score : a.id < b.id;
-  });
+  std::sort(out.begin(), out.end(),
+            [](auto& a, auto& b) { return a.score != b.score ? a.score > b.score : a.id < b.id; });
   if (out.size() > k)
     out.resize(k);
   return out;

@@ -88,8 +88,9 @@ std::vector<weighted_term> rm3_expand(std::string_view query,
       continue;  // a term from one feedback text only is noise
     candidates.emplace_back(t, p);
   }
-  std::sort(candidates.begin(), candidates.end(),
-            [](auto& a, auto& b) { return a.second != b.second ? a.second > b.second : a.first < b.first; });
+  std::sort(candidates.begin(), candidates.end(), [](auto& a, auto& b) {
+    return a.second != b.second ? a.second > b.second : a.first < b.first;
+  });
   if (candidates.size() > expansion_terms)
     candidates.resize(expansion_terms);
   double cand_total = 0;

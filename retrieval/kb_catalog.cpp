@@ -92,9 +92,8 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
     for (auto& c : chunk_document(d, opts.chunking))
       snap->chunks.push_back(std::move(c));
   auto started = std::chrono::steady_clock::now();
-  auto index_dir = opts.snapshot_dir.empty()
-                       ? std::filesystem::path{}
-                       : opts.snapshot_dir / "kbs" / snap->name / "index";
+  auto index_dir = opts.snapshot_dir.empty() ? std::filesystem::path{}
+                                             : opts.snapshot_dir / "kbs" / snap->name / "index";
   auto signature = snapshot_signature(docs, opts);
   bool have_bm25 = false, have_vectors = !opts.embed;
   if (!index_dir.empty()) {

@@ -33,9 +33,9 @@ public:
     embedding_batch out;
     out.reserve(texts.size());
     for (size_t i = 0; i < texts.size(); i += batch_) {
-      std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(i),
-                                    texts.begin()
-                                        + static_cast<std::ptrdiff_t>(std::min(texts.size(), i + batch_)));
+      std::vector<std::string> part(
+          texts.begin() + static_cast<std::ptrdiff_t>(i),
+          texts.begin() + static_cast<std::ptrdiff_t>(std::min(texts.size(), i + batch_)));
       auto r = client_->embed_sync(std::move(part));
       if (auto* err = std::get_if<llm::llm_error>(&r))
         return "embedding model failed: " + err->message;

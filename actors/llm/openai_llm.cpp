@@ -115,6 +115,7 @@ void start(self_ptr self, pending p) {
   in.evidence = p.req.general ? nullptr : &p.req.evidence;
   in.window = p.req.history;
   in.core_memory = p.req.core_memory;
+  in.memories = p.req.memories;
   in.question = p.req.question;
   in.budget_tokens = st.settings.prompt_budget_tokens;
   in.citations = !p.req.general;
@@ -197,8 +198,8 @@ void on_completion(self_ptr self, const std::string& id, upstream_event& ev) {
     c.promise.deliver(std::move(out));
   } else {
     ++st.failed;
-    spdlog::warn("llm {}: {} completion failed: {} {}", st.settings.model, c.purpose,
-                 ev.error_kind, ev.text);
+    spdlog::warn("llm {}: {} completion failed: {} {}", st.settings.model, c.purpose, ev.error_kind,
+                 ev.text);
     c.promise.deliver(upstream_error(st.settings, ev));
   }
   st.completions.erase(i);

@@ -25,9 +25,9 @@ class openai_client;
 }
 
 struct openai_llm_settings {
-  std::string model;                      // for logs and status
-  size_t max_concurrency = 16;            // calls in flight to the model
-  size_t max_queue = 64;                  // calls waiting for a slot
+  std::string model;            // for logs and status
+  size_t max_concurrency = 16;  // calls in flight to the model
+  size_t max_queue = 64;        // calls waiting for a slot
   double temperature = 0.2;
   int32_t max_tokens = 1024;
   size_t prompt_budget_tokens = 6000;

@@ -34,12 +34,38 @@ std::string lower_trimmed(std::string_view s) {
 // Small talk: the whole message is a greeting, thanks or farewell (with
 // optional punctuation and a few filler words).
 bool is_small_talk(std::string_view message) {
-  static const std::set<std::string, std::less<>> phrases = {
-      "hi", "hello", "hey", "hi there", "hello there", "good morning", "good afternoon",
-      "good evening", "thanks", "thank you", "thanks a lot", "thank you very much", "thx", "ok",
-      "okay", "bye", "goodbye", "see you", "how are you", "who are you", "what can you do",
-      "你好", "您好", "嗨", "谢谢", "多谢", "再见", "拜拜", "你是谁", "早上好", "晚上好",
-      "你好吗"};
+  static const std::set<std::string, std::less<>> phrases = {"hi",
+                                                             "hello",
+                                                             "hey",
+                                                             "hi there",
+                                                             "hello there",
+                                                             "good morning",
+                                                             "good afternoon",
+                                                             "good evening",
+                                                             "thanks",
+                                                             "thank you",
+                                                             "thanks a lot",
+                                                             "thank you very much",
+                                                             "thx",
+                                                             "ok",
+                                                             "okay",
+                                                             "bye",
+                                                             "goodbye",
+                                                             "see you",
+                                                             "how are you",
+                                                             "who are you",
+                                                             "what can you do",
+                                                             "你好",
+                                                             "您好",
+                                                             "嗨",
+                                                             "谢谢",
+                                                             "多谢",
+                                                             "再见",
+                                                             "拜拜",
+                                                             "你是谁",
+                                                             "早上好",
+                                                             "晚上好",
+                                                             "你好吗"};
   std::string s;
   for (char c : message) {
     auto u = static_cast<unsigned char>(c);
@@ -143,8 +169,8 @@ route_decision decide_route(const chat_request& req, const router_settings& sett
       rd.intent = detected->intent;
   }
   // apply_override_policy
-  bool routed_wins = detected && !detected->kb.empty()
-                     && detected->confidence >= settings.min_confidence;
+  bool routed_wins =
+      detected && !detected->kb.empty() && detected->confidence >= settings.min_confidence;
   if (routed_wins && detected->kb != req.kb_prefix) {
     rd.kb_prefix = detected->kb;
     rd.method = detected->method;

@@ -49,11 +49,11 @@ struct kb_route_profile {
 
 // A KB chosen from the message, before the override policy.
 struct detected_intent {
-  std::string kb;       // "" = none found; "general" = small talk
+  std::string kb;  // "" = none found; "general" = small talk
   double confidence = 0;
-  std::string method;   // heuristic | llm | timeout | fallback
+  std::string method;  // heuristic | llm | timeout | fallback
   std::string reason;
-  std::string intent;   // kb_query | chitchat | other
+  std::string intent;      // kb_query | chitchat | other
   std::string agent_type;  // suggested by the model, may be ""
 };
 

@@ -164,6 +164,22 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
                 return state;
               });
         },
+        [=](atom::mem_add, const std::vector<memory_record>& records) {
+          return submit<int64_t>(self, true, [=](store_backend& db) {
+            int64_t added = 0;
+            for (auto& m : records)
+              added += db.add_memory(m) ? 1 : 0;
+            return added;
+          });
+        },
+        [=](atom::mem_list, const std::string& user_id) {
+          return submit<std::vector<memory_record>>(
+              self, false, [=](store_backend& db) { return db.list_memories(user_id, now_ms()); });
+        },
+        [=](atom::mem_delete, const std::string& user_id, const std::string& id) {
+          return submit<int64_t>(
+              self, true, [=](store_backend& db) { return db.delete_memories(user_id, id); });
+        },
         [=](atom::core_mem, const std::string& user_id) {
           return submit<std::string>(
               self, false, [=](store_backend& db) { return db.core_memory(user_id); });

@@ -8,6 +8,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "memory/long_term.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/stream_events.hpp"
@@ -48,7 +49,8 @@ struct stream_state {
   phase ph = phase::routing;
   route_decision route;
   std::vector<stored_message> history;
-  std::string core_memory;  // the user's profile; "" when none or incognito
+  std::string core_memory;            // the user's profile; "" when none or incognito
+  std::vector<std::string> memories;  // recalled long-term memories
   retrieval_result evidence;
   std::string answer;  // concatenation of the tokens published
   generation_result gen;
@@ -88,9 +90,9 @@ void log_node(self_ptr self, std::string_view node, std::string input, std::stri
   auto& st = self->state;
   if (!st.req.debug)
     return;
-  auto ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now()
-                                                      - st.node_started)
-                .count();
+  auto ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st.node_started)
+          .count();
   json_writer w;
   w.begin_object().field("node", node).field("duration_ms", ms);
   w.key("input").raw(input);
@@ -115,6 +117,8 @@ std::string json_of(std::initializer_list<std::pair<std::string_view, std::strin
 
 void persist(self_ptr self);
 void retrieve(self_ptr self);
+void recall(self_ptr self);
+void remember(self_ptr self);
 void cancel_turn(self_ptr self, std::string code, std::string message);
 
 // Quits once `done` reached every subscriber (and somebody subscribed).
@@ -183,7 +187,8 @@ void fail(self_ptr self, const caf::error& err, std::string_view what) {
 // Inputs and outputs of the nodes, as shown in debug execution logs.
 std::string route_input(self_ptr self) {
   auto& r = self->state.req;
-  return json_of({{"message", r.message}, {"kb_prefix", r.kb_prefix}, {"agent_type", r.agent_type}});
+  return json_of(
+      {{"message", r.message}, {"kb_prefix", r.kb_prefix}, {"agent_type", r.agent_type}});
 }
 
 std::string history_input(self_ptr self) {
@@ -297,7 +302,10 @@ void persist(self_ptr self) {
       .then(
           [=](std::string& id) {
             self->state.message_id = std::move(id);
-            log_node(self, "persist", persist_input(self), json_of({{"message_id", self->state.message_id}}));
+            if (self->state.error_code.empty() && !self->state.cancelled)
+              remember(self);
+            log_node(self, "persist", persist_input(self),
+                     json_of({{"message_id", self->state.message_id}}));
             finish(self);
           },
           [=](caf::error& err) {
@@ -321,6 +329,7 @@ void generate(self_ptr self) {
   gr.evidence = st.evidence;
   gr.general = st.route.worker_name.empty();
   gr.core_memory = st.core_memory;
+  gr.memories = st.memories;
   auto sink = caf::actor_cast<token_sink_actor>(self);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
       .then(
@@ -397,15 +406,70 @@ void load_memory(self_ptr self) {
           [=](std::string& profile) {
             auto& st = self->state;
             st.core_memory = profile == "{}" ? std::string{} : std::move(profile);
-            log_node(self, "memory", json_of({{"user_id", st.req.user_id}}),
-                     json_of({{"core_memory", st.core_memory.empty() ? "none" : "loaded"}}));
-            retrieve(self);
+            recall(self);
           },
           [=](caf::error& err) {
             spdlog::warn("stream {}: core memory unavailable: {}", self->state.req.request_id,
                          self->system().render(err));
             retrieve(self);
           });
+}
+
+// Long-term memories related to the question (top 5), then retrieval.
+void recall(self_ptr self) {
+  auto& st = self->state;
+  self->request(st.deps.store, st.settings.step_timeout, atom::mem_list_v, st.req.user_id)
+      .then(
+          [=](std::vector<memory_record>& all) {
+            auto& st = self->state;
+            std::vector<std::pair<std::string, int64_t>> items;
+            for (auto& m : all)
+              items.emplace_back(m.content, m.created_at);
+            st.memories = recall_memories(st.req.message, items, 5);
+            json_writer w;
+            w.begin_object()
+                .field("core_memory", !st.core_memory.empty())
+                .field("memories", static_cast<uint64_t>(st.memories.size()))
+                .end_object();
+            log_node(self, "memory", json_of({{"user_id", st.req.user_id}}), w.take());
+            retrieve(self);
+          },
+          [=](caf::error& err) {
+            spdlog::warn("stream {}: memories unavailable: {}", self->state.req.request_id,
+                         self->system().render(err));
+            retrieve(self);
+          });
+}
+
+// Stores what the user stated about themselves (not for incognito turns);
+// derived data, so fire-and-forget.
+void remember(self_ptr self) {
+  auto& st = self->state;
+  if (st.req.incognito)
+    return;
+  auto found = extract_memories(st.req.message);
+  if (found.empty())
+    return;
+  auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                 std::chrono::system_clock::now().time_since_epoch())
+                 .count();
+  std::vector<memory_record> records;
+  for (auto& f : found) {
+    memory_record m;
+    m.user_id = st.req.user_id;
+    m.kind = f.kind;
+    m.content = f.content;
+    m.source_message_id = st.opened.message_id;
+    m.created_at = now;
+    m.expires_at = now + f.ttl_days * 24 * 3600 * 1000;
+    records.push_back(std::move(m));
+  }
+  self->request(st.deps.store, st.settings.step_timeout, atom::mem_add_v, std::move(records))
+      .then([](int64_t) {},
+            [=](caf::error& err) {
+              spdlog::warn("stream {}: memories not stored: {}", self->state.req.request_id,
+                           self->system().render(err));
+            });
 }
 
 void load_history(self_ptr self) {

@@ -30,8 +30,8 @@ int run_ingest(const ingest_options& opts) {
       std::fputc('\n', stderr);
     std::fflush(stderr);
   };
-  auto report =
-      ingest_paths(cfg->data_dir, opts.kb, opts.paths, progress, kb_build_options_of(*cfg).chunking);
+  auto report = ingest_paths(cfg->data_dir, opts.kb, opts.paths, progress,
+                             kb_build_options_of(*cfg).chunking);
   if (!report) {
     std::cerr << "ragtor ingest: " << error_message(report.error()) << "\n";
     return 1;

@@ -3,8 +3,8 @@
 // accepting -> cancel and store in-flight turns -> stop I/O -> stop actors
 // -> close the store).
 #include <csignal>
-#include <cstdlib>
 #include <cstdio>
+#include <cstdlib>
 #include <iostream>
 
 #include <spdlog/spdlog.h>
@@ -17,13 +17,13 @@
 #include "actors/kb/kb_admin.hpp"
 #include "actors/llm/extractive_llm.hpp"
 #include "actors/llm/openai_llm.hpp"
-#include "llm/openai_client.hpp"
 #include "actors/router/router.hpp"
 #include "actors/session/session.hpp"
 #include "actors/store/store_actor.hpp"
 #include "app/commands/commands.hpp"
 #include "app/commands/load.hpp"
 #include "http/server.hpp"
+#include "llm/openai_client.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
 #include "protocol/worker_name.hpp"
@@ -113,8 +113,7 @@ int run_serve(const serve_options& opts) {
     spdlog::error("cannot load knowledge bases: {}", error_message(catalog.error()));
     return 1;
   }
-  for (auto& name : (*catalog)->names())
-  {
+  for (auto& name : (*catalog)->names()) {
     auto snap = (*catalog)->get(name);
     spdlog::info("knowledge base \"{}\": {} chunks, indexes {} in {:.0f} ms", name,
                  snap->chunks.size(), snap->loaded_from_snapshot ? "loaded" : "built",

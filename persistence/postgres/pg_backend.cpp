@@ -482,4 +482,43 @@ void pg_backend::set_core_memory(const std::string& user_id, const std::string& 
       {user_id, profile_json, std::to_string(now)});
 }
 
+bool pg_backend::add_memory(const memory_record& m) {
+  // xmax = 0 only for a freshly inserted row.
+  auto r = run(
+      "INSERT INTO memories (id, user_id, kind, content, source_message_id, expires_at, "
+      "created_at) VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (user_id, content) DO UPDATE "
+      "SET expires_at = EXCLUDED.expires_at RETURNING (xmax = 0)",
+      {m.id.empty() ? new_id() : m.id, m.user_id, m.kind, m.content,
+       m.source_message_id.empty() ? param{} : param{m.source_message_id},
+       std::to_string(m.expires_at), std::to_string(m.created_at)});
+  return r.rows() && r.text(0, 0) == "t";
+}
+
+std::vector<memory_record> pg_backend::list_memories(const std::string& user_id, int64_t now) {
+  auto r =
+      run("SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
+          "COALESCE(expires_at, 0) FROM memories WHERE user_id = $1 AND (expires_at IS NULL OR "
+          "expires_at = 0 OR expires_at > $2) ORDER BY created_at DESC, id LIMIT 200",
+          {user_id, std::to_string(now)});
+  std::vector<memory_record> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    memory_record m;
+    m.id = r.text(i, 0);
+    m.user_id = user_id;
+    m.kind = r.text(i, 1);
+    m.content = r.text(i, 2);
+    m.source_message_id = r.text(i, 3);
+    m.created_at = std::stoll(r.text(i, 4));
+    m.expires_at = std::stoll(r.text(i, 5));
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+int64_t pg_backend::delete_memories(const std::string& user_id, const std::string& id) {
+  if (id.empty())
+    return run("DELETE FROM memories WHERE user_id = $1", {user_id}).affected();
+  return run("DELETE FROM memories WHERE user_id = $1 AND id = $2", {user_id, id}).affected();
+}
+
 }  // namespace ragtor

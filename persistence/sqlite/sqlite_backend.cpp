@@ -448,4 +448,54 @@ void sqlite_backend::set_core_memory(const std::string& user_id, const std::stri
       .step();
 }
 
+bool sqlite_backend::add_memory(const memory_record& m) {
+  {
+    auto st = prepare("UPDATE memories SET expires_at = ? WHERE user_id = ? AND content = ?");
+    st.bind(m.expires_at).bind(m.user_id).bind(m.content).step();
+  }
+  if (sqlite3_changes(db_) > 0)
+    return false;
+  prepare(
+      "INSERT INTO memories (id, user_id, kind, content, source_message_id, expires_at, "
+      "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
+      .bind(m.id.empty() ? new_id() : m.id)
+      .bind(m.user_id)
+      .bind(m.kind)
+      .bind(m.content)
+      .bind_null_if_empty(m.source_message_id)
+      .bind(m.expires_at)
+      .bind(m.created_at)
+      .step();
+  return true;
+}
+
+std::vector<memory_record> sqlite_backend::list_memories(const std::string& user_id, int64_t now) {
+  auto st = prepare(
+      "SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
+      "COALESCE(expires_at, 0) FROM memories WHERE user_id = ? AND (expires_at IS NULL OR "
+      "expires_at = 0 OR expires_at > ?) ORDER BY created_at DESC, id LIMIT 200");
+  st.bind(user_id).bind(now);
+  std::vector<memory_record> out;
+  while (st.step()) {
+    memory_record m;
+    m.id = st.text(0);
+    m.user_id = user_id;
+    m.kind = st.text(1);
+    m.content = st.text(2);
+    m.source_message_id = st.text(3);
+    m.created_at = st.integer(4);
+    m.expires_at = st.integer(5);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
+int64_t sqlite_backend::delete_memories(const std::string& user_id, const std::string& id) {
+  if (id.empty())
+    prepare("DELETE FROM memories WHERE user_id = ?").bind(user_id).step();
+  else
+    prepare("DELETE FROM memories WHERE user_id = ? AND id = ?").bind(user_id).bind(id).step();
+  return sqlite3_changes(db_);
+}
+
 }  // namespace ragtor

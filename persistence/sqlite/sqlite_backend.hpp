@@ -51,6 +51,9 @@ public:
   int64_t clear_conversation(const std::string& user_id, const std::string& session_id) override;
   std::string toggle_feedback(const feedback_vote& vote, int64_t now_ms) override;
   std::string core_memory(const std::string& user_id) override;
+  bool add_memory(const memory_record& m) override;
+  std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) override;
+  int64_t delete_memories(const std::string& user_id, const std::string& id) override;
   void set_core_memory(const std::string& user_id, const std::string& profile_json,
                        int64_t now_ms) override;
 

@@ -3,6 +3,8 @@
 // prompt (<user_memory>) — except for incognito turns, which read no memory.
 #include <gtest/gtest.h>
 
+#include <set>
+
 #include "tests/support/fake_openai.hpp"
 #include "tests/support/server_fixture.hpp"
 
@@ -26,10 +28,9 @@ TEST_F(core_memory_test, profile_round_trip_and_prompt_inclusion) {
   auto got = json::parse(request(port(), "GET", "/api/v1/users/ann/memory").body);
   EXPECT_EQ(got.str("/user_id"), "ann");
   EXPECT_EQ(got.str("/profile/prefers"), "short answers in French");
-  EXPECT_EQ(json::parse(request(port(), "GET", "/api/v1/users/bob/memory").body)
-                .at("/profile")
-                .dump(),
-            "{}")
+  EXPECT_EQ(
+      json::parse(request(port(), "GET", "/api/v1/users/bob/memory").body).at("/profile").dump(),
+      "{}")
       << "per user";
 
   auto r = chat_stream(port(), chat_body("ann", "s1", "How is tea brewed?"));
@@ -39,8 +40,8 @@ TEST_F(core_memory_test, profile_round_trip_and_prompt_inclusion) {
   EXPECT_NE(system.find("<user_memory>"), std::string::npos);
   EXPECT_NE(system.find("short answers in French"), std::string::npos);
 
-  auto inc = chat_stream(port(), chat_body("ann", "s2", "How is tea brewed?", "test",
-                                           {{"incognito", "true", true}}));
+  auto inc = chat_stream(
+      port(), chat_body("ann", "s2", "How is tea brewed?", "test", {{"incognito", "true", true}}));
   ASSERT_TRUE(well_formed_stream(inc));
   auto sent2 = json::parse(fake_.stats().str("/last_chat_request"));
   EXPECT_EQ(sent2.items("/messages")[0].str("/content").find("<user_memory>"), std::string::npos)
@@ -57,8 +58,63 @@ TEST_F(core_memory_test, bad_profiles_are_refused_and_change_nothing) {
             413);
   EXPECT_EQ(request(port(), "PUT", "/api/v1/users/bad%20id/memory", "{}").status, 400);
   EXPECT_EQ(request(port(), "DELETE", "/api/v1/users/ann/memory").status, 405);
-  EXPECT_EQ(json::parse(request(port(), "GET", "/api/v1/users/ann/memory").body).integer("/profile/a"),
-            1);
+  EXPECT_EQ(
+      json::parse(request(port(), "GET", "/api/v1/users/ann/memory").body).integer("/profile/a"),
+      1);
+}
+
+}  // namespace
+}  // namespace ragtor::test
+
+namespace ragtor::test {
+namespace {
+
+TEST_F(core_memory_test, stated_facts_become_memories_recalled_with_a_caution) {
+  auto r = chat_stream(port(), chat_body("cleo", "s1",
+                                         "I really love green tea. I'm allergic to peanuts. "
+                                         "How should I brew sencha?"));
+  ASSERT_TRUE(well_formed_stream(r));
+  json list = json::parse("{}");
+  ASSERT_TRUE(poll_until([&] {
+    list = json::parse(request(port(), "GET", "/api/v1/users/cleo/memories").body);
+    return list.items("/memories").size() == 2;
+  })) << list.dump();
+  auto mems = list.items("/memories");
+  std::set<std::string> kinds{mems[0].str("/kind"), mems[1].str("/kind")};
+  EXPECT_EQ(kinds, (std::set<std::string>{"preference", "constraint"}));
+  EXPECT_FALSE(mems[0].str("/source_message_id").empty());
+
+  // The next turn's prompt carries them under a caution header.
+  auto next = chat_stream(port(), chat_body("cleo", "s2", "Which tea would you suggest?"));
+  ASSERT_TRUE(well_formed_stream(next));
+  auto system =
+      json::parse(fake_.stats().str("/last_chat_request")).items("/messages")[0].str("/content");
+  EXPECT_NE(system.find("I really love green tea"), std::string::npos);
+  EXPECT_NE(system.find("May be outdated"), std::string::npos) << system;
+
+  // Incognito turns neither store nor read memories.
+  auto inc = chat_stream(
+      port(), chat_body("cleo", "s3", "I hate rooibos.", "test", {{"incognito", "true", true}}));
+  ASSERT_TRUE(well_formed_stream(inc));
+  auto sys3 =
+      json::parse(fake_.stats().str("/last_chat_request")).items("/messages")[0].str("/content");
+  EXPECT_EQ(sys3.find("I really love green tea"), std::string::npos);
+  auto after = chat_stream(port(), chat_body("cleo", "s4", "thanks"));
+  ASSERT_TRUE(well_formed_stream(after));
+  EXPECT_EQ(json::parse(request(port(), "GET", "/api/v1/users/cleo/memories").body)
+                .items("/memories")
+                .size(),
+            2u);
+
+  // Delete one, then all.
+  auto id = mems[0].str("/id");
+  EXPECT_EQ(request(port(), "DELETE", "/api/v1/users/cleo/memories/" + id).status, 200);
+  EXPECT_EQ(request(port(), "DELETE", "/api/v1/users/cleo/memories/" + id).status, 404);
+  auto all = request(port(), "DELETE", "/api/v1/users/cleo/memories");
+  EXPECT_EQ(json::parse(all.body).integer("/deleted"), 1);
+  EXPECT_TRUE(json::parse(request(port(), "GET", "/api/v1/users/cleo/memories").body)
+                  .items("/memories")
+                  .empty());
 }
 
 }  // namespace

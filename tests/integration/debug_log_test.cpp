@@ -16,7 +16,8 @@ using debug_log_test = ragtor_server_test;
 constexpr const char* question = "How long do the batteries of the Lumenlatch K7 last?";
 
 TEST_F(debug_log_test, every_node_is_logged_in_order_with_timing) {
-  auto r = chat_stream(port(), chat_body("alice", "s1", question, "test", {{"debug", "true", true}}));
+  auto r =
+      chat_stream(port(), chat_body("alice", "s1", question, "test", {{"debug", "true", true}}));
   ASSERT_TRUE(well_formed_stream(r));
   std::vector<std::string> nodes;
   bool route_seen = false;
@@ -37,7 +38,7 @@ TEST_F(debug_log_test, every_node_is_logged_in_order_with_timing) {
   }
   EXPECT_TRUE(route_seen);
   EXPECT_EQ(nodes, (std::vector<std::string>{"route", "history", "memory", "retrieve", "generate",
-                                            "persist"}));
+                                             "persist"}));
   for (auto& ev : r.events)
     if (ev.str("/status") == "execution_log" && ev.str("/content/node") == "retrieve") {
       EXPECT_GT(ev.integer("/content/output/retrieval_count"), 0);
@@ -64,8 +65,8 @@ TEST_F(debug_log_test, the_json_endpoint_returns_the_execution_log) {
   EXPECT_EQ(logs.front().str("/node"), "route");
   EXPECT_EQ(logs.back().str("/node"), "persist");
   EXPECT_EQ(logs.back().str("/output/message_id"), body.str("/message_id"));
-  auto plain = json::parse(
-      request(port(), "POST", "/api/v1/chat", chat_body("bob", "s2", question)).body);
+  auto plain =
+      json::parse(request(port(), "POST", "/api/v1/chat", chat_body("bob", "s2", question)).body);
   EXPECT_FALSE(plain.has("/execution_log"));
 }
 

@@ -24,13 +24,12 @@ std::string cited_reply() {
 }
 
 std::string script() {
-  return std::string{R"({"rules":[)"}
-         + R"({"match":"sencha","reply":)" + json_quote(cited_reply()) + R"(},)"
+  return std::string{R"({"rules":[)"} + R"({"match":"sencha","reply":)" + json_quote(cited_reply())
+         + R"(},)"
          + R"({"match":"explode","reply":"one two three four five","fault":"reset_mid_stream","fault_after_tokens":2},)"
          + R"({"match":"refuse","fault":"http_500"},)"
          + R"({"match":"slowly","reply":"a b c d e f g h i j k l m n o p q r s t","token_delay_ms":150},)"
-         + R"({"match":"hello","reply":"Hi! How can I help?"})"
-         + R"(]})";
+         + R"({"match":"hello","reply":"Hi! How can I help?"})" + R"(]})";
 }
 
 class llm_chat_test : public ragtor_server_test {
@@ -51,8 +50,7 @@ TEST_F(llm_chat_test, streams_a_cited_answer_with_tags_stripped_and_quotes_verif
   ASSERT_TRUE(r.errors.empty()) << r.errors[0].dump();
   auto answer = r.done->str("/content/answer");
   EXPECT_EQ(r.tokens, answer);
-  EXPECT_EQ(answer,
-            "Steep sencha at 70 °C. It takes about ninety seconds. Never boil it. x");
+  EXPECT_EQ(answer, "Steep sencha at 70 °C. It takes about ninety seconds. Never boil it. x");
   EXPECT_EQ(answer.find("<cite"), std::string::npos);
   auto cites = r.done->items("/content/citations");
   ASSERT_EQ(cites.size(), 3u);

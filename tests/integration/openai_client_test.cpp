@@ -196,8 +196,9 @@ TEST(openai_client, missing_done_after_finish_reason_is_complete_but_a_cut_strea
 }
 
 TEST(openai_client, timeouts_first_token_and_idle) {
-  fake_openai fake{R"({"rules":[{"match":"slow","first_token_delay_ms":3000},)"
-                   R"({"match":"stall","reply":"a b c d","fault":"stall","fault_after_tokens":1}]})"};
+  fake_openai fake{
+      R"({"rules":[{"match":"slow","first_token_delay_ms":3000},)"
+      R"({"match":"stall","reply":"a b c d","fault":"stall","fault_after_tokens":1}]})"};
   auto cfg = config_for(fake);
   cfg.first_token_timeout = 300ms;
   cfg.idle_timeout = 300ms;
@@ -243,7 +244,8 @@ TEST(openai_client, connection_refused_is_a_connect_failure) {
 }
 
 TEST(openai_client, cancel_mid_stream_closes_the_upstream_connection) {
-  fake_openai fake{R"({"default":{"reply":"a b c d e f g h i j k l m n o p","token_delay_ms":100}})"};
+  fake_openai fake{
+      R"({"default":{"reply":"a b c d e f g h i j k l m n o p","token_delay_ms":100}})"};
   llm::openai_client client{config_for(fake)};
   collector c;
   auto handle = client.stream_chat(ask("q"), c.callbacks());
@@ -302,7 +304,8 @@ TEST(openai_client, https_with_peer_verification) {
 }
 
 TEST(openai_client, total_and_connect_timeouts) {
-  fake_openai fake{R"({"default":{"reply":"a b c d e f g h i j k l m n o p","token_delay_ms":60}})"};
+  fake_openai fake{
+      R"({"default":{"reply":"a b c d e f g h i j k l m n o p","token_delay_ms":60}})"};
   auto cfg = config_for(fake);
   cfg.total_timeout = 400ms;  // the answer would take ~1 s; tokens flow, so no idle timeout
   llm::openai_client client{cfg};

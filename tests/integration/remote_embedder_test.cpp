@@ -40,7 +40,8 @@ TEST_F(remote_embedder_test, documents_and_queries_are_embedded_by_the_model) {
   auto hits = json::parse(res.body);
   ASSERT_FALSE(hits.items("/retrieval_results").empty());
   EXPECT_EQ(hits.items("/retrieval_results")[0].str("/source"), "vector");
-  EXPECT_NE(hits.items("/trace")[0].str("/detail").find("openai:fake-embedding/48"), std::string::npos)
+  EXPECT_NE(hits.items("/trace")[0].str("/detail").find("openai:fake-embedding/48"),
+            std::string::npos)
       << hits.dump();
   EXPECT_EQ(fake_.stat("embedding_requests"), before + 1) << "the query was embedded";
   EXPECT_TRUE(stop_server().clean());

@@ -32,7 +32,8 @@ TEST(openai_wire, chunks_completions_embeddings_and_errors) {
       R"({"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]})");
   ASSERT_TRUE(c);
   EXPECT_EQ(c->delta, "Hi");
-  auto u = parse_stream_chunk(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}})");
+  auto u =
+      parse_stream_chunk(R"({"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4}})");
   ASSERT_TRUE(u && u->tokens);
   EXPECT_EQ(u->tokens->completion_tokens, 4);
   auto f = parse_stream_chunk(R"({"choices":[{"delta":{},"finish_reason":"length"}]})");
@@ -43,8 +44,8 @@ TEST(openai_wire, chunks_completions_embeddings_and_errors) {
       R"({"choices":[{"message":{"role":"assistant","content":"x"},"finish_reason":"stop"}]})");
   ASSERT_TRUE(comp);
   EXPECT_EQ(comp->text, "x");
-  auto emb = parse_embeddings(
-      R"({"data":[{"index":1,"embedding":[0.5]},{"index":0,"embedding":[1,2]}]})");
+  auto emb =
+      parse_embeddings(R"({"data":[{"index":1,"embedding":[0.5]},{"index":0,"embedding":[1,2]}]})");
   ASSERT_TRUE(emb);
   EXPECT_EQ((*emb)[0], (std::vector<float>{1, 2})) << "ordered by index";
   EXPECT_EQ(parse_error_body(R"({"error":{"message":"rate limited"}})"), "rate limited");
@@ -139,7 +140,8 @@ TEST(prompt_builder, the_budget_trims_least_useful_material_first) {
 }
 
 std::vector<citation_source> sources() {
-  return {{"tea", "tea#0", "Tea", "Japanese sencha tastes best at 70 degrees.\nBlack tea likes boiling water."},
+  return {{"tea", "tea#0", "Tea",
+           "Japanese sencha tastes best at 70 degrees.\nBlack tea likes boiling water."},
           {"cn", "cn#0", "茶", "绿茶的最佳水温是八十度左右。"}};
 }
 
@@ -176,14 +178,16 @@ TEST(citation_parser, unknown_documents_short_quotes_and_broken_tags) {
   ASSERT_EQ(p.citations().size(), 2u);
   EXPECT_FALSE(p.citations()[0].verified) << "unknown doc";
   EXPECT_FALSE(p.citations()[1].verified) << "too short to verify";
-  EXPECT_TRUE(quote_matches("“Black tea likes boiling water.”", "He said \"Black tea likes boiling water.\""));
+  EXPECT_TRUE(quote_matches("“Black tea likes boiling water.”",
+                            "He said \"Black tea likes boiling water.\""));
   EXPECT_FALSE(quote_matches("", "anything"));
 }
 
 TEST(structured_output, finds_json_in_messy_replies) {
   EXPECT_EQ(extract_json_object("```json\n{\"a\": 1,}\n```"), "{\"a\": 1}");
-  EXPECT_EQ(extract_json_object("Sure! Here: {\"a\": \"}{\", \"b\": {\"c\": [1,2,]}} hope it helps"),
-            "{\"a\": \"}{\", \"b\": {\"c\": [1,2]}}");
+  EXPECT_EQ(
+      extract_json_object("Sure! Here: {\"a\": \"}{\", \"b\": {\"c\": [1,2,]}} hope it helps"),
+      "{\"a\": \"}{\", \"b\": {\"c\": [1,2]}}");
   EXPECT_EQ(extract_json_object("{broken {\"ok\": true}"), "{\"ok\": true}");
   EXPECT_FALSE(extract_json_object("no json here"));
   EXPECT_FALSE(extract_json_object("{\"truncated\": "));
@@ -202,9 +206,9 @@ TEST(structured_output, finds_json_in_messy_replies) {
   EXPECT_NE(std::get<std::string>(bad).find("confidence"), std::string::npos);
   parsed_fields fallback;
   fallback.strings["kb"] = "general";
-  EXPECT_EQ(parse_or_default("nothing", {{"kb", field_type::string}}, fallback, "test")
-                .strings.at("kb"),
-            "general");
+  EXPECT_EQ(
+      parse_or_default("nothing", {{"kb", field_type::string}}, fallback, "test").strings.at("kb"),
+      "general");
 }
 
 TEST(router_prompt, prompt_lists_kbs_and_replies_parse_robustly) {
@@ -222,7 +226,8 @@ TEST(router_prompt, prompt_lists_kbs_and_replies_parse_robustly) {
   EXPECT_EQ(good.kb_prefix, "Tea") << "normalised to the real name";
   EXPECT_DOUBLE_EQ(good.confidence, 0.9);
   EXPECT_EQ(good.agent_type, "graph_agent");
-  auto clamped = parse_router_reply("{\"kb_prefix\":\"harbour\",\"confidence\":7,\"agent_type\":\"x\"}", kbs);
+  auto clamped =
+      parse_router_reply("{\"kb_prefix\":\"harbour\",\"confidence\":7,\"agent_type\":\"x\"}", kbs);
   EXPECT_TRUE(clamped.ok);
   EXPECT_DOUBLE_EQ(clamped.confidence, 1.0);
   EXPECT_EQ(clamped.agent_type, "");

@@ -186,8 +186,7 @@ std::vector<document> fixture_docs() {
        "north every spring.",
        ""},
       {"tea", "Brewing tea",
-       "Green tea wants water at 70 degrees. Black tea takes boiling water and four minutes.",
-       ""},
+       "Green tea wants water at 70 degrees. Black tea takes boiling water and four minutes.", ""},
       {"kettle", "Kettles", "A kettle with a thermometer helps brewing green tea properly.", ""},
   };
 }
@@ -224,8 +223,8 @@ TEST(entity_graph, finds_names_and_takes_the_multi_hop_step) {
 
 TEST(agents, every_agent_answers_on_a_fixture_kb_with_a_trace) {
   auto snap = kb_catalog::build_snapshot("fixture", fixture_docs(), kb_build_options{});
-  for (auto agent : {"naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent",
-                     "fusion_agent"}) {
+  for (auto agent :
+       {"naive_rag_agent", "hybrid_agent", "graph_agent", "deep_research_agent", "fusion_agent"}) {
     auto r = run_agent(*snap, agent, "What does the Marigold carry?", 3);
     ASSERT_FALSE(r.retrieval_results.empty()) << agent;
     EXPECT_LE(r.retrieval_results.size(), 3u) << agent;

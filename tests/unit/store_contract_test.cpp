@@ -108,6 +108,37 @@ TEST_P(store_contract, core_memory_is_per_user_and_replaced_whole) {
   EXPECT_EQ(db_->core_memory("bob"), R"({"city":"Quellin"})");
 }
 
+TEST_P(store_contract, long_term_memories_dedupe_expire_and_delete) {
+  auto mem = [](std::string user, std::string content, int64_t created, int64_t expires) {
+    memory_record m;
+    m.user_id = std::move(user);
+    m.kind = "preference";
+    m.content = std::move(content);
+    m.created_at = created;
+    m.expires_at = expires;
+    return m;
+  };
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.add_memory(mem("ann", "I like tea", 1, 100)); }));
+  EXPECT_FALSE(tx([&](store_backend& db) { return db.add_memory(mem("ann", "I like tea", 2, 500)); }))
+      << "the same fact again refreshes its lifetime";
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.add_memory(mem("ann", "I hate rain", 3, 50)); }));
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.add_memory(mem("bob", "I like tea", 4, 0)); }));
+  auto now60 = db_->list_memories("ann", 60);
+  ASSERT_EQ(now60.size(), 1u) << "expired ones are not listed";
+  EXPECT_EQ(now60[0].content, "I like tea");
+  EXPECT_EQ(now60[0].expires_at, 500);
+  ASSERT_EQ(db_->list_memories("ann", 10).size(), 2u);
+  EXPECT_EQ(db_->list_memories("ann", 10)[0].content, "I hate rain") << "newest first";
+  EXPECT_EQ(db_->list_memories("bob", 1000000).size(), 1u) << "0 = never expires";
+  auto id = now60[0].id;
+  EXPECT_EQ(tx([&](store_backend& db) { return db.delete_memories("bob", id); }), 0)
+      << "only the owner's";
+  EXPECT_EQ(tx([&](store_backend& db) { return db.delete_memories("ann", id); }), 1);
+  EXPECT_EQ(tx([&](store_backend& db) { return db.delete_memories("ann", ""); }), 1);
+  EXPECT_TRUE(db_->list_memories("ann", 0).empty());
+  EXPECT_EQ(db_->list_memories("bob", 0).size(), 1u);
+}
+
 TEST_P(store_contract, turns_number_messages_per_conversation) {
   auto a = user_turn("u", "s", "hello", "r1", 1);
   auto reply = assistant_turn(a.conversation_id, "hi there", "r1", 2);

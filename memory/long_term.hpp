@@ -1,0 +1,30 @@
+// Long-term memories (mem0-style, DESIGN §8, seed 002): stated facts about
+// the user extracted from their messages by rules — preferences, dislikes,
+// constraints and identity, in English and Chinese — each with a lifetime
+// by kind, recalled into later prompts under a caution header. Rules, not a
+// model: cheap, predictable, and they never invent anything the user did
+// not say.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ragtor {
+
+struct extracted_memory {
+  std::string kind;     // preference | dislike | constraint | identity
+  std::string content;  // the user's own words, e.g. "I prefer green tea"
+  int64_t ttl_days = 0;
+};
+
+std::vector<extracted_memory> extract_memories(std::string_view user_message);
+
+// The `limit` memories most related to `question` (shared terms), more
+// recent first on ties; `memories` are (content, created_at) pairs.
+std::vector<std::string> recall_memories(
+    std::string_view question, const std::vector<std::pair<std::string, int64_t>>& memories,
+    size_t limit = 5);
+
+}  // namespace ragtor
