@@ -4,6 +4,7 @@
 #include <regex>
 #include <set>
 
+#include "retrieval/embedder.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
@@ -145,6 +146,52 @@ std::vector<std::string> recall_memories(
   for (size_t i = 0; i < scored.size() && i < limit; ++i)
     out.push_back(*std::get<2>(scored[i]));
   return out;
+}
+
+std::vector<std::string> recall_episodes(std::string_view question,
+                                         const std::vector<episode_record>& episodes,
+                                         const std::string& conversation_id,
+                                         int64_t window_start_seq, size_t limit,
+                                         double min_similarity) {
+  static const auto embed = make_hashed_embedder(256);
+  std::vector<std::string> texts{std::string{question}};
+  std::vector<const episode_record*> candidates;
+  for (auto& e : episodes) {
+    if (e.conversation_id == conversation_id && e.seq >= window_start_seq)
+      continue;  // still in the window: the prompt has it verbatim
+    texts.push_back(e.text);
+    candidates.push_back(&e);
+  }
+  if (candidates.empty())
+    return {};
+  auto vecs = std::get<embedding_batch>(embed->embed(texts));
+  std::vector<std::pair<double, size_t>> scored;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    double dot = 0;
+    for (size_t d = 0; d < vecs[0].size(); ++d)
+      dot += static_cast<double>(vecs[0][d]) * vecs[i + 1][d];
+    if (dot >= min_similarity)
+      scored.emplace_back(dot, i);
+  }
+  std::sort(scored.begin(), scored.end(), [](auto& a, auto& b) {
+    return a.first != b.first ? a.first > b.first : a.second < b.second;
+  });
+  std::vector<std::string> out;
+  for (size_t i = 0; i < scored.size() && i < limit; ++i)
+    out.push_back(candidates[scored[i].second]->text);
+  return out;
+}
+
+std::string episode_text(std::string_view question, std::string_view answer) {
+  constexpr size_t max_bytes = 2000;
+  std::string s = "User: " + std::string{question} + "\nAssistant: " + std::string{answer};
+  if (s.size() > max_bytes) {
+    size_t n = max_bytes;
+    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
+      --n;
+    s.resize(n);
+  }
+  return s;
 }
 
 }  // namespace ragtor

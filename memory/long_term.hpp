@@ -11,6 +11,8 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/messages.hpp"
+
 namespace ragtor {
 
 struct extracted_memory {
@@ -26,5 +28,18 @@ std::vector<extracted_memory> extract_memories(std::string_view user_message);
 std::vector<std::string> recall_memories(
     std::string_view question, const std::vector<std::pair<std::string, int64_t>>& memories,
     size_t limit = 5);
+
+// Episodic recall: the `limit` past turns most similar to `question`
+// (cosine of hashed n-gram embeddings, at least `min_similarity`), best
+// first, leaving out turns of the current conversation that are still in
+// the recent window (seq >= window_start_seq).
+std::vector<std::string> recall_episodes(std::string_view question,
+                                         const std::vector<episode_record>& episodes,
+                                         const std::string& conversation_id,
+                                         int64_t window_start_seq, size_t limit = 3,
+                                         double min_similarity = 0.25);
+
+// The text an episode keeps of a turn (bounded, cut at a UTF-8 boundary).
+std::string episode_text(std::string_view question, std::string_view answer);
 
 }  // namespace ragtor

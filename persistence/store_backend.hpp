@@ -94,6 +94,10 @@ public:
   // Long-term memories: insert (or refresh the lifetime of the same user +
   // content), list unexpired newest first, delete one ("" = all).
   virtual bool add_memory(const memory_record& m) = 0;
+  // Episodes (completed turns) for episodic recall, newest first.
+  virtual void add_episode(const episode_record& e) = 0;
+  virtual std::vector<episode_record> recent_episodes(const std::string& user_id,
+                                                      int32_t limit) = 0;
   virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) = 0;
   virtual int64_t delete_memories(const std::string& user_id, const std::string& id) = 0;
 

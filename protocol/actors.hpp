@@ -180,6 +180,11 @@ using store_actor = caf::typed_actor<
     // Stores long-term memories (same user + content: lifetime refreshed);
     // answers how many were new.
     caf::replies_to<atom::mem_add, std::vector<memory_record>>::with<int64_t>,
+    // Keeps a completed turn for episodic recall.
+    caf::replies_to<atom::episode, episode_record>::with<bool>,
+    // A user's most recent episodes (at most `limit`), newest first.
+    caf::replies_to<atom::episode, std::string /*user_id*/,
+                    int32_t /*limit*/>::with<std::vector<episode_record>>,
     // A user's unexpired memories, newest first.
     caf::replies_to<atom::mem_list, std::string /*user_id*/>::with<std::vector<memory_record>>,
     // Deletes one memory ("" = all of the user's); answers how many.

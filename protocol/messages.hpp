@@ -224,12 +224,13 @@ struct generation_request {
   bool general = false;                 // no knowledge base was selected
   std::string core_memory;              // the user's profile (JSON); "" when none/incognito
   std::vector<std::string> memories;    // recalled long-term memories, best first
+  std::vector<std::string> episodic;    // recalled past turns, best first
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
   return f(caf::meta::type_name("generation_request"), x.request_id, x.question, x.history,
-           x.evidence, x.general, x.core_memory, x.memories);
+           x.evidence, x.general, x.core_memory, x.memories, x.episodic);
 }
 
 // A generator's final answer; its text equals the concatenated tokens sent.
@@ -261,6 +262,22 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, memory_record& x) {
   return f(caf::meta::type_name("memory_record"), x.id, x.user_id, x.kind, x.content,
            x.source_message_id, x.created_at, x.expires_at);
+}
+
+// A completed turn kept for episodic recall (DESIGN §8).
+struct episode_record {
+  std::string id;
+  std::string conversation_id;
+  std::string user_id;
+  int64_t seq = 0;  // seq of the turn's assistant message
+  std::string text;
+  int64_t created_at = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, episode_record& x) {
+  return f(caf::meta::type_name("episode_record"), x.id, x.conversation_id, x.user_id, x.seq,
+           x.text, x.created_at);
 }
 
 // One message of a model conversation (role "system" | "user" | "assistant").

@@ -172,6 +172,16 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
             return added;
           });
         },
+        [=](atom::episode, const episode_record& e) {
+          return submit<bool>(self, true, [=](store_backend& db) {
+            db.add_episode(e);
+            return true;
+          });
+        },
+        [=](atom::episode, const std::string& user_id, int32_t limit) {
+          return submit<std::vector<episode_record>>(
+              self, false, [=](store_backend& db) { return db.recent_episodes(user_id, limit); });
+        },
         [=](atom::mem_list, const std::string& user_id) {
           return submit<std::vector<memory_record>>(
               self, false, [=](store_backend& db) { return db.list_memories(user_id, now_ms()); });
@@ -181,8 +191,8 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
               self, true, [=](store_backend& db) { return db.delete_memories(user_id, id); });
         },
         [=](atom::core_mem, const std::string& user_id) {
-          return submit<std::string>(
-              self, false, [=](store_backend& db) { return db.core_memory(user_id); });
+          return submit<std::string>(self, false,
+                                     [=](store_backend& db) { return db.core_memory(user_id); });
         },
         [=](atom::core_mem, const std::string& user_id, const std::string& profile) {
           return submit<std::string>(self, true, [=](store_backend& db) {

@@ -51,6 +51,7 @@ struct stream_state {
   std::vector<stored_message> history;
   std::string core_memory;            // the user's profile; "" when none or incognito
   std::vector<std::string> memories;  // recalled long-term memories
+  std::vector<std::string> episodic;  // recalled past turns
   retrieval_result evidence;
   std::string answer;  // concatenation of the tokens published
   generation_result gen;
@@ -118,6 +119,7 @@ std::string json_of(std::initializer_list<std::pair<std::string_view, std::strin
 void persist(self_ptr self);
 void retrieve(self_ptr self);
 void recall(self_ptr self);
+void recall_episodes_of(self_ptr self);
 void remember(self_ptr self);
 void cancel_turn(self_ptr self, std::string code, std::string message);
 
@@ -330,6 +332,7 @@ void generate(self_ptr self) {
   gr.general = st.route.worker_name.empty();
   gr.core_memory = st.core_memory;
   gr.memories = st.memories;
+  gr.episodic = st.episodic;
   auto sink = caf::actor_cast<token_sink_actor>(self);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
       .then(
@@ -392,6 +395,15 @@ void retrieve(self_ptr self) {
           on_error);
 }
 
+// Memory is context, not the answer: a failed read logs and goes on.
+auto continue_without(self_ptr self, const char* what) {
+  return [=](caf::error& err) {
+    spdlog::warn("stream {}: {} unavailable: {}", self->state.req.request_id, what,
+                 self->system().render(err));
+    retrieve(self);
+  };
+}
+
 // The user's core memory for the prompt; skipped for incognito turns.
 // Memory is context, not the answer: a failure degrades, never fails.
 void load_memory(self_ptr self) {
@@ -408,11 +420,7 @@ void load_memory(self_ptr self) {
             st.core_memory = profile == "{}" ? std::string{} : std::move(profile);
             recall(self);
           },
-          [=](caf::error& err) {
-            spdlog::warn("stream {}: core memory unavailable: {}", self->state.req.request_id,
-                         self->system().render(err));
-            retrieve(self);
-          });
+          continue_without(self, "core memory"));
 }
 
 // Long-term memories related to the question (top 5), then retrieval.
@@ -426,19 +434,31 @@ void recall(self_ptr self) {
             for (auto& m : all)
               items.emplace_back(m.content, m.created_at);
             st.memories = recall_memories(st.req.message, items, 5);
+            recall_episodes_of(self);
+          },
+          continue_without(self, "memories"));
+}
+
+// Past turns similar to the question that are not in the window.
+void recall_episodes_of(self_ptr self) {
+  auto& st = self->state;
+  self->request(st.deps.store, st.settings.step_timeout, atom::episode_v, st.req.user_id,
+                int32_t{200})
+      .then(
+          [=](std::vector<episode_record>& eps) {
+            auto& st = self->state;
+            st.episodic = recall_episodes(st.req.message, eps, st.opened.conversation_id,
+                                          st.opened.seq - st.settings.window, 3, 0.25);
             json_writer w;
             w.begin_object()
                 .field("core_memory", !st.core_memory.empty())
                 .field("memories", static_cast<uint64_t>(st.memories.size()))
+                .field("episodes", static_cast<uint64_t>(st.episodic.size()))
                 .end_object();
             log_node(self, "memory", json_of({{"user_id", st.req.user_id}}), w.take());
             retrieve(self);
           },
-          [=](caf::error& err) {
-            spdlog::warn("stream {}: memories unavailable: {}", self->state.req.request_id,
-                         self->system().render(err));
-            retrieve(self);
-          });
+          continue_without(self, "episodes"));
 }
 
 // Stores what the user stated about themselves (not for incognito turns);
@@ -447,12 +467,24 @@ void remember(self_ptr self) {
   auto& st = self->state;
   if (st.req.incognito)
     return;
-  auto found = extract_memories(st.req.message);
-  if (found.empty())
-    return;
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
+  episode_record ep;
+  ep.conversation_id = st.opened.conversation_id;
+  ep.user_id = st.req.user_id;
+  ep.seq = st.opened.seq + 1;  // the assistant message follows the user's
+  ep.text = episode_text(st.req.message, st.answer);
+  ep.created_at = now;
+  self->request(st.deps.store, st.settings.step_timeout, atom::episode_v, std::move(ep))
+      .then([](bool) {},
+            [=](caf::error& err) {
+              spdlog::warn("stream {}: episode not stored: {}", self->state.req.request_id,
+                           self->system().render(err));
+            });
+  auto found = extract_memories(st.req.message);
+  if (found.empty())
+    return;
   std::vector<memory_record> records;
   for (auto& f : found) {
     memory_record m;

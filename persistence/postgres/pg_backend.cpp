@@ -521,4 +521,30 @@ int64_t pg_backend::delete_memories(const std::string& user_id, const std::strin
   return run("DELETE FROM memories WHERE user_id = $1 AND id = $2", {user_id, id}).affected();
 }
 
+void pg_backend::add_episode(const episode_record& e) {
+  run("INSERT INTO episodes (id, conversation_id, user_id, seq, text, created_at) "
+      "VALUES ($1, $2, $3, $4, $5, $6)",
+      {e.id.empty() ? new_id() : e.id, e.conversation_id, e.user_id, std::to_string(e.seq), e.text,
+       std::to_string(e.created_at)});
+}
+
+std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_id, int32_t limit) {
+  auto r =
+      run("SELECT id, conversation_id, seq, text, created_at FROM episodes WHERE user_id = $1 "
+          "ORDER BY created_at DESC, id LIMIT $2",
+          {user_id, std::to_string(limit)});
+  std::vector<episode_record> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    episode_record e;
+    e.id = r.text(i, 0);
+    e.conversation_id = r.text(i, 1);
+    e.user_id = user_id;
+    e.seq = std::stoll(r.text(i, 2));
+    e.text = r.text(i, 3);
+    e.created_at = std::stoll(r.text(i, 4));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace ragtor

@@ -498,4 +498,37 @@ int64_t sqlite_backend::delete_memories(const std::string& user_id, const std::s
   return sqlite3_changes(db_);
 }
 
+void sqlite_backend::add_episode(const episode_record& e) {
+  prepare(
+      "INSERT INTO episodes (id, conversation_id, user_id, seq, text, created_at) "
+      "VALUES (?, ?, ?, ?, ?, ?)")
+      .bind(e.id.empty() ? new_id() : e.id)
+      .bind(e.conversation_id)
+      .bind(e.user_id)
+      .bind(e.seq)
+      .bind(e.text)
+      .bind(e.created_at)
+      .step();
+}
+
+std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& user_id,
+                                                            int32_t limit) {
+  auto st = prepare(
+      "SELECT id, conversation_id, seq, text, created_at FROM episodes WHERE user_id = ? "
+      "ORDER BY created_at DESC, id LIMIT ?");
+  st.bind(user_id).bind(int64_t{limit});
+  std::vector<episode_record> out;
+  while (st.step()) {
+    episode_record e;
+    e.id = st.text(0);
+    e.conversation_id = st.text(1);
+    e.user_id = user_id;
+    e.seq = st.integer(2);
+    e.text = st.text(3);
+    e.created_at = st.integer(4);
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
 }  // namespace ragtor

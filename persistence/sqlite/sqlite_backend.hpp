@@ -52,6 +52,8 @@ public:
   std::string toggle_feedback(const feedback_vote& vote, int64_t now_ms) override;
   std::string core_memory(const std::string& user_id) override;
   bool add_memory(const memory_record& m) override;
+  void add_episode(const episode_record& e) override;
+  std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit) override;
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) override;
   int64_t delete_memories(const std::string& user_id, const std::string& id) override;
   void set_core_memory(const std::string& user_id, const std::string& profile_json,

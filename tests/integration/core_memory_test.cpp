@@ -119,3 +119,32 @@ TEST_F(core_memory_test, stated_facts_become_memories_recalled_with_a_caution) {
 
 }  // namespace
 }  // namespace ragtor::test
+
+namespace ragtor::test {
+namespace {
+
+TEST_F(core_memory_test, past_turns_from_other_conversations_are_recalled) {
+  auto first = chat_stream(port(), chat_body("dan", "a", "How long should green tea steep?"));
+  ASSERT_TRUE(well_formed_stream(first));
+  // Another conversation, a related question: the earlier turn is recalled.
+  auto related = chat_stream(port(), chat_body("dan", "b", "Green tea steeping time again?"));
+  ASSERT_TRUE(well_formed_stream(related));
+  auto system =
+      json::parse(fake_.stats().str("/last_chat_request")).items("/messages")[0].str("/content");
+  EXPECT_NE(system.find("<episodic_memory>"), std::string::npos) << system;
+  EXPECT_NE(system.find("User: How long should green tea steep?"), std::string::npos);
+  // An unrelated question recalls nothing; another user's turns never.
+  auto unrelated = chat_stream(port(), chat_body("dan", "c", "Where is the lighthouse?"));
+  ASSERT_TRUE(well_formed_stream(unrelated));
+  auto sys2 =
+      json::parse(fake_.stats().str("/last_chat_request")).items("/messages")[0].str("/content");
+  EXPECT_EQ(sys2.find("<episodic_memory>"), std::string::npos);
+  auto other = chat_stream(port(), chat_body("eve", "a", "How long should green tea steep?"));
+  ASSERT_TRUE(well_formed_stream(other));
+  auto sys3 =
+      json::parse(fake_.stats().str("/last_chat_request")).items("/messages")[0].str("/content");
+  EXPECT_EQ(sys3.find("<episodic_memory>"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace ragtor::test

@@ -57,3 +57,38 @@ TEST(long_term_memory, recall_prefers_related_then_recent) {
 
 }  // namespace
 }  // namespace ragtor
+
+namespace ragtor {
+namespace {
+
+episode_record ep(std::string conv, int64_t seq, std::string text) {
+  episode_record e;
+  e.conversation_id = std::move(conv);
+  e.seq = seq;
+  e.text = std::move(text);
+  return e;
+}
+
+TEST(episodic_recall, similar_turns_outside_the_window_above_the_threshold) {
+  std::vector<episode_record> eps{
+      ep("c1", 2, episode_text("How long should green tea steep?", "About ninety seconds.")),
+      ep("c1", 4, episode_text("Where is the lighthouse?", "On the northern cape.")),
+      ep("c2", 8, episode_text("Green tea steep time for sencha?", "Ninety seconds at 70 C.")),
+      ep("c2", 2, episode_text("How long should green tea steep?", "Ninety seconds.")),
+  };
+  // In conversation c2 at seq 9 with a window of 6 (seq >= 3 is in the window).
+  auto r = recall_episodes("How long does green tea steep?", eps, "c2", 3);
+  ASSERT_EQ(r.size(), 2u);
+  for (auto& t : r) {
+    EXPECT_NE(t.find("green tea steep"), std::string::npos);
+    EXPECT_EQ(t.find("sencha"), std::string::npos) << "c2 seq 8 is still in the window";
+  }
+  EXPECT_TRUE(recall_episodes("quantum chromodynamics", eps, "c3", 0).empty())
+      << "nothing similar enough (threshold 0.25)";
+  EXPECT_EQ(recall_episodes("green tea steep", eps, "c3", 0, 1).size(), 1u);
+  EXPECT_LE(episode_text(std::string(3000, 'x'), "y").size(), 2000u);
+  EXPECT_EQ(episode_text("q", "a"), "User: q\nAssistant: a");
+}
+
+}  // namespace
+}  // namespace ragtor

@@ -118,10 +118,13 @@ TEST_P(store_contract, long_term_memories_dedupe_expire_and_delete) {
     m.expires_at = expires;
     return m;
   };
-  EXPECT_TRUE(tx([&](store_backend& db) { return db.add_memory(mem("ann", "I like tea", 1, 100)); }));
-  EXPECT_FALSE(tx([&](store_backend& db) { return db.add_memory(mem("ann", "I like tea", 2, 500)); }))
-      << "the same fact again refreshes its lifetime";
-  EXPECT_TRUE(tx([&](store_backend& db) { return db.add_memory(mem("ann", "I hate rain", 3, 50)); }));
+  EXPECT_TRUE(
+      tx([&](store_backend& db) { return db.add_memory(mem("ann", "I like tea", 1, 100)); }));
+  EXPECT_FALSE(tx([&](store_backend& db) {
+    return db.add_memory(mem("ann", "I like tea", 2, 500));
+  })) << "the same fact again refreshes its lifetime";
+  EXPECT_TRUE(
+      tx([&](store_backend& db) { return db.add_memory(mem("ann", "I hate rain", 3, 50)); }));
   EXPECT_TRUE(tx([&](store_backend& db) { return db.add_memory(mem("bob", "I like tea", 4, 0)); }));
   auto now60 = db_->list_memories("ann", 60);
   ASSERT_EQ(now60.size(), 1u) << "expired ones are not listed";
@@ -137,6 +140,34 @@ TEST_P(store_contract, long_term_memories_dedupe_expire_and_delete) {
   EXPECT_EQ(tx([&](store_backend& db) { return db.delete_memories("ann", ""); }), 1);
   EXPECT_TRUE(db_->list_memories("ann", 0).empty());
   EXPECT_EQ(db_->list_memories("bob", 0).size(), 1u);
+}
+
+TEST_P(store_contract, episodes_are_kept_per_user_newest_first_and_cleared) {
+  auto a = user_turn("ann", "s1", "q1", "r1", 1);
+  auto b = user_turn("bob", "s1", "q2", "r2", 2);
+  auto add = [&](const turn_opened& t, const std::string& user, std::string text, int64_t at) {
+    episode_record e;
+    e.conversation_id = t.conversation_id;
+    e.user_id = user;
+    e.seq = t.seq + 1;
+    e.text = std::move(text);
+    e.created_at = at;
+    tx([&](store_backend& db) {
+      db.add_episode(e);
+      return 0;
+    });
+  };
+  add(a, "ann", "first", 10);
+  add(a, "ann", "second", 20);
+  add(b, "bob", "other", 30);
+  auto eps = open_again()->recent_episodes("ann", 10);
+  ASSERT_EQ(eps.size(), 2u);
+  EXPECT_EQ(eps[0].text, "second");
+  EXPECT_EQ(eps[0].seq, 2);
+  EXPECT_EQ(db_->recent_episodes("ann", 1).size(), 1u);
+  tx([&](store_backend& db) { return db.clear_conversation("ann", "s1"); });
+  EXPECT_TRUE(db_->recent_episodes("ann", 10).empty()) << "clear drops the episodes";
+  EXPECT_EQ(db_->recent_episodes("bob", 10).size(), 1u);
 }
 
 TEST_P(store_contract, turns_number_messages_per_conversation) {
