@@ -24,49 +24,18 @@
 
 #include <unistd.h>
 
+#include "bench/bench_util.hpp"
 #include "retrieval/agents.hpp"
 #include "retrieval/kb_catalog.hpp"
 
 using namespace ragtor;
+using bench::percentile;
+using bench::read_tsv;
+using bench::rss_bytes;
 using steady = std::chrono::steady_clock;
 
 namespace {
 
-size_t rss_bytes() {
-  std::ifstream in{"/proc/self/statm"};
-  size_t pages = 0, resident = 0;
-  in >> pages >> resident;
-  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
-}
-
-std::vector<std::vector<std::string>> read_tsv(const std::string& path, bool header) {
-  std::ifstream in{path};
-  if (!in) {
-    std::fprintf(stderr, "cannot read %s\n", path.c_str());
-    std::exit(2);
-  }
-  std::vector<std::vector<std::string>> rows;
-  std::string line;
-  if (header)
-    std::getline(in, line);
-  while (std::getline(in, line)) {
-    std::vector<std::string> cols;
-    std::stringstream ss{line};
-    std::string col;
-    while (std::getline(ss, col, '\t'))
-      cols.push_back(col);
-    if (!cols.empty())
-      rows.push_back(std::move(cols));
-  }
-  return rows;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
 
 struct metrics {
   double ndcg10 = 0, recall100 = 0, p50 = 0, p99 = 0;

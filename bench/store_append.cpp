@@ -17,12 +17,14 @@
 #include <thread>
 #include <vector>
 
+#include "bench/bench_util.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/postgres/pg_backend.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
 #include "persistence/store_executor.hpp"
 
 using namespace ragtor;
+using bench::percentile;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
@@ -34,12 +36,6 @@ struct result {
   uint64_t batches;
 };
 
-double percentile(std::vector<double>& v, double p) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
-}
 
 // Each writer appends `per_writer` messages one after another, waiting for
 // each acknowledgement (like a session storing its turns).

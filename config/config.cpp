@@ -86,6 +86,13 @@ std::vector<binding> bindings_of(config& c) {
       {"llm", "max_tokens", &c.llm.max_tokens},
       {"llm", "prompt_budget_tokens", &c.llm.prompt_budget_tokens},
       {"memory", "window", &c.memory.window},
+      {"summary", "mode", &c.summary.mode},
+      {"summary", "min_messages", &c.summary.min_messages},
+      {"summary", "update_delta", &c.summary.update_delta},
+      {"summary", "regenerate_every", &c.summary.regenerate_every},
+      {"summary", "max_tokens", &c.summary.max_tokens},
+      {"summary", "max_input_tokens", &c.summary.max_input_tokens},
+      {"summary", "timeout_s", &c.summary.timeout_s},
       {"session", "idle_timeout_s", &c.session.idle_timeout_s},
       {"session", "max_queued_turns", &c.session.max_queued_turns},
       {"actors", "scheduler_threads", &c.actors.scheduler_threads},
@@ -432,6 +439,20 @@ caf::error validate(const config& c) {
   first(at_least("generator.extractive_max_sentences", c.generator.extractive_max_sentences, 1));
   first(at_least("generator.extractive_pace_ms", c.generator.extractive_pace_ms, 0));
   first(at_least("memory.window", c.memory.window, 0));
+  constexpr std::array<std::string_view, 4> summary_modes = {"auto", "model", "extractive",
+                                                             "off"};
+  first(one_of("summary.mode", c.summary.mode, summary_modes));
+  if (!err && c.summary.mode == "model"
+      && (c.llm.base_url.empty() || c.generator.provider == "extractive"))
+    err = key_error("summary.mode",
+                    "is \"model\" but no model generates answers (set llm.base_url and a "
+                    "generator.provider other than \"extractive\")");
+  first(at_least("summary.min_messages", c.summary.min_messages, 1));
+  first(at_least("summary.update_delta", c.summary.update_delta, 1));
+  first(at_least("summary.regenerate_every", c.summary.regenerate_every, 1));
+  first(at_least("summary.max_tokens", c.summary.max_tokens, 16));
+  first(at_least("summary.max_input_tokens", c.summary.max_input_tokens, 256));
+  first(at_least("summary.timeout_s", c.summary.timeout_s, 1));
   first(at_least("session.idle_timeout_s", c.session.idle_timeout_s, 1));
   first(at_least("session.max_queued_turns", c.session.max_queued_turns, 1));
   first(at_least("actors.scheduler_threads", c.actors.scheduler_threads, 0));

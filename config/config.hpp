@@ -99,6 +99,17 @@ struct memory_config {
   bool operator==(const memory_config&) const = default;
 };
 
+struct summary_config {
+  std::string mode = "auto";  // auto | model | extractive | off
+  int min_messages = 10;
+  int update_delta = 5;
+  int regenerate_every = 10;
+  int max_tokens = 400;
+  int max_input_tokens = 6000;
+  int timeout_s = 120;
+  bool operator==(const summary_config&) const = default;
+};
+
 struct session_config {
   int idle_timeout_s = 600;
   int max_queued_turns = 8;
@@ -125,6 +136,7 @@ struct config {
   generator_config generator;
   llm_config llm;
   memory_config memory;
+  summary_config summary;
   session_config session;
   actors_config actors;
   log_config log;

@@ -344,6 +344,12 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
         co_await conversation_messages(stream, t, id, keep);
         co_return keep;
       }
+      if (suffix == "/summary") {
+        if (method != bhttp::verb::get)
+          co_return co_await method_not_allowed(stream, keep);
+        co_await conversation_summary(stream, t, id, keep);
+        co_return keep;
+      }
       if (suffix.empty()) {
         if (method != bhttp::verb::delete_)
           co_return co_await method_not_allowed(stream, keep);
@@ -671,6 +677,31 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     if (has_more)
       msgs->erase(msgs->begin());
     co_await write_json(stream, 200, messages_json(id, *msgs, has_more), keep);
+  }
+
+  // GET /api/v1/conversations/{id}/summary?user_id=: the rolling summary
+  // of everything older than the recent window (version 0: none yet).
+  net::awaitable<void> conversation_summary(beast::tcp_stream& stream, const target& t,
+                                            const std::string& id, bool keep) {
+    auto user = co_await user_param(stream, t, keep);
+    if (user.empty())
+      co_return;
+    auto rec = co_await async_request<summary_record>(sys, store, store_timeout, atom::summary_v,
+                                                      id, user);
+    if (!rec)
+      co_return co_await write_caf_error(stream, rec.error(), keep);
+    json_writer w;
+    w.begin_object()
+        .field("conversation_id", id)
+        .field("summary", rec->summary)
+        .field("covered_seq", rec->covered_seq)
+        .field("version", rec->version)
+        .field("incremental_updates", static_cast<int64_t>(rec->incremental_updates))
+        .field("updated_at", rec->updated_at)
+        .field("messages", rec->total_messages)
+        .field("covered_messages", rec->covered_messages)
+        .end_object();
+    co_await write_json(stream, 200, w.take(), keep);
   }
 
   net::awaitable<void> delete_conversation(beast::tcp_stream& stream, const target& t,

@@ -182,16 +182,18 @@ std::vector<std::string> recall_episodes(std::string_view question,
   return out;
 }
 
+std::string utf8_prefix(std::string_view s, size_t max_bytes) {
+  if (s.size() <= max_bytes)
+    return std::string{s};
+  size_t n = max_bytes;
+  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
+    --n;
+  return std::string{s.substr(0, n)};
+}
+
 std::string episode_text(std::string_view question, std::string_view answer) {
-  constexpr size_t max_bytes = 2000;
-  std::string s = "User: " + std::string{question} + "\nAssistant: " + std::string{answer};
-  if (s.size() > max_bytes) {
-    size_t n = max_bytes;
-    while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
-      --n;
-    s.resize(n);
-  }
-  return s;
+  return utf8_prefix("User: " + std::string{question} + "\nAssistant: " + std::string{answer},
+                     2000);
 }
 
 }  // namespace ragtor

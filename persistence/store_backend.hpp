@@ -101,6 +101,15 @@ public:
   virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) = 0;
   virtual int64_t delete_memories(const std::string& user_id, const std::string& id) = 0;
 
+  // The conversation's summary with its message counts (version 0 and an
+  // empty summary when there is none).
+  virtual summary_record load_summary(const std::string& conversation_id) = 0;
+  // Writes `s` as version expected_version + 1, but only if the stored
+  // version is still `expected_version` (0 = none stored) and the message
+  // at s.covered_seq still exists (a clear meanwhile voids the summary);
+  // false writes nothing.
+  virtual bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) = 0;
+
   // Replaces it.
   virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,
                                int64_t now_ms) = 0;

@@ -145,6 +145,20 @@ using llm_actor = caf::typed_actor<
     caf::reacts_to<atom::upstream, std::string /*request_id*/, upstream_event>>::
     extend_with<status_api>;
 
+// -- memory ------------------------------------------------------------------------
+
+// One per node: keeps conversation summaries fresh in the background
+// (DESIGN §8). Never on a turn's critical path: streams tell it about a
+// completed turn and go on.
+using summarizer_actor = caf::typed_actor<
+    // A turn of this conversation completed: refresh its summary if due.
+    // Answers the outcome: "none" (not due), "written", "conflict" (another
+    // writer got there first; theirs stays), "failed" (the old summary
+    // stays; counted), or "busy" (a run for it is under way here; it checks
+    // again when done).
+    caf::replies_to<atom::summarize, std::string /*conversation_id*/>::with<std::string>>::
+    extend_with<status_api>;
+
 // -- persistence -------------------------------------------------------------------
 
 // The store façade: every persistence operation. Replies only after the
@@ -190,6 +204,14 @@ using store_actor = caf::typed_actor<
     // Deletes one memory ("" = all of the user's); answers how many.
     caf::replies_to<atom::mem_delete, std::string /*user_id*/,
                     std::string /*memory_id*/>::with<int64_t>,
+    // A conversation's summary and message counts (version 0: none). With a
+    // non-empty user_id: not_found unless the conversation is theirs.
+    caf::replies_to<atom::summary, std::string /*conversation_id*/,
+                    std::string /*user_id*/>::with<summary_record>,
+    // Stores a summary computed from version `expected` (0 = none); false
+    // (nothing written) when somebody else wrote first or the conversation
+    // was cleared meanwhile.
+    caf::replies_to<atom::summary, summary_record, int64_t /*expected*/>::with<bool>,
     // Replaces it; answers the stored profile.
     caf::replies_to<atom::core_mem, std::string /*user_id*/,
                     std::string /*profile_json*/>::with<std::string>,

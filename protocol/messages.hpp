@@ -225,12 +225,13 @@ struct generation_request {
   std::string core_memory;              // the user's profile (JSON); "" when none/incognito
   std::vector<std::string> memories;    // recalled long-term memories, best first
   std::vector<std::string> episodic;    // recalled past turns, best first
+  std::string summary;                  // the conversation summary; "" when none
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
   return f(caf::meta::type_name("generation_request"), x.request_id, x.question, x.history,
-           x.evidence, x.general, x.core_memory, x.memories, x.episodic);
+           x.evidence, x.general, x.core_memory, x.memories, x.episodic, x.summary);
 }
 
 // A generator's final answer; its text equals the concatenated tokens sent.
@@ -278,6 +279,29 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, episode_record& x) {
   return f(caf::meta::type_name("episode_record"), x.id, x.conversation_id, x.user_id, x.seq,
            x.text, x.created_at);
+}
+
+// A conversation's rolling summary (DESIGN §8, seed 002) with what the
+// summarizer needs to decide whether to refresh it. `version` is 0 when the
+// conversation has no summary yet; every write increments it, and a write
+// only succeeds against the version it was computed from (optimistic
+// concurrency: two nodes never overwrite each other).
+struct summary_record {
+  std::string conversation_id;
+  std::string summary;
+  int64_t covered_seq = 0;          // messages with seq <= this are summarised
+  int64_t version = 0;              // 0 = none
+  int32_t incremental_updates = 0;  // merges since the last full regeneration
+  int64_t updated_at = 0;           // ms since the epoch
+  // Read-only facts filled in by the store when loading:
+  int64_t total_messages = 0;    // messages the conversation has now
+  int64_t covered_messages = 0;  // of those, how many have seq <= covered_seq
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, summary_record& x) {
+  return f(caf::meta::type_name("summary_record"), x.conversation_id, x.summary, x.covered_seq,
+           x.version, x.incremental_updates, x.updated_at, x.total_messages, x.covered_messages);
 }
 
 // One message of a model conversation (role "system" | "user" | "assistant").

@@ -47,6 +47,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::memory_record>))
   CAF_ADD_TYPE_ID(ragtor, (ragtor::episode_record))
   CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::episode_record>))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::summary_record))
 
   CAF_ADD_ATOM(ragtor, ragtor::atom, status, "status")
   CAF_ADD_ATOM(ragtor, ragtor::atom, open_turn, "openturn")
@@ -81,6 +82,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, mem_list, "memlist")
   CAF_ADD_ATOM(ragtor, ragtor::atom, mem_delete, "memdel")
   CAF_ADD_ATOM(ragtor, ragtor::atom, episode, "episode")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, summary, "summary")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, summarize, "summarize")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
 // clang-format on

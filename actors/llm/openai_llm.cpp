@@ -117,6 +117,7 @@ void start(self_ptr self, pending p) {
   in.core_memory = p.req.core_memory;
   in.memories = p.req.memories;
   in.episodic = p.req.episodic;
+  in.summary = p.req.summary;
   in.question = p.req.question;
   in.budget_tokens = st.settings.prompt_budget_tokens;
   in.citations = !p.req.general;

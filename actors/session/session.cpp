@@ -77,8 +77,9 @@ void start_next(session_ptr self) {
             auto& st = self->state;
             st.starting = false;
             ++st.turns;
-            stream_deps deps{st.deps.router, st.deps.pool, st.deps.llm, st.deps.store,
-                             caf::actor_cast<session_actor>(self)};
+            stream_deps deps{st.deps.router,     st.deps.pool,
+                             st.deps.llm,        st.deps.store,
+                             st.deps.summarizer, caf::actor_cast<session_actor>(self)};
             auto stream = spawn_stream(self->system(), turn.req, opened, deps, st.settings.stream);
             self->monitor(stream);
             turn_ticket ticket{stream, opened.conversation_id, turn.req.request_id,

@@ -25,6 +25,7 @@ struct session_deps {
   agent_pool_actor pool;
   llm_actor llm;
   store_actor store;
+  summarizer_actor summarizer;  // optional: told about completed turns
 };
 
 session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps deps,

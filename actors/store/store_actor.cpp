@@ -190,6 +190,18 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
           return submit<int64_t>(
               self, true, [=](store_backend& db) { return db.delete_memories(user_id, id); });
         },
+        [=](atom::summary, const std::string& conversation_id, const std::string& user_id) {
+          return submit<summary_record>(
+              self, false, [=](store_backend& db) -> caf::expected<summary_record> {
+                if (!user_id.empty() && db.conversation_owner(conversation_id) != user_id)
+                  return not_found(conversation_id);
+                return db.load_summary(conversation_id);
+              });
+        },
+        [=](atom::summary, const summary_record& s, int64_t expected) {
+          return submit<bool>(
+              self, true, [=](store_backend& db) { return db.save_summary(s, expected, now_ms()); });
+        },
         [=](atom::core_mem, const std::string& user_id) {
           return submit<std::string>(self, false,
                                      [=](store_backend& db) { return db.core_memory(user_id); });

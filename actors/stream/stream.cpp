@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 #include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "memory/long_term.hpp"
@@ -49,6 +50,7 @@ struct stream_state {
   phase ph = phase::routing;
   route_decision route;
   std::vector<stored_message> history;
+  std::string summary;                // the conversation summary; "" when none
   std::string core_memory;            // the user's profile; "" when none or incognito
   std::vector<std::string> memories;  // recalled long-term memories
   std::vector<std::string> episodic;  // recalled past turns
@@ -122,6 +124,7 @@ void recall(self_ptr self);
 void recall_episodes_of(self_ptr self);
 void remember(self_ptr self);
 void cancel_turn(self_ptr self, std::string code, std::string message);
+void request_summary(self_ptr self);
 
 // Quits once `done` reached every subscriber (and somebody subscribed).
 void maybe_quit(self_ptr self) {
@@ -304,8 +307,10 @@ void persist(self_ptr self) {
       .then(
           [=](std::string& id) {
             self->state.message_id = std::move(id);
-            if (self->state.error_code.empty() && !self->state.cancelled)
+            if (self->state.error_code.empty() && !self->state.cancelled) {
               remember(self);
+              request_summary(self);
+            }
             log_node(self, "persist", persist_input(self),
                      json_of({{"message_id", self->state.message_id}}));
             finish(self);
@@ -333,6 +338,7 @@ void generate(self_ptr self) {
   gr.core_memory = st.core_memory;
   gr.memories = st.memories;
   gr.episodic = st.episodic;
+  gr.summary = st.summary;
   auto sink = caf::actor_cast<token_sink_actor>(self);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
       .then(
@@ -504,6 +510,45 @@ void remember(self_ptr self) {
             });
 }
 
+// The conversation summary (everything older than the window) joins the
+// window; incognito turns read no memory. Context, so a failure degrades.
+void load_summary(self_ptr self) {
+  auto& st = self->state;
+  auto done = [=] {
+    auto& st = self->state;
+    json_writer w;
+    w.begin_object()
+        .field("messages", static_cast<uint64_t>(st.history.size()))
+        .field("summary_chars", static_cast<uint64_t>(st.summary.size()))
+        .end_object();
+    log_node(self, "history", history_input(self), w.take());
+    load_memory(self);
+  };
+  if (st.req.incognito || st.cancelled)
+    return done();
+  self->request(st.deps.store, st.settings.step_timeout, atom::summary_v, st.opened.conversation_id,
+                std::string{})
+      .then(
+          [=](summary_record& rec) {
+            self->state.summary = std::move(rec.summary);
+            done();
+          },
+          [=](caf::error& err) {
+            spdlog::warn("stream {}: summary unavailable: {}", self->state.req.request_id,
+                         self->system().render(err));
+            done();
+          });
+}
+
+// After a completed turn: the summarizer refreshes the summary in the
+// background if due; the answer never waits for it.
+void request_summary(self_ptr self) {
+  auto& st = self->state;
+  if (st.req.incognito || !st.deps.summarizer)
+    return;
+  caf::anon_send(st.deps.summarizer, atom::summarize_v, st.opened.conversation_id);
+}
+
 void load_history(self_ptr self) {
   auto& st = self->state;
   if (st.cancelled)
@@ -522,9 +567,7 @@ void load_history(self_ptr self) {
             while (msgs.size() > static_cast<size_t>(st.settings.window))
               msgs.erase(msgs.begin());
             st.history = std::move(msgs);
-            log_node(self, "history", history_input(self),
-                     "{\"messages\":" + std::to_string(st.history.size()) + "}");
-            load_memory(self);
+            load_summary(self);
           },
           [=](caf::error& err) {
             // History is context, not the answer: degrade instead of failing.

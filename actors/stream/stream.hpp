@@ -20,6 +20,7 @@ struct stream_deps {
   agent_pool_actor pool;
   llm_actor llm;
   store_actor store;
+  summarizer_actor summarizer;  // optional: told after a completed turn
   session_actor session;  // told `turn_done` when the turn ended
 };
 

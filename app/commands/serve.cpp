@@ -17,6 +17,7 @@
 #include "actors/kb/kb_admin.hpp"
 #include "actors/llm/extractive_llm.hpp"
 #include "actors/llm/openai_llm.hpp"
+#include "actors/memory/summarizer.hpp"
 #include "actors/router/router.hpp"
 #include "actors/session/session.hpp"
 #include "actors/store/store_actor.hpp"
@@ -44,13 +45,17 @@ sigset_t block_shutdown_signals() {
   return set;
 }
 
+// Whether answers come from a model: generator.provider "openai", or
+// "auto" with llm.base_url set.
+bool generator_uses_model(const config& cfg) {
+  return cfg.generator.provider == "openai"
+         || (cfg.generator.provider == "auto" && !cfg.llm.base_url.empty());
+}
+
 // The answer generator the configuration asks for: the OpenAI-compatible
-// gateway when a model is configured (generator.provider "openai", or
-// "auto" with llm.base_url set), otherwise the extractive generator.
+// gateway when a model is configured, otherwise the extractive generator.
 llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
-  bool use_model = cfg.generator.provider == "openai"
-                   || (cfg.generator.provider == "auto" && !cfg.llm.base_url.empty());
-  if (!use_model) {
+  if (!generator_uses_model(cfg)) {
     extractive_llm_settings ls;
     ls.max_sentences = static_cast<size_t>(cfg.generator.extractive_max_sentences);
     ls.pace = std::chrono::milliseconds{cfg.generator.extractive_pace_ms};
@@ -151,6 +156,19 @@ int run_serve(const serve_options& opts) {
   auto llm = spawn_generator(sys, *cfg);
   auto router = spawn_router(sys, rs, *catalog, llm);
 
+  summarizer_settings sum;
+  sum.policy.window = cfg->memory.window;
+  sum.policy.min_messages = cfg->summary.min_messages;
+  sum.policy.update_delta = cfg->summary.update_delta;
+  sum.policy.regenerate_every = cfg->summary.regenerate_every;
+  sum.enabled = cfg->summary.mode != "off";
+  sum.use_model = cfg->summary.mode == "model"
+                  || (cfg->summary.mode == "auto" && generator_uses_model(*cfg));
+  sum.max_tokens = cfg->summary.max_tokens;
+  sum.max_input_tokens = static_cast<size_t>(cfg->summary.max_input_tokens);
+  sum.timeout = std::chrono::seconds{cfg->summary.timeout_s};
+  auto summarizer = spawn_summarizer(sys, *store, llm, sum);
+
   session_settings ss;
   ss.max_queued_turns = static_cast<size_t>(cfg->session.max_queued_turns);
   ss.idle_timeout = std::chrono::seconds{cfg->session.idle_timeout_s};
@@ -158,7 +176,7 @@ int run_serve(const serve_options& opts) {
   ss.stream.window = cfg->memory.window;
   ss.stream.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   ss.stream.max_pending_bytes = cfg->sse.max_pending_bytes;
-  auto sessions = spawn_session_manager(sys, session_deps{router, pool, llm, *store}, ss);
+  auto sessions = spawn_session_manager(sys, session_deps{router, pool, llm, *store, summarizer}, ss);
 
   http::server_settings hs;
   hs.host = listen->first;
@@ -190,6 +208,7 @@ int run_serve(const serve_options& opts) {
     caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(llm, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(summarizer, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(kb_admin, caf::exit_reason::user_shutdown);
     caf::anon_send_exit(*store, caf::exit_reason::user_shutdown);
   };

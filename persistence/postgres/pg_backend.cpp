@@ -547,4 +547,48 @@ std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_
   return out;
 }
 
+summary_record pg_backend::load_summary(const std::string& conversation_id) {
+  summary_record s;
+  s.conversation_id = conversation_id;
+  auto row = run(
+      "SELECT summary, covered_seq, version, incremental_updates, updated_at "
+      "FROM conversation_summaries WHERE conversation_id = $1",
+      {conversation_id});
+  if (row.rows()) {
+    s.summary = row.text(0, 0);
+    s.covered_seq = std::stoll(row.text(0, 1));
+    s.version = std::stoll(row.text(0, 2));
+    s.incremental_updates = std::stoi(row.text(0, 3));
+    s.updated_at = std::stoll(row.text(0, 4));
+  }
+  auto counts = run(
+      "SELECT COUNT(*), COUNT(*) FILTER (WHERE seq <= $2) FROM messages WHERE conversation_id = $1",
+      {conversation_id, std::to_string(s.covered_seq)});
+  s.total_messages = std::stoll(counts.text(0, 0));
+  s.covered_messages = std::stoll(counts.text(0, 1));
+  return s;
+}
+
+bool pg_backend::save_summary(const summary_record& s, int64_t expected_version, int64_t now) {
+  auto covered = std::to_string(s.covered_seq);
+  auto updates = std::to_string(s.incremental_updates);
+  if (expected_version == 0)
+    return run("INSERT INTO conversation_summaries (conversation_id, summary, covered_seq, version, "
+               "incremental_updates, updated_at) SELECT $1::text, $2::text, $3::bigint, 1, $4::int, "
+               "$5::bigint WHERE EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1::text "
+               "AND seq = $3::bigint) "
+               "ON CONFLICT (conversation_id) DO NOTHING",
+               {s.conversation_id, s.summary, covered, updates, std::to_string(now)})
+               .affected()
+           == 1;
+  return run("UPDATE conversation_summaries SET summary = $2, covered_seq = $3, version = version "
+             "+ 1, incremental_updates = $4, updated_at = $5 WHERE conversation_id = $1 AND "
+             "version = $6 AND EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1 AND "
+             "seq = $3)",
+             {s.conversation_id, s.summary, covered, updates, std::to_string(now),
+              std::to_string(expected_version)})
+             .affected()
+         == 1;
+}
+
 }  // namespace ragtor

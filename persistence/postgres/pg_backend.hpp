@@ -55,6 +55,8 @@ public:
   std::string core_memory(const std::string& user_id) override;
   bool add_memory(const memory_record& m) override;
   void add_episode(const episode_record& e) override;
+  summary_record load_summary(const std::string& conversation_id) override;
+  bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) override;
   std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit) override;
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) override;
   int64_t delete_memories(const std::string& user_id, const std::string& id) override;

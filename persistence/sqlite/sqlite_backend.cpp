@@ -531,4 +531,61 @@ std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& u
   return out;
 }
 
+summary_record sqlite_backend::load_summary(const std::string& conversation_id) {
+  summary_record s;
+  s.conversation_id = conversation_id;
+  auto row = prepare(
+      "SELECT summary, covered_seq, version, incremental_updates, updated_at "
+      "FROM conversation_summaries WHERE conversation_id = ?");
+  row.bind(conversation_id);
+  if (row.step()) {
+    s.summary = row.text(0);
+    s.covered_seq = row.integer(1);
+    s.version = row.integer(2);
+    s.incremental_updates = static_cast<int32_t>(row.integer(3));
+    s.updated_at = row.integer(4);
+  }
+  auto counts = prepare(
+      "SELECT COUNT(*), COALESCE(SUM(seq <= ?), 0) FROM messages WHERE conversation_id = ?");
+  counts.bind(s.covered_seq).bind(conversation_id);
+  if (counts.step()) {
+    s.total_messages = counts.integer(0);
+    s.covered_messages = counts.integer(1);
+  }
+  return s;
+}
+
+bool sqlite_backend::save_summary(const summary_record& s, int64_t expected_version,
+                                  int64_t now) {
+  if (expected_version == 0) {
+    prepare(
+        "INSERT INTO conversation_summaries (conversation_id, summary, covered_seq, version, "
+        "incremental_updates, updated_at) SELECT ?, ?, ?, 1, ?, ? WHERE EXISTS (SELECT 1 FROM "
+        "messages WHERE conversation_id = ? AND seq = ?) ON CONFLICT (conversation_id) DO NOTHING")
+        .bind(s.conversation_id)
+        .bind(s.summary)
+        .bind(s.covered_seq)
+        .bind(int64_t{s.incremental_updates})
+        .bind(now)
+        .bind(s.conversation_id)
+        .bind(s.covered_seq)
+        .step();
+  } else {
+    prepare(
+        "UPDATE conversation_summaries SET summary = ?, covered_seq = ?, version = version + 1, "
+        "incremental_updates = ?, updated_at = ? WHERE conversation_id = ? AND version = ? AND "
+        "EXISTS (SELECT 1 FROM messages WHERE conversation_id = ? AND seq = ?)")
+        .bind(s.summary)
+        .bind(s.covered_seq)
+        .bind(int64_t{s.incremental_updates})
+        .bind(now)
+        .bind(s.conversation_id)
+        .bind(expected_version)
+        .bind(s.conversation_id)
+        .bind(s.covered_seq)
+        .step();
+  }
+  return sqlite3_changes(db_) == 1;
+}
+
 }  // namespace ragtor

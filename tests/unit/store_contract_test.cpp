@@ -170,6 +170,60 @@ TEST_P(store_contract, episodes_are_kept_per_user_newest_first_and_cleared) {
   EXPECT_EQ(db_->recent_episodes("bob", 10).size(), 1u);
 }
 
+TEST_P(store_contract, summaries_are_written_only_against_the_version_they_were_computed_from) {
+  turn_opened t;
+  for (int i = 0; i < 5; ++i) {
+    t = user_turn("ann", "s1", "question " + std::to_string(i), "r" + std::to_string(i), 10 * i);
+    assistant_turn(t.conversation_id, "answer " + std::to_string(i), "r" + std::to_string(i),
+                   10 * i + 1);
+  }
+  auto conv = t.conversation_id;
+  auto none = db_->load_summary(conv);
+  EXPECT_EQ(none.version, 0);
+  EXPECT_TRUE(none.summary.empty());
+  EXPECT_EQ(none.total_messages, 10);
+  EXPECT_EQ(none.covered_messages, 0);
+
+  summary_record s;
+  s.conversation_id = conv;
+  s.summary = "They asked five questions.";
+  s.covered_seq = 4;
+  auto save = [&](const summary_record& r, int64_t expected) {
+    return tx([&](store_backend& db) { return db.save_summary(r, expected, 100); });
+  };
+  EXPECT_TRUE(save(s, 0));
+  EXPECT_FALSE(save(s, 0)) << "a second first summary loses: one exists already";
+  auto one = open_again()->load_summary(conv);
+  EXPECT_EQ(one.version, 1);
+  EXPECT_EQ(one.summary, "They asked five questions.");
+  EXPECT_EQ(one.covered_seq, 4);
+  EXPECT_EQ(one.covered_messages, 4);
+  EXPECT_EQ(one.updated_at, 100);
+
+  s.summary = "Merged.";
+  s.covered_seq = 6;
+  s.incremental_updates = 1;
+  EXPECT_TRUE(save(s, 1));
+  s.summary = "A stale writer.";
+  EXPECT_FALSE(save(s, 1)) << "computed from version 1, but version 2 is stored";
+  auto two = db_->load_summary(conv);
+  EXPECT_EQ(two.version, 2);
+  EXPECT_EQ(two.summary, "Merged.");
+  EXPECT_EQ(two.incremental_updates, 1);
+  EXPECT_EQ(two.covered_messages, 6);
+
+  s.covered_seq = 99;
+  EXPECT_FALSE(save(s, 2)) << "a summary must end at a stored message";
+
+  tx([&](store_backend& db) { return db.clear_conversation("ann", "s1"); });
+  auto cleared = db_->load_summary(conv);
+  EXPECT_EQ(cleared.version, 0) << "clear drops the summary";
+  EXPECT_EQ(cleared.total_messages, 0);
+  s.covered_seq = 4;
+  EXPECT_FALSE(save(s, 0)) << "a summary of cleared messages is not written";
+  EXPECT_FALSE(save(s, 2));
+}
+
 TEST_P(store_contract, turns_number_messages_per_conversation) {
   auto a = user_turn("u", "s", "hello", "r1", 1);
   auto reply = assistant_turn(a.conversation_id, "hi there", "r1", 2);

@@ -1,0 +1,206 @@
+#include "actors/memory/summarizer.hpp"
+
+#include <cctype>
+#include <optional>
+#include <set>
+
+#include <spdlog/spdlog.h>
+#include <caf/actor_system.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "protocol/json_writer.hpp"
+
+namespace ragtor {
+
+namespace {
+
+struct summarizer_state {
+  static inline const char* name = "summarizer";
+  summarizer_state() = default;  // not an aggregate: CAF would build it from `this`
+  store_actor store;
+  llm_actor llm;
+  summarizer_settings settings;
+  std::set<std::string> running;  // conversations with a run under way
+  std::set<std::string> again;    // triggered while running: check once more
+  uint64_t triggers = 0, not_due = 0, written = 0, conflicts = 0, failed = 0, busy = 0,
+           extractive = 0, full_runs = 0, merges = 0;
+};
+
+using self_ptr = summarizer_actor::stateful_pointer<summarizer_state>;
+using promise_t = std::optional<caf::typed_response_promise<std::string>>;
+
+void run(self_ptr self, std::string conv, promise_t rp);
+
+// Ends a run: answers its trigger and re-runs once if triggered meanwhile.
+void finish(self_ptr self, const std::string& conv, promise_t& rp, std::string outcome) {
+  auto& st = self->state;
+  st.running.erase(conv);
+  if (rp)
+    rp->deliver(std::move(outcome));
+  if (st.again.erase(conv))
+    run(self, conv, std::nullopt);
+}
+
+void store_summary(self_ptr self, std::string conv, promise_t rp, summary_record loaded,
+                   summary_record next) {
+  auto& st = self->state;
+  auto expected = loaded.version;
+  self->request(st.store, std::chrono::seconds(30), atom::summary_v, next, expected)
+      .then(
+          [=](bool ok) mutable {
+            auto& st = self->state;
+            if (ok) {
+              ++st.written;
+              spdlog::debug("summarizer: {} summarised up to seq {} (version {})", conv,
+                            next.covered_seq, expected + 1);
+            } else {
+              ++st.conflicts;
+              spdlog::info(
+                  "summarizer: {} changed meanwhile (another writer or a clear); "
+                  "this summary is discarded",
+                  conv);
+            }
+            finish(self, conv, rp, ok ? "written" : "conflict");
+          },
+          [=](caf::error& err) mutable {
+            ++self->state.failed;
+            spdlog::warn("summarizer: storing the summary of {} failed: {}", conv,
+                         self->system().render(err));
+            finish(self, conv, rp, "failed");
+          });
+}
+
+void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loaded,
+               summary_action action, std::vector<stored_message> all) {
+  auto& st = self->state;
+  // Everything older than the window; a merge takes only what left the
+  // window since the last summary.
+  auto window = static_cast<size_t>(std::max(0, st.settings.policy.window));
+  std::vector<stored_message> outside;
+  if (all.size() > window)
+    outside.assign(all.begin(), all.end() - static_cast<std::ptrdiff_t>(window));
+  if (outside.empty()) {
+    ++st.not_due;
+    return finish(self, conv, rp, "none");
+  }
+  summary_record next;
+  next.conversation_id = conv;
+  next.covered_seq = outside.back().seq;
+  next.incremental_updates = action == summary_action::merge ? loaded.incremental_updates + 1 : 0;
+  std::vector<stored_message> input;
+  for (auto& m : outside)
+    if (action == summary_action::full || m.seq > loaded.covered_seq)
+      input.push_back(m);
+  if (input.empty()) {
+    ++st.not_due;
+    return finish(self, conv, rp, "none");
+  }
+  ++(action == summary_action::full ? st.full_runs : st.merges);
+  if (!st.settings.use_model) {
+    ++st.extractive;
+    next.summary = extractive_summary(action == summary_action::merge ? loaded.summary : "", input);
+    return store_summary(self, conv, rp, loaded, next);
+  }
+  auto req = summary_request(action, loaded.summary, input, st.settings.max_input_tokens,
+                             st.settings.max_tokens);
+  self->request(st.llm, st.settings.timeout, atom::complete_v, std::move(req))
+      .then(
+          [=](completion_result& res) mutable {
+            auto text = std::move(res.text);
+            while (!text.empty() && std::isspace(static_cast<unsigned char>(text.back())))
+              text.pop_back();
+            if (text.empty()) {
+              ++self->state.failed;
+              spdlog::warn("summarizer: the model returned an empty summary for {}", conv);
+              return finish(self, conv, rp, "failed");
+            }
+            next.summary = std::move(text);
+            store_summary(self, conv, rp, loaded, next);
+          },
+          [=](caf::error& err) mutable {
+            ++self->state.failed;
+            spdlog::warn("summarizer: summarising {} failed, keeping the old summary: {}", conv,
+                         self->system().render(err));
+            finish(self, conv, rp, "failed");
+          });
+}
+
+void run(self_ptr self, std::string conv, promise_t rp) {
+  auto& st = self->state;
+  if (st.running.contains(conv)) {
+    st.again.insert(conv);
+    ++st.busy;
+    if (rp)
+      rp->deliver(std::string{"busy"});
+    return;
+  }
+  st.running.insert(conv);
+  auto on_error = [=](caf::error& err) mutable {
+    ++self->state.failed;
+    spdlog::warn("summarizer: cannot read conversation {}: {}", conv, self->system().render(err));
+    finish(self, conv, rp, "failed");
+  };
+  self->request(st.store, std::chrono::seconds(30), atom::summary_v, conv, std::string{})
+      .then(
+          [=](summary_record& loaded) mutable {
+            auto& st = self->state;
+            auto action = plan_summary(loaded, st.settings.policy);
+            if (action == summary_action::none) {
+              ++st.not_due;
+              return finish(self, conv, rp, "none");
+            }
+            self->request(st.store, std::chrono::seconds(30), atom::history_v, conv,
+                          static_cast<int32_t>(loaded.total_messages))
+                .then(
+                    [=](std::vector<stored_message>& all) mutable {
+                      summarise(self, conv, rp, loaded, action, std::move(all));
+                    },
+                    on_error);
+          },
+          on_error);
+}
+
+}  // namespace
+
+summarizer_actor spawn_summarizer(caf::actor_system& sys, store_actor store, llm_actor llm,
+                                  summarizer_settings settings) {
+  return sys.spawn([=](self_ptr self) -> summarizer_actor::behavior_type {
+    auto& st = self->state;
+    st.store = store;
+    st.llm = llm;
+    st.settings = settings;
+    return {
+        [=](atom::summarize, std::string& conv) -> caf::result<std::string> {
+          auto& st = self->state;
+          ++st.triggers;
+          if (!st.settings.enabled)
+            return std::string{"none"};
+          auto rp = self->make_response_promise<std::string>();
+          run(self, std::move(conv), rp);
+          return rp;
+        },
+        [=](atom::status) -> std::string {
+          auto& st = self->state;
+          json_writer w;
+          w.begin_object()
+              .field("kind", "summarizer")
+              .field("name", "summarizer")
+              .field("mode", st.settings.use_model ? "model" : "extractive")
+              .field("running", static_cast<uint64_t>(st.running.size()))
+              .field("triggers", st.triggers)
+              .field("not_due", st.not_due)
+              .field("written", st.written)
+              .field("conflicts", st.conflicts)
+              .field("failed", st.failed)
+              .field("busy", st.busy)
+              .field("full_runs", st.full_runs)
+              .field("merges", st.merges)
+              .field("extractive", st.extractive)
+              .end_object();
+          return w.take();
+        },
+    };
+  });
+}
+
+}  // namespace ragtor

@@ -1,0 +1,56 @@
+// Small helpers the benches share: percentiles, resident memory, and the
+// TSV files of ../shared/data.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include <unistd.h>
+
+namespace ragtor::bench {
+
+// The p-quantile (0..1) of `v` (nearest rank); 0 when empty.
+inline double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+// Resident set size of this process, in bytes.
+inline size_t rss_bytes() {
+  std::ifstream in{"/proc/self/statm"};
+  size_t pages = 0, resident = 0;
+  in >> pages >> resident;
+  return resident * static_cast<size_t>(sysconf(_SC_PAGESIZE));
+}
+
+// Rows of a tab-separated file (exits with a message when unreadable).
+inline std::vector<std::vector<std::string>> read_tsv(const std::string& path, bool header) {
+  std::ifstream in{path};
+  if (!in) {
+    std::fprintf(stderr, "cannot read %s\n", path.c_str());
+    std::exit(2);
+  }
+  std::vector<std::vector<std::string>> rows;
+  std::string line;
+  if (header)
+    std::getline(in, line);
+  while (std::getline(in, line)) {
+    std::vector<std::string> cols;
+    std::stringstream ss{line};
+    std::string col;
+    while (std::getline(ss, col, '\t'))
+      cols.push_back(col);
+    if (!cols.empty())
+      rows.push_back(std::move(cols));
+  }
+  return rows;
+}
+
+}  // namespace ragtor::bench

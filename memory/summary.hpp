@@ -1,0 +1,57 @@
+// The conversation summary (DESIGN §8, seed 002 phase 1): everything older
+// than the recent window, compressed, so a long conversation costs a
+// summary plus a window per turn instead of its whole history. The rules
+// live here as plain functions (when to summarise, what to send the model,
+// the offline extractive summary); the summarizer actor runs them.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "protocol/messages.hpp"
+
+namespace ragtor {
+
+struct summary_policy {
+  int32_t window = 6;             // recent messages kept verbatim (memory.window)
+  int32_t min_messages = 10;      // first summary once a conversation has this many
+  int32_t update_delta = 5;       // refresh once this many more left the window
+  int32_t regenerate_every = 10;  // every Nth refresh regenerates from scratch
+};
+
+enum class summary_action {
+  none,   // not due
+  full,   // summarise every message older than the window from scratch
+  merge,  // merge the messages that left the window since into the summary
+};
+
+std::string_view to_string(summary_action a);
+
+// What to do for a conversation in state `s` (counts as loaded by the
+// store). With T messages, the T - window oldest are "outside the window":
+// - no summary yet: full once T >= min_messages (and something is outside);
+// - a summary covering C messages: due once (T - window) - C >=
+//   update_delta; then a merge, except that the regenerate_every-th refresh
+//   (incremental_updates + 1 == regenerate_every) is a full regeneration.
+summary_action plan_summary(const summary_record& s, const summary_policy& p);
+
+// The model request: a full summary of `messages`, or a merge of `messages`
+// into `previous`. Messages are shown oldest first as "User:"/"Assistant:"
+// lines; when they exceed `max_input_tokens` the oldest are left out (a
+// full run then also shows `previous`, so nothing is silently forgotten).
+completion_request summary_request(summary_action action, std::string_view previous,
+                                   const std::vector<stored_message>& messages,
+                                   size_t max_input_tokens, int32_t max_tokens);
+
+// The offline summary when no model is configured: what the user stated
+// about themselves (the long-term memory rules) and the most central
+// sentences of the conversation (terms shared across messages), in order,
+// merged with the sentences of `previous`. At most `max_sentences` lines
+// plus one "User stated:" line.
+std::string extractive_summary(std::string_view previous,
+                               const std::vector<stored_message>& messages,
+                               size_t max_sentences = 6);
+
+}  // namespace ragtor

@@ -1,0 +1,273 @@
+// The summarizer actor with real parts: the SQLite store actor, the
+// OpenAI-compatible gateway talking to the fake model server over HTTP,
+// and real CAF actors on a threaded actor system. Each summarize request
+// answers with its outcome, so the tests need no waiting: thresholds and
+// window boundaries, merges, the periodic full regeneration, failures that
+// keep the old summary, single-flight on one node and optimistic versioning
+// across two (two summarizers sharing one database).
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/send.hpp>
+
+#include "actors/llm/openai_llm.hpp"
+#include "actors/memory/summarizer.hpp"
+#include "actors/store/store_actor.hpp"
+#include "llm/openai_client.hpp"
+#include "protocol/type_ids.hpp"
+#include "tests/support/fake_openai.hpp"
+
+namespace ragtor::test {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string script(int delay_ms = 0, std::string fault = "") {
+  auto extra = std::string{",\"first_token_delay_ms\":"} + std::to_string(delay_ms);
+  if (!fault.empty())
+    extra += ",\"fault\":\"" + fault + "\"";
+  return R"({"rules":[)"
+         R"({"match":"^Conversation to summarise","reply":"FULL-SUMMARY")"
+         + extra + R"(},{"match":"^Previous summary","reply":"MERGED-SUMMARY")" + extra + "}]}";
+}
+
+caf::actor_system_config& configured(caf::actor_system_config& cfg) {
+  register_types(cfg);
+  return cfg;
+}
+
+class summarizer_test : public testing::Test {
+protected:
+  summarizer_test() : sys(configured(cfg)), self(sys) {
+    store_options so;
+    so.sqlite_path = dir.path() / "t.db";
+    store = *spawn_store(sys, so);
+    llm::endpoint_config ec;
+    ec.base_url = fake.base_url();
+    ec.model = "fake-model";
+    ec.max_retries = 0;
+    llm = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec, 1), {});
+  }
+
+  ~summarizer_test() override {
+    for (auto& s : summarizers)
+      caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(llm, caf::exit_reason::user_shutdown);
+    caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
+  }
+
+  summarizer_actor summarizer(bool use_model = true) {
+    summarizer_settings s;
+    s.use_model = use_model;
+    s.timeout = 20s;
+    summarizers.push_back(spawn_summarizer(sys, store, llm, s));
+    return summarizers.back();
+  }
+
+  // Appends one message (user, then assistant, alternating by seq).
+  void add_message() {
+    ++count;
+    if (count % 2) {
+      self->request(store, 10s, atom::begin_turn_v, std::string{"ann"}, std::string{"s1"},
+                    "question " + std::to_string(count), "r" + std::to_string(count))
+          .receive([&](turn_opened& t) { conv = t.conversation_id; },
+                   [&](caf::error& e) { FAIL() << sys.render(e); });
+    } else {
+      stored_message m;
+      m.conversation_id = conv;
+      m.role = "assistant";
+      m.content = "answer " + std::to_string(count);
+      self->request(store, 10s, atom::finish_turn_v, m)
+          .receive([](std::string&) {}, [&](caf::error& e) { FAIL() << sys.render(e); });
+    }
+  }
+
+  void grow_to(int n) {
+    while (count < n)
+      add_message();
+  }
+
+  std::string summarize(const summarizer_actor& s) {
+    std::string out;
+    self->request(s, 30s, atom::summarize_v, conv)
+        .receive([&](std::string& r) { out = r; },
+                 [&](caf::error& e) { out = "error: " + sys.render(e); });
+    return out;
+  }
+
+  summary_record stored() {
+    summary_record r;
+    self->request(store, 10s, atom::summary_v, conv, std::string{})
+        .receive([&](summary_record& x) { r = x; },
+                 [&](caf::error& e) { ADD_FAILURE() << sys.render(e); });
+    return r;
+  }
+
+  std::string status(const summarizer_actor& s) {
+    std::string out;
+    self->request(s, 10s, atom::status_v)
+        .receive([&](std::string& x) { out = x; }, [](caf::error&) {});
+    return out;
+  }
+
+  // The user message of the model's last request.
+  std::string last_prompt() {
+    auto sent = json::parse(fake.stats().str("/last_chat_request"));
+    auto msgs = sent.items("/messages");
+    return msgs.empty() ? "" : msgs.back().str("/content");
+  }
+
+  temp_dir dir{"summarizer"};
+  fake_openai fake{script()};
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::scoped_actor self;
+  store_actor store;
+  llm_actor llm;
+  std::vector<summarizer_actor> summarizers;
+  std::string conv;
+  int count = 0;
+};
+
+TEST_F(summarizer_test, summarises_at_ten_messages_what_is_older_than_the_window) {
+  auto s = summarizer();
+  grow_to(8);
+  EXPECT_EQ(summarize(s), "none");
+  grow_to(9);
+  EXPECT_EQ(summarize(s), "none") << "9 messages: not yet";
+  EXPECT_EQ(fake.stat("chat_requests"), 0);
+  grow_to(10);
+  EXPECT_EQ(summarize(s), "written");
+  auto rec = stored();
+  EXPECT_EQ(rec.summary, "FULL-SUMMARY");
+  EXPECT_EQ(rec.version, 1);
+  EXPECT_EQ(rec.covered_seq, 4) << "10 messages minus the window of 6";
+  auto prompt = last_prompt();
+  EXPECT_TRUE(prompt.starts_with("Conversation to summarise:"));
+  EXPECT_NE(prompt.find("User: question 1\n"), std::string::npos);
+  EXPECT_NE(prompt.find("Assistant: answer 4\n"), std::string::npos);
+  EXPECT_EQ(prompt.find("question 5"), std::string::npos) << "the window is never summarised";
+  EXPECT_EQ(summarize(s), "none") << "up to date";
+}
+
+TEST_F(summarizer_test, refreshes_after_five_more_messages_left_the_window_by_merging) {
+  auto s = summarizer();
+  grow_to(10);
+  ASSERT_EQ(summarize(s), "written");
+  grow_to(14);
+  EXPECT_EQ(summarize(s), "none") << "only 4 more left the window";
+  grow_to(15);
+  EXPECT_EQ(summarize(s), "written");
+  auto rec = stored();
+  EXPECT_EQ(rec.summary, "MERGED-SUMMARY");
+  EXPECT_EQ(rec.covered_seq, 9);
+  EXPECT_EQ(rec.incremental_updates, 1);
+  auto prompt = last_prompt();
+  EXPECT_TRUE(prompt.starts_with("Previous summary:\nFULL-SUMMARY\n\nNew messages:\n"));
+  EXPECT_NE(prompt.find("User: question 5\n"), std::string::npos);
+  EXPECT_NE(prompt.find("User: question 9\n"), std::string::npos);
+  EXPECT_EQ(prompt.find("question 3\n"), std::string::npos) << "already summarised";
+  EXPECT_EQ(prompt.find("question 11"), std::string::npos) << "still in the window";
+}
+
+TEST_F(summarizer_test, the_tenth_refresh_regenerates_from_the_whole_history) {
+  auto s = summarizer();
+  grow_to(10);
+  ASSERT_EQ(summarize(s), "written");
+  for (int refresh = 1; refresh <= 10; ++refresh) {
+    grow_to(count + 5);
+    ASSERT_EQ(summarize(s), "written") << "refresh " << refresh;
+    auto rec = stored();
+    if (refresh < 10) {
+      EXPECT_EQ(rec.incremental_updates, refresh);
+      EXPECT_EQ(rec.summary, "MERGED-SUMMARY");
+    } else {
+      EXPECT_EQ(rec.incremental_updates, 0);
+      EXPECT_EQ(rec.summary, "FULL-SUMMARY");
+      auto prompt = last_prompt();
+      EXPECT_TRUE(prompt.starts_with("Conversation to summarise:"));
+      EXPECT_NE(prompt.find("User: question 1\n"), std::string::npos) << "from the start";
+    }
+  }
+  EXPECT_EQ(stored().version, 11);
+}
+
+TEST_F(summarizer_test, a_failing_model_keeps_the_old_summary_and_is_counted) {
+  auto s = summarizer();
+  grow_to(10);
+  ASSERT_EQ(summarize(s), "written");
+  fake.set_script(script(0, "http_500"));
+  grow_to(15);
+  EXPECT_EQ(summarize(s), "failed");
+  auto rec = stored();
+  EXPECT_EQ(rec.summary, "FULL-SUMMARY");
+  EXPECT_EQ(rec.version, 1);
+  EXPECT_NE(status(s).find("\"failed\":1"), std::string::npos) << status(s);
+  fake.set_script(script());
+  EXPECT_EQ(summarize(s), "written") << "the next turn tries again";
+  EXPECT_EQ(stored().summary, "MERGED-SUMMARY");
+}
+
+TEST_F(summarizer_test, two_nodes_summarising_at_once_do_not_overwrite_each_other) {
+  fake.set_script(script(300));
+  auto a = summarizer();
+  auto b = summarizer();
+  grow_to(10);
+  // Both start from version 0 while the slow model works on both; each
+  // answers its trigger with the outcome.
+  self->send(a, atom::summarize_v, conv);
+  self->send(b, atom::summarize_v, conv);
+  std::vector<std::string> outcomes;
+  for (int i = 0; i < 2; ++i)
+    self->receive([&](std::string& r) { outcomes.push_back(r); },
+                  [&](caf::error& e) { outcomes.push_back(sys.render(e)); });
+  std::sort(outcomes.begin(), outcomes.end());
+  EXPECT_EQ(outcomes, (std::vector<std::string>{"conflict", "written"}));
+  EXPECT_EQ(fake.stat("chat_requests"), 2) << "both really ran";
+  EXPECT_EQ(stored().version, 1) << "exactly one write";
+}
+
+TEST_F(summarizer_test, one_node_runs_one_summary_per_conversation_at_a_time) {
+  fake.set_script(script(300));
+  auto s = summarizer();
+  grow_to(10);
+  self->send(s, atom::summarize_v, conv);
+  self->send(s, atom::summarize_v, conv);
+  std::vector<std::string> outcomes;
+  for (int i = 0; i < 2; ++i)
+    self->receive([&](std::string& r) { outcomes.push_back(r); },
+                  [&](caf::error& e) { outcomes.push_back(sys.render(e)); });
+  std::sort(outcomes.begin(), outcomes.end());
+  EXPECT_EQ(outcomes, (std::vector<std::string>{"busy", "written"}));
+  EXPECT_EQ(fake.stat("chat_requests"), 1);
+  // The remembered trigger re-checks after the run: nothing is due.
+  EXPECT_EQ(summarize(s), "none");
+  EXPECT_EQ(stored().version, 1);
+}
+
+TEST_F(summarizer_test, without_a_model_the_summary_is_extractive) {
+  auto s = summarizer(false);
+  grow_to(8);
+  self->request(store, 10s, atom::begin_turn_v, std::string{"ann"}, std::string{"s1"},
+                std::string{"I really love green tea. Which tea suits a cold evening?"},
+                std::string{"r-pref"})
+      .receive([](turn_opened&) {}, [&](caf::error& e) { FAIL() << sys.render(e); });
+  stored_message answer;
+  answer.conversation_id = conv;
+  answer.role = "assistant";
+  answer.content = "A roasted hojicha suits a cold evening.";
+  self->request(store, 10s, atom::finish_turn_v, answer)
+      .receive([](std::string&) {}, [&](caf::error& e) { FAIL() << sys.render(e); });
+  count = 10;
+  grow_to(16);
+  EXPECT_EQ(summarize(s), "written");
+  auto rec = stored();
+  EXPECT_NE(rec.summary.find("User stated: I really love green tea"), std::string::npos)
+      << rec.summary;
+  EXPECT_EQ(fake.stat("chat_requests"), 0) << "no model was asked";
+  EXPECT_NE(status(s).find("\"extractive\":1"), std::string::npos) << status(s);
+}
+
+}  // namespace
+}  // namespace ragtor::test
