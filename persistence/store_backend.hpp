@@ -110,6 +110,13 @@ public:
   // false writes nothing.
   virtual bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) = 0;
 
+  // Replaces the knowledge base's rows in the entities and relations
+  // tables with `g`, unless the stored signature is already g.signature;
+  // true when it wrote.
+  virtual bool replace_graph(const kb_graph_rows& g, int64_t now_ms) = 0;
+  // How many entity and relation rows the knowledge base has stored.
+  virtual std::pair<int64_t, int64_t> graph_size(const std::string& kb) = 0;
+
   // Replaces it.
   virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,
                                int64_t now_ms) = 0;

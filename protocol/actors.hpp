@@ -212,6 +212,9 @@ using store_actor = caf::typed_actor<
     // (nothing written) when somebody else wrote first or the conversation
     // was cleared meanwhile.
     caf::replies_to<atom::summary, summary_record, int64_t /*expected*/>::with<bool>,
+    // Stores a knowledge base's entity graph in the entities and relations
+    // tables (replacing its rows); false when that version is stored already.
+    caf::replies_to<atom::kb_graph, kb_graph_rows>::with<bool>,
     // Replaces it; answers the stored profile.
     caf::replies_to<atom::core_mem, std::string /*user_id*/,
                     std::string /*profile_json*/>::with<std::string>,

@@ -304,6 +304,47 @@ typename Inspector::result_type inspect(Inspector& f, summary_record& x) {
            x.version, x.incremental_updates, x.updated_at, x.total_messages, x.covered_messages);
 }
 
+// A knowledge base's entity graph as rows of the entities and relations
+// tables (DESIGN §6), written by the store when its signature changed.
+struct graph_entity_row {
+  std::string id;  // "e:<key>"
+  std::string name;
+  std::string kind;         // "named" (capitalised phrase, acronym) | "term"
+  std::string description;  // where it occurs
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, graph_entity_row& x) {
+  return f(caf::meta::type_name("graph_entity_row"), x.id, x.name, x.kind, x.description);
+}
+
+struct graph_relation_row {
+  std::string id;  // "r:<a>|<b>"
+  std::string source;
+  std::string target;
+  std::string kind;  // "co_occurs"
+  double weight = 1;
+  std::string chunk_id;  // a chunk where both occur
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, graph_relation_row& x) {
+  return f(caf::meta::type_name("graph_relation_row"), x.id, x.source, x.target, x.kind, x.weight,
+           x.chunk_id);
+}
+
+struct kb_graph_rows {
+  std::string kb;
+  std::string signature;  // changes whenever any row does
+  std::vector<graph_entity_row> entities;
+  std::vector<graph_relation_row> relations;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kb_graph_rows& x) {
+  return f(caf::meta::type_name("kb_graph_rows"), x.kb, x.signature, x.entities, x.relations);
+}
+
 // One message of a model conversation (role "system" | "user" | "assistant").
 struct llm_message {
   std::string role;

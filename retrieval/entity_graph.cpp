@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdio>
+#include <iterator>
 #include <map>
 #include <set>
 
@@ -275,6 +277,54 @@ std::vector<entity_graph::topic_hit> entity_graph::global_search(std::string_vie
             [](auto& a, auto& b) { return a.score != b.score ? a.score > b.score : a.id < b.id; });
   if (out.size() > k)
     out.resize(k);
+  return out;
+}
+
+kb_graph_rows entity_graph::rows(std::string kb, const std::vector<chunk>& chunks) const {
+  kb_graph_rows out;
+  out.kb = std::move(kb);
+  uint64_t h = 14695981039346656037ull;
+  auto mix = [&](std::string_view s) {
+    for (unsigned char c : s)
+      h = (h ^ c) * 1099511628211ull;
+    h = (h ^ 0xff) * 1099511628211ull;
+  };
+  auto chunk_id = [&](uint32_t c) { return c < chunks.size() ? chunks[c].chunk_id : std::string{}; };
+  for (auto& e : entities_) {
+    graph_entity_row r;
+    r.id = "e:" + e.key;
+    r.name = e.name;
+    r.kind = e.name != e.key ? "named" : "term";
+    r.description = "mentioned in " + std::to_string(e.chunks.size()) + " chunk(s)";
+    if (e.topic >= 0)
+      r.description += "; " + topics_[static_cast<size_t>(e.topic)].summary;
+    mix(r.id), mix(r.name), mix(r.kind), mix(r.description);
+    out.entities.push_back(std::move(r));
+  }
+  std::map<std::pair<uint32_t, uint32_t>, uint32_t> links;
+  for (uint32_t a = 0; a < entities_.size(); ++a)
+    for (auto [b, w] : entities_[a].neighbours)
+      links.emplace(std::minmax(a, b), w);
+  for (auto& [ab, w] : links) {
+    auto& ea = entities_[ab.first];
+    auto& eb = entities_[ab.second];
+    graph_relation_row r;
+    r.id = "r:" + ea.key + "|" + eb.key;
+    r.source = "e:" + ea.key;
+    r.target = "e:" + eb.key;
+    r.kind = "co_occurs";
+    r.weight = w;
+    std::vector<uint32_t> both;
+    std::set_intersection(ea.chunks.begin(), ea.chunks.end(), eb.chunks.begin(), eb.chunks.end(),
+                          std::back_inserter(both));
+    if (!both.empty())
+      r.chunk_id = chunk_id(both.front());
+    mix(r.id), mix(std::to_string(w)), mix(r.chunk_id);
+    out.relations.push_back(std::move(r));
+  }
+  char buf[17];
+  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+  out.signature = buf;
   return out;
 }
 

@@ -15,6 +15,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/messages.hpp"
 #include "retrieval/document.hpp"
 
 namespace ragtor {
@@ -43,6 +44,11 @@ public:
     std::vector<uint32_t> chunks;
   };
   std::vector<topic_hit> global_search(std::string_view query, size_t k) const;
+
+  // The graph as rows of the entities/relations tables: every entity, and
+  // every kept link (each entity's strongest neighbours) once, with a chunk
+  // where both occur; `chunks` are the ones the graph was built from.
+  kb_graph_rows rows(std::string kb, const std::vector<chunk>& chunks) const;
 
   size_t entity_count() const { return entities_.size(); }
   size_t relation_count() const { return relation_count_; }

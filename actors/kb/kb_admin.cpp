@@ -22,19 +22,50 @@ struct kb_admin_state {
   uint64_t ingests = 0;
   uint64_t documents = 0;
   double last_build_ms = 0;
+  store_actor store;
+  uint64_t graphs_written = 0, graph_failures = 0;
 };
+
+using self_ptr = kb_admin_actor::stateful_pointer<kb_admin_state>;
+
+// Writes the KB's entity graph to the store's entities/relations tables
+// (skipped by the store when that version is there already).
+void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap) {
+  auto& st = self->state;
+  if (!st.store || !snap)
+    return;
+  auto rows = snap->graph.rows(snap->name, snap->chunks);
+  auto kb = snap->name;
+  self->request(st.store, std::chrono::minutes(5), atom::kb_graph_v, std::move(rows))
+      .then(
+          [=](bool written) {
+            if (written) {
+              ++self->state.graphs_written;
+              spdlog::info("knowledge base \"{}\": entity graph stored ({} entities, {} links)",
+                           kb, snap->graph.entity_count(), snap->graph.relation_count());
+            }
+          },
+          [=](caf::error& err) {
+            ++self->state.graph_failures;
+            spdlog::warn("knowledge base \"{}\": entity graph not stored: {}", kb,
+                         self->system().render(err));
+          });
+}
 
 }  // namespace
 
 kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data_dir,
-                              std::shared_ptr<kb_catalog> catalog, kb_build_options opts) {
-  return sys.spawn<caf::detached>([data_dir, catalog,
-                                   opts](kb_admin_actor::stateful_pointer<kb_admin_state> self)
-                                      -> kb_admin_actor::behavior_type {
+                              std::shared_ptr<kb_catalog> catalog, kb_build_options opts,
+                              store_actor store) {
+  return sys.spawn<caf::detached>([data_dir, catalog, opts,
+                                   store](self_ptr self) -> kb_admin_actor::behavior_type {
     auto& st = self->state;
     st.data_dir = data_dir;
     st.catalog = catalog;
     st.opts = opts;
+    st.store = store;
+    for (auto& name : catalog->names())
+      store_graph(self, catalog->get(name));
     return {
         [=](atom::kb_create, kb_settings& s) -> caf::result<kb_settings> {
           auto& st = self->state;
@@ -67,7 +98,9 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           auto stored = load_kb_documents(st.data_dir, kb);
           if (!stored)
             return std::move(stored.error());
-          st.catalog->put(kb_catalog::build_snapshot(current->settings, *stored, st.opts));
+          auto snap = kb_catalog::build_snapshot(current->settings, *stored, st.opts);
+          st.catalog->put(snap);
+          store_graph(self, snap);
           st.last_build_ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
@@ -87,6 +120,8 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
               .field("ingests", st.ingests)
               .field("documents_ingested", st.documents)
               .field("last_build_ms", st.last_build_ms)
+              .field("graphs_stored", st.graphs_written)
+              .field("graph_failures", st.graph_failures)
               .end_object();
           return w.take();
         },

@@ -202,6 +202,10 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
           return submit<bool>(
               self, true, [=](store_backend& db) { return db.save_summary(s, expected, now_ms()); });
         },
+        [=](atom::kb_graph, const kb_graph_rows& g) {
+          return submit<bool>(self, true,
+                              [=](store_backend& db) { return db.replace_graph(g, now_ms()); });
+        },
         [=](atom::core_mem, const std::string& user_id) {
           return submit<std::string>(self, false,
                                      [=](store_backend& db) { return db.core_memory(user_id); });

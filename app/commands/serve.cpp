@@ -194,7 +194,7 @@ int run_serve(const serve_options& opts) {
       return true;
     return catalog->get(kb == "default" ? std::string_view{} : kb) != nullptr;
   };
-  auto kb_admin = spawn_kb_admin(sys, cfg->data_dir, *catalog, build_opts);
+  auto kb_admin = spawn_kb_admin(sys, cfg->data_dir, *catalog, build_opts, *store);
   hs.catalog = *catalog;
   hs.kb_admin = kb_admin;
   hs.pool = pool;

@@ -591,4 +591,70 @@ bool pg_backend::save_summary(const summary_record& s, int64_t expected_version,
          == 1;
 }
 
+namespace {
+
+// Runs `insert` ("INSERT INTO t (cols) VALUES") for `rows` in multi-row
+// statements of at most `per_statement` rows: one round trip per batch.
+template <class Rows, class Fields, class Run>
+void insert_batched(std::string_view insert, const Rows& rows, size_t columns, Fields fields,
+                    Run run) {
+  constexpr size_t per_statement = 500;
+  for (size_t start = 0; start < rows.size(); start += per_statement) {
+    std::string sql{insert};
+    std::vector<std::optional<std::string>> params;
+    auto end = std::min(rows.size(), start + per_statement);
+    for (size_t i = start; i < end; ++i) {
+      sql += i == start ? " (" : ", (";
+      for (size_t c = 0; c < columns; ++c)
+        sql += (c ? ", $" : "$") + std::to_string(params.size() + c + 1);
+      sql += ")";
+      fields(rows[i], params);
+    }
+    run(sql, params);
+  }
+}
+
+}  // namespace
+
+bool pg_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
+  auto current = run("SELECT signature FROM kb_graph_state WHERE kb = $1 FOR UPDATE", {g.kb});
+  if (current.rows() && current.text(0, 0) == g.signature)
+    return false;
+  run("DELETE FROM entities WHERE kb = $1", {g.kb});
+  run("DELETE FROM relations WHERE kb = $1", {g.kb});
+  auto exec = [this](const std::string& sql, std::vector<param>& params) {
+    run(sql.c_str(), params);
+  };
+  insert_batched(
+      "INSERT INTO entities (kb, id, name, kind, description) VALUES", g.entities, 5,
+      [&](const graph_entity_row& e, std::vector<param>& p) {
+        p.insert(p.end(), {g.kb, e.id, e.name, e.kind, e.description});
+      },
+      exec);
+  insert_batched(
+      "INSERT INTO relations (kb, id, source_entity, target_entity, kind, weight, chunk_id) "
+      "VALUES",
+      g.relations, 7,
+      [&](const graph_relation_row& r, std::vector<param>& p) {
+        p.insert(p.end(), {g.kb, r.id, r.source, r.target, r.kind, std::to_string(r.weight),
+                           r.chunk_id});
+      },
+      exec);
+  run("INSERT INTO kb_graph_state (kb, signature, entities, relations, updated_at) "
+      "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kb) DO UPDATE SET signature = EXCLUDED.signature, "
+      "entities = EXCLUDED.entities, relations = EXCLUDED.relations, "
+      "updated_at = EXCLUDED.updated_at",
+      {g.kb, g.signature, std::to_string(g.entities.size()), std::to_string(g.relations.size()),
+       std::to_string(now)});
+  return true;
+}
+
+std::pair<int64_t, int64_t> pg_backend::graph_size(const std::string& kb) {
+  auto r = run(
+      "SELECT (SELECT COUNT(*) FROM entities WHERE kb = $1), "
+      "(SELECT COUNT(*) FROM relations WHERE kb = $1)",
+      {kb});
+  return {std::stoll(r.text(0, 0)), std::stoll(r.text(0, 1))};
+}
+
 }  // namespace ragtor

@@ -56,6 +56,8 @@ public:
   bool add_memory(const memory_record& m) override;
   void add_episode(const episode_record& e) override;
   summary_record load_summary(const std::string& conversation_id) override;
+  bool replace_graph(const kb_graph_rows& g, int64_t now_ms) override;
+  std::pair<int64_t, int64_t> graph_size(const std::string& kb) override;
   bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) override;
   std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit) override;
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) override;

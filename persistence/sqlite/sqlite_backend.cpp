@@ -53,6 +53,10 @@ public:
       bind(s);
     return *this;
   }
+  statement_use& bind(double v) {
+    sqlite3_bind_double(stmt_, next_++, v);
+    return *this;
+  }
   statement_use& bind(int64_t v) {
     sqlite3_bind_int64(stmt_, next_++, v);
     return *this;
@@ -586,6 +590,56 @@ bool sqlite_backend::save_summary(const summary_record& s, int64_t expected_vers
         .step();
   }
   return sqlite3_changes(db_) == 1;
+}
+
+bool sqlite_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
+  auto current = prepare("SELECT signature FROM kb_graph_state WHERE kb = ?");
+  current.bind(g.kb);
+  if (current.step() && current.text(0) == g.signature)
+    return false;
+  prepare("DELETE FROM entities WHERE kb = ?").bind(g.kb).step();
+  prepare("DELETE FROM relations WHERE kb = ?").bind(g.kb).step();
+  for (auto& e : g.entities)
+    prepare("INSERT INTO entities (kb, id, name, kind, description) VALUES (?, ?, ?, ?, ?)")
+        .bind(g.kb)
+        .bind(e.id)
+        .bind(e.name)
+        .bind(e.kind)
+        .bind(e.description)
+        .step();
+  for (auto& r : g.relations)
+    prepare(
+        "INSERT INTO relations (kb, id, source_entity, target_entity, kind, weight, chunk_id) "
+        "VALUES (?, ?, ?, ?, ?, ?, ?)")
+        .bind(g.kb)
+        .bind(r.id)
+        .bind(r.source)
+        .bind(r.target)
+        .bind(r.kind)
+        .bind(r.weight)
+        .bind(r.chunk_id)
+        .step();
+  prepare(
+      "INSERT INTO kb_graph_state (kb, signature, entities, relations, updated_at) "
+      "VALUES (?, ?, ?, ?, ?) ON CONFLICT (kb) DO UPDATE SET signature = excluded.signature, "
+      "entities = excluded.entities, relations = excluded.relations, "
+      "updated_at = excluded.updated_at")
+      .bind(g.kb)
+      .bind(g.signature)
+      .bind(static_cast<int64_t>(g.entities.size()))
+      .bind(static_cast<int64_t>(g.relations.size()))
+      .bind(now)
+      .step();
+  return true;
+}
+
+std::pair<int64_t, int64_t> sqlite_backend::graph_size(const std::string& kb) {
+  auto st = prepare(
+      "SELECT (SELECT COUNT(*) FROM entities WHERE kb = ?), "
+      "(SELECT COUNT(*) FROM relations WHERE kb = ?)");
+  st.bind(kb).bind(kb);
+  st.step();
+  return {st.integer(0), st.integer(1)};
 }
 
 }  // namespace ragtor

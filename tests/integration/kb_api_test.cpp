@@ -59,6 +59,22 @@ TEST_F(kb_api_test, create_ingest_search_and_chat) {
   EXPECT_EQ(nd.integer("/documents_replaced"), 1);
   EXPECT_EQ(nd.integer("/documents"), 2);
 
+  // The entity graph lands in the entities/relations tables (background,
+  // derived data): the replaced document's names are there, the old ones not.
+  auto entity_count = [&](const std::string& name) {
+    return db().scalar("SELECT COUNT(*) FROM entities WHERE kb = 'harbour' AND name = '" + name
+                       + "'");
+  };
+  EXPECT_TRUE(poll_until([&] { return entity_count("Odile Varga") == 1
+                                      && entity_count("Port Quellin") == 0; }))
+      << "the second ingest's graph is stored; the replaced text's names are gone";
+  EXPECT_GT(db().scalar("SELECT COUNT(*) FROM relations WHERE kb = 'harbour' AND chunk_id LIKE "
+                        "'ships#%'"),
+            0);
+  EXPECT_TRUE(poll_until(
+      [&] { return db().scalar("SELECT COUNT(*) FROM entities WHERE kb = 'test'") > 0; }))
+      << "KBs present at start are stored too";
+
   auto info = call("GET", "/api/v1/kbs/harbour", "", 200);
   EXPECT_EQ(info.integer("/documents"), 2);
   EXPECT_EQ(info.str("/settings/description"), "Ships and trade of Port Quellin");

@@ -224,6 +224,36 @@ TEST_P(store_contract, summaries_are_written_only_against_the_version_they_were_
   EXPECT_FALSE(save(s, 2));
 }
 
+TEST_P(store_contract, entity_graphs_are_replaced_per_kb_when_their_signature_changes) {
+  kb_graph_rows g;
+  g.kb = "science";
+  g.signature = "v1";
+  for (int i = 0; i < 1200; ++i) {  // more than one multi-row statement
+    g.entities.push_back({"e:" + std::to_string(i), "Entity " + std::to_string(i), "named",
+                          "mentioned in 1 chunk(s)"});
+    g.relations.push_back({"r:" + std::to_string(i), "e:" + std::to_string(i),
+                           "e:" + std::to_string((i + 1) % 1200), "co_occurs", 2.5,
+                           "doc#" + std::to_string(i)});
+  }
+  auto other = g;
+  other.kb = "cooking";
+  other.entities.resize(3);
+  other.relations.resize(2);
+  auto replace = [&](const kb_graph_rows& rows) {
+    return tx([&](store_backend& db) { return db.replace_graph(rows, 1); });
+  };
+  EXPECT_TRUE(replace(g));
+  EXPECT_TRUE(replace(other));
+  EXPECT_EQ(open_again()->graph_size("science"), (std::pair<int64_t, int64_t>{1200, 1200}));
+  EXPECT_FALSE(replace(g)) << "the same version is not rewritten";
+  g.signature = "v2";
+  g.entities.resize(10);
+  g.relations.resize(4);
+  EXPECT_TRUE(replace(g));
+  EXPECT_EQ(db_->graph_size("science"), (std::pair<int64_t, int64_t>{10, 4})) << "old rows gone";
+  EXPECT_EQ(db_->graph_size("cooking"), (std::pair<int64_t, int64_t>{3, 2})) << "per KB";
+}
+
 TEST_P(store_contract, turns_number_messages_per_conversation) {
   auto a = user_turn("u", "s", "hello", "r1", 1);
   auto reply = assistant_turn(a.conversation_id, "hi there", "r1", 2);
