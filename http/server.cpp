@@ -3,6 +3,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <random>
 #include <thread>
 #include <variant>
@@ -216,9 +217,19 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
           bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
           co_await bhttp::async_write(stream, cont, net::use_awaitable);
         }
-        if (!ec)
+        // NDJSON ingestion bodies are parsed line by line as they arrive,
+        // never held whole (they may be up to server.max_ingest_bytes).
+        std::optional<ndjson_documents> streamed;
+        request_t streamed_req;
+        bool body_left = false;
+        if (!ec && is_ndjson_ingest(parser.get())) {
+          streamed.emplace(settings.max_ingest_documents);
+          ec = co_await read_ndjson(stream, buffer, parser, body_limit, *streamed, streamed_req,
+                                    body_left);
+        } else if (!ec) {
           co_await bhttp::async_read(stream, buffer, parser,
                                      net::redirect_error(net::use_awaitable, ec));
+        }
         if (ec == bhttp::error::body_limit) {
           co_await write_error(stream, 413, "payload_too_large",
                                "request body exceeds " + std::to_string(body_limit) + " bytes", "",
@@ -234,6 +245,18 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
           break;
         }
         stream.expires_never();
+        if (streamed) {
+          // A body left unread (a bad line stopped the parse) ends the
+          // connection after the answer.
+          bool keep = co_await dispatch(stream, buffer, streamed_req, &*streamed);
+          if (body_left) {
+            co_await drain(stream);
+            break;
+          }
+          if (!keep)
+            break;
+          continue;
+        }
         auto req = parser.release();
         bool keep = co_await dispatch(stream, buffer, req);
         if (!keep)
@@ -265,9 +288,51 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     }
   }
 
+  static bool is_ndjson_type(std::string_view type) {
+    return type.find("ndjson") != std::string_view::npos
+           || type.find("jsonl") != std::string_view::npos;
+  }
+
+  static bool is_ndjson_ingest(const bhttp::request_parser<bhttp::string_body>::value_type& req) {
+    return req.method() == bhttp::verb::post
+           && is_ingest_target(std::string_view{req.target().data(), req.target().size()})
+           && is_ndjson_type(req[bhttp::field::content_type]);
+  }
+
+  // Reads the body of the request whose header `header_parser` holds in
+  // 64 KiB pieces into `docs`, stopping at the first bad line
+  // (`body_left` then says the rest was not read). `req` gets the header.
+  static net::awaitable<boost::system::error_code> read_ndjson(
+      beast::tcp_stream& stream, beast::flat_buffer& buffer,
+      bhttp::request_parser<bhttp::string_body>& header_parser, size_t body_limit,
+      ndjson_documents& docs, request_t& req, bool& body_left) {
+    bhttp::request_parser<bhttp::buffer_body> p{std::move(header_parser)};
+    p.body_limit(body_limit);
+    std::vector<char> piece(64 * 1024);
+    boost::system::error_code ec;
+    while (!p.is_done()) {
+      p.get().body().data = piece.data();
+      p.get().body().size = piece.size();
+      co_await bhttp::async_read(stream, buffer, p, net::redirect_error(net::use_awaitable, ec));
+      if (ec == bhttp::error::need_buffer)
+        ec = {};
+      if (ec)
+        co_return ec;
+      auto n = piece.size() - p.get().body().size;
+      if (!docs.feed(std::string_view{piece.data(), n}))
+        break;
+    }
+    body_left = !p.is_done();
+    if (docs.ok())
+      docs.finish();
+    req = request_t{std::move(p.get().base())};
+    co_return ec;
+  }
+
   // Serves one request; returns whether the connection may be reused.
+  // `streamed`: the documents of an NDJSON ingestion, already parsed.
   net::awaitable<bool> dispatch(beast::tcp_stream& stream, beast::flat_buffer& buffer,
-                                request_t& req) {
+                                request_t& req, ndjson_documents* streamed = nullptr) {
     auto t = parse_target(std::string_view{req.target().data(), req.target().size()});
     auto path = t.path;
     bool keep = req.keep_alive();
@@ -324,7 +389,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       }
     }
     if (path == "/api/v1/kbs" || path.starts_with("/api/v1/kbs/"))
-      co_return co_await kb_route(stream, req, path, keep);
+      co_return co_await kb_route(stream, req, path, keep, streamed);
     constexpr std::string_view conversations = "/api/v1/conversations";
     if (path == conversations) {
       if (method != bhttp::verb::get)
@@ -464,7 +529,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
 
   // /api/v1/kbs, /api/v1/kbs/{kb}, /api/v1/kbs/{kb}/documents, .../search
   net::awaitable<bool> kb_route(beast::tcp_stream& stream, request_t& req, std::string_view path,
-                                bool keep) {
+                                bool keep, ndjson_documents* streamed) {
     auto method = req.method();
     if (!settings.catalog) {
       co_await write_error(stream, 404, "not_found", "no knowledge-base API on this node", "",
@@ -521,10 +586,15 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     if (suffix == "/documents") {
       if (method != bhttp::verb::post)
         co_return co_await method_not_allowed(stream, keep);
-      auto type = req[bhttp::field::content_type];
-      bool ndjson = type.find("ndjson") != std::string_view::npos
-                    || type.find("jsonl") != std::string_view::npos;
-      auto docs = parse_documents_body(req.body(), ndjson, settings.max_ingest_documents);
+      api_parse<std::vector<document>> docs;
+      if (streamed) {
+        docs.ok = streamed->ok();
+        docs.error = streamed->error();
+        docs.value = std::move(streamed->documents());
+      } else {
+        docs = parse_documents_body(req.body(), is_ndjson_type(req[bhttp::field::content_type]),
+                                    settings.max_ingest_documents);
+      }
       if (!docs.ok) {
         co_await write_request_error(stream, docs.error, keep);
         co_return keep;

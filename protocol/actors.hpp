@@ -153,9 +153,9 @@ using llm_actor = caf::typed_actor<
 using summarizer_actor = caf::typed_actor<
     // A turn of this conversation completed: refresh its summary if due.
     // Answers the outcome: "none" (not due), "written", "conflict" (another
-    // writer got there first; theirs stays), "failed" (the old summary
-    // stays; counted), or "busy" (a run for it is under way here; it checks
-    // again when done).
+    // writer got there first; theirs stays) or "failed" (the old summary
+    // stays; counted). A trigger during a run for the same conversation
+    // waits for it, then one more check answers all such triggers.
     caf::replies_to<atom::summarize, std::string /*conversation_id*/>::with<std::string>>::
     extend_with<status_api>;
 

@@ -63,6 +63,68 @@ api_parse<document> parse_document(simdjson::dom::element el, const std::string&
 
 }  // namespace
 
+struct ndjson_documents::impl {
+  simdjson::dom::parser parser;
+};
+
+ndjson_documents::ndjson_documents(size_t max_documents)
+    : impl_(std::make_unique<impl>()), max_documents_(max_documents) {}
+
+ndjson_documents::~ndjson_documents() = default;
+
+bool ndjson_documents::feed(std::string_view bytes) {
+  while (ok_ && !bytes.empty()) {
+    auto nl = bytes.find('\n');
+    if (nl == std::string_view::npos) {
+      partial_.append(bytes);
+      break;
+    }
+    if (partial_.empty()) {
+      line(bytes.substr(0, nl));
+    } else {
+      partial_.append(bytes.substr(0, nl));
+      line(partial_);
+      partial_.clear();
+    }
+    bytes.remove_prefix(nl + 1);
+  }
+  return ok_;
+}
+
+bool ndjson_documents::finish() {
+  if (ok_ && !partial_.empty()) {
+    std::string last;
+    last.swap(partial_);
+    line(last);
+  }
+  return ok_;
+}
+
+bool ndjson_documents::line(std::string_view text) {
+  ++line_no_;
+  if (text.find_first_not_of(" \t\r") == std::string_view::npos)
+    return true;
+  auto where = "line " + std::to_string(line_no_);
+  auto fail = [&](request_error e) {
+    ok_ = false;
+    error_ = std::move(e);
+    return false;
+  };
+  if (!is_valid_utf8(text))
+    return fail(make_request_error("invalid_request", where + ": invalid UTF-8"));
+  simdjson::dom::element el;
+  if (impl_->parser.parse(simdjson::padded_string{text}).get(el) != simdjson::SUCCESS)
+    return fail(make_request_error("invalid_request", where + ": not valid JSON"));
+  auto doc = parse_document(el, where);
+  if (!doc.ok)
+    return fail(std::move(doc.error));
+  if (docs_.size() == max_documents_)
+    return fail(make_request_error("invalid_request", "more than " + std::to_string(max_documents_)
+                                                          + " documents in one request"));
+  docs_.push_back(std::move(doc.value));
+  return true;
+}
+
 api_parse<std::vector<document>> parse_documents_body(std::string_view body, bool ndjson,
                                                       size_t max_documents) {
   using result_t = api_parse<std::vector<document>>;
@@ -78,26 +140,10 @@ api_parse<std::vector<document>> parse_documents_body(std::string_view body, boo
     return bad("more than " + std::to_string(max_documents) + " documents in one request");
   };
   if (ndjson) {
-    size_t line_no = 0;
-    size_t pos = 0;
-    while (pos < body.size()) {
-      auto nl = body.find('\n', pos);
-      auto line = body.substr(pos, nl == std::string_view::npos ? body.size() - pos : nl - pos);
-      pos = nl == std::string_view::npos ? body.size() : nl + 1;
-      ++line_no;
-      if (line.find_first_not_of(" \t\r") == std::string_view::npos)
-        continue;
-      simdjson::dom::element el;
-      auto where = "line " + std::to_string(line_no);
-      if (parser.parse(simdjson::padded_string{line}).get(el) != simdjson::SUCCESS)
-        return bad(where + ": not valid JSON");
-      auto doc = parse_document(el, where);
-      if (!doc.ok)
-        return failed<std::vector<document>>(std::move(doc.error));
-      if (out.value.size() == max_documents)
-        return too_many();
-      out.value.push_back(std::move(doc.value));
-    }
+    ndjson_documents nd{max_documents};
+    if (!nd.feed(body) || !nd.finish())
+      return failed<std::vector<document>>(nd.error());
+    out.value = std::move(nd.documents());
   } else {
     simdjson::dom::element root;
     if (parser.parse(simdjson::padded_string{body}).get(root) != simdjson::SUCCESS)

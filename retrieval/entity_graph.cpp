@@ -289,7 +289,9 @@ kb_graph_rows entity_graph::rows(std::string kb, const std::vector<chunk>& chunk
       h = (h ^ c) * 1099511628211ull;
     h = (h ^ 0xff) * 1099511628211ull;
   };
-  auto chunk_id = [&](uint32_t c) { return c < chunks.size() ? chunks[c].chunk_id : std::string{}; };
+  auto chunk_id = [&](uint32_t c) {
+    return c < chunks.size() ? chunks[c].chunk_id : std::string{};
+  };
   for (auto& e : entities_) {
     graph_entity_row r;
     r.id = "e:" + e.key;

@@ -41,8 +41,8 @@ void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap) 
           [=](bool written) {
             if (written) {
               ++self->state.graphs_written;
-              spdlog::info("knowledge base \"{}\": entity graph stored ({} entities, {} links)",
-                           kb, snap->graph.entity_count(), snap->graph.relation_count());
+              spdlog::info("knowledge base \"{}\": entity graph stored ({} entities, {} links)", kb,
+                           snap->graph.entity_count(), snap->graph.relation_count());
             }
           },
           [=](caf::error& err) {

@@ -1,8 +1,9 @@
 #include "actors/memory/summarizer.hpp"
 
 #include <cctype>
-#include <optional>
+#include <map>
 #include <set>
+#include <vector>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
@@ -21,24 +22,30 @@ struct summarizer_state {
   llm_actor llm;
   summarizer_settings settings;
   std::set<std::string> running;  // conversations with a run under way
-  std::set<std::string> again;    // triggered while running: check once more
+  // Triggers that came during a run: answered by one more check after it.
+  std::map<std::string, std::vector<caf::typed_response_promise<std::string>>> waiting;
   uint64_t triggers = 0, not_due = 0, written = 0, conflicts = 0, failed = 0, busy = 0,
            extractive = 0, full_runs = 0, merges = 0;
 };
 
 using self_ptr = summarizer_actor::stateful_pointer<summarizer_state>;
-using promise_t = std::optional<caf::typed_response_promise<std::string>>;
+// The triggers a run answers (none for a re-check nobody waits for).
+using promise_t = std::vector<caf::typed_response_promise<std::string>>;
 
 void run(self_ptr self, std::string conv, promise_t rp);
 
-// Ends a run: answers its trigger and re-runs once if triggered meanwhile.
+// Ends a run: answers its triggers, then checks once more for the triggers
+// that came meanwhile (their turns may have made a refresh due).
 void finish(self_ptr self, const std::string& conv, promise_t& rp, std::string outcome) {
   auto& st = self->state;
   st.running.erase(conv);
-  if (rp)
-    rp->deliver(std::move(outcome));
-  if (st.again.erase(conv))
-    run(self, conv, std::nullopt);
+  for (auto& p : rp)
+    p.deliver(outcome);
+  if (auto i = st.waiting.find(conv); i != st.waiting.end()) {
+    auto next = std::move(i->second);
+    st.waiting.erase(i);
+    run(self, conv, std::move(next));
+  }
 }
 
 void store_summary(self_ptr self, std::string conv, promise_t rp, summary_record loaded,
@@ -128,10 +135,9 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
 void run(self_ptr self, std::string conv, promise_t rp) {
   auto& st = self->state;
   if (st.running.contains(conv)) {
-    st.again.insert(conv);
     ++st.busy;
-    if (rp)
-      rp->deliver(std::string{"busy"});
+    auto& w = st.waiting[conv];
+    w.insert(w.end(), rp.begin(), rp.end());
     return;
   }
   st.running.insert(conv);
@@ -176,7 +182,7 @@ summarizer_actor spawn_summarizer(caf::actor_system& sys, store_actor store, llm
           if (!st.settings.enabled)
             return std::string{"none"};
           auto rp = self->make_response_promise<std::string>();
-          run(self, std::move(conv), rp);
+          run(self, std::move(conv), promise_t{rp});
           return rp;
         },
         [=](atom::status) -> std::string {

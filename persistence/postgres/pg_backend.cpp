@@ -550,10 +550,10 @@ std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_
 summary_record pg_backend::load_summary(const std::string& conversation_id) {
   summary_record s;
   s.conversation_id = conversation_id;
-  auto row = run(
-      "SELECT summary, covered_seq, version, incremental_updates, updated_at "
-      "FROM conversation_summaries WHERE conversation_id = $1",
-      {conversation_id});
+  auto row =
+      run("SELECT summary, covered_seq, version, incremental_updates, updated_at "
+          "FROM conversation_summaries WHERE conversation_id = $1",
+          {conversation_id});
   if (row.rows()) {
     s.summary = row.text(0, 0);
     s.covered_seq = std::stoll(row.text(0, 1));
@@ -573,8 +573,10 @@ bool pg_backend::save_summary(const summary_record& s, int64_t expected_version,
   auto covered = std::to_string(s.covered_seq);
   auto updates = std::to_string(s.incremental_updates);
   if (expected_version == 0)
-    return run("INSERT INTO conversation_summaries (conversation_id, summary, covered_seq, version, "
-               "incremental_updates, updated_at) SELECT $1::text, $2::text, $3::bigint, 1, $4::int, "
+    return run("INSERT INTO conversation_summaries (conversation_id, summary, covered_seq, "
+               "version, "
+               "incremental_updates, updated_at) SELECT $1::text, $2::text, $3::bigint, 1, "
+               "$4::int, "
                "$5::bigint WHERE EXISTS (SELECT 1 FROM messages WHERE conversation_id = $1::text "
                "AND seq = $3::bigint) "
                "ON CONFLICT (conversation_id) DO NOTHING",
@@ -636,8 +638,8 @@ bool pg_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
       "VALUES",
       g.relations, 7,
       [&](const graph_relation_row& r, std::vector<param>& p) {
-        p.insert(p.end(), {g.kb, r.id, r.source, r.target, r.kind, std::to_string(r.weight),
-                           r.chunk_id});
+        p.insert(p.end(),
+                 {g.kb, r.id, r.source, r.target, r.kind, std::to_string(r.weight), r.chunk_id});
       },
       exec);
   run("INSERT INTO kb_graph_state (kb, signature, entities, relations, updated_at) "
@@ -650,10 +652,10 @@ bool pg_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
 }
 
 std::pair<int64_t, int64_t> pg_backend::graph_size(const std::string& kb) {
-  auto r = run(
-      "SELECT (SELECT COUNT(*) FROM entities WHERE kb = $1), "
-      "(SELECT COUNT(*) FROM relations WHERE kb = $1)",
-      {kb});
+  auto r =
+      run("SELECT (SELECT COUNT(*) FROM entities WHERE kb = $1), "
+          "(SELECT COUNT(*) FROM relations WHERE kb = $1)",
+          {kb});
   return {std::stoll(r.text(0, 0)), std::stoll(r.text(0, 1))};
 }
 

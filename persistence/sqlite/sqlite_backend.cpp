@@ -559,8 +559,7 @@ summary_record sqlite_backend::load_summary(const std::string& conversation_id) 
   return s;
 }
 
-bool sqlite_backend::save_summary(const summary_record& s, int64_t expected_version,
-                                  int64_t now) {
+bool sqlite_backend::save_summary(const summary_record& s, int64_t expected_version, int64_t now) {
   if (expected_version == 0) {
     prepare(
         "INSERT INTO conversation_summaries (conversation_id, summary, covered_seq, version, "

@@ -3,8 +3,11 @@
 // replace-by-id semantics, hit testing via /search, and that a KB created
 // and filled through the API is immediately usable by chat turns and
 // survives a restart. Bad input is a clear 4xx and changes nothing.
+#include <cstdio>
+
 #include <gtest/gtest.h>
 
+#include "tests/support/http_client.hpp"
 #include "tests/support/server_fixture.hpp"
 
 namespace ragtor::test {
@@ -65,15 +68,15 @@ TEST_F(kb_api_test, create_ingest_search_and_chat) {
     return db().scalar("SELECT COUNT(*) FROM entities WHERE kb = 'harbour' AND name = '" + name
                        + "'");
   };
-  EXPECT_TRUE(poll_until([&] { return entity_count("Odile Varga") == 1
-                                      && entity_count("Port Quellin") == 0; }))
-      << "the second ingest's graph is stored; the replaced text's names are gone";
+  EXPECT_TRUE(poll_until([&] {
+    return entity_count("Odile Varga") == 1 && entity_count("Port Quellin") == 0;
+  })) << "the second ingest's graph is stored; the replaced text's names are gone";
   EXPECT_GT(db().scalar("SELECT COUNT(*) FROM relations WHERE kb = 'harbour' AND chunk_id LIKE "
                         "'ships#%'"),
             0);
-  EXPECT_TRUE(poll_until(
-      [&] { return db().scalar("SELECT COUNT(*) FROM entities WHERE kb = 'test'") > 0; }))
-      << "KBs present at start are stored too";
+  EXPECT_TRUE(poll_until([&] {
+    return db().scalar("SELECT COUNT(*) FROM entities WHERE kb = 'test'") > 0;
+  })) << "KBs present at start are stored too";
 
   auto info = call("GET", "/api/v1/kbs/harbour", "", 200);
   EXPECT_EQ(info.integer("/documents"), 2);
@@ -152,6 +155,73 @@ TEST_F(kb_api_test, bad_requests_are_refused_and_change_nothing) {
   EXPECT_EQ(call("POST", "/api/v1/kbs/harbour/search", R"({"query":"x","agent_type":"nope"})", 400)
                 .str("/error/field"),
             "agent_type");
+}
+
+// A body of `n` NDJSON documents (about 1 KB each); line `bad_line` (if
+// any) is not JSON.
+std::string ndjson_documents_body(int n, int bad_line = 0) {
+  std::string body;
+  for (int i = 1; i <= n; ++i) {
+    if (i == bad_line) {
+      body += "{\"id\": oops}\n";
+      continue;
+    }
+    body += "{\"id\":\"d" + std::to_string(i) + "\",\"text\":\"Document " + std::to_string(i)
+            + " is about lighthouse number " + std::to_string(i) + ". " + std::string(900, 'x')
+            + "\"}\n";
+  }
+  return body;
+}
+
+// POSTs `body` to the KB's documents with chunked transfer encoding in
+// pieces of 100,000 bytes (the way a streaming client sends a large file).
+http_response post_chunked(uint16_t port, const std::string& kb, const std::string& body) {
+  std::string raw = "POST /api/v1/kbs/" + kb +
+                    "/documents HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-ndjson\r\n"
+                    "Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n";
+  raw.reserve(body.size() + body.size() / 1000 + 100);
+  for (size_t pos = 0; pos < body.size(); pos += 100000) {
+    auto piece = body.substr(pos, 100000);
+    char size[32];
+    std::snprintf(size, sizeof size, "%zx\r\n", piece.size());
+    raw += size + piece + "\r\n";
+  }
+  raw += "0\r\n\r\n";
+  return request_raw(port, raw);
+}
+
+// Default limits (server.max_ingest_bytes 64 MiB).
+class kb_ingest_stream_test : public ragtor_server_test {
+protected:
+  json call(std::string_view method, const std::string& path, const std::string& body,
+            int expected_status) {
+    auto res = request(port(), method, path, body);
+    EXPECT_EQ(res.status, expected_status) << method << " " << path << ": " << res.body;
+    return json::parse(res.body.empty() ? "{}" : res.body);
+  }
+};
+
+TEST_F(kb_ingest_stream_test, large_ndjson_bodies_are_parsed_as_they_stream_in) {
+  call("POST", "/api/v1/kbs", R"({"name":"big"})", 201);
+  auto body = ndjson_documents_body(3000);
+  ASSERT_GT(body.size(), 2'500'000u);
+  auto res = post_chunked(port(), "big", body);
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto report = json::parse(res.body);
+  EXPECT_EQ(report.integer("/documents_added"), 3000);
+  EXPECT_EQ(call("GET", "/api/v1/kbs/big", "", 200).integer("/documents"), 3000);
+  auto hits = call("POST", "/api/v1/kbs/big/search",
+                   R"({"query":"lighthouse number 2718","top_k":1})", 200);
+  ASSERT_EQ(hits.items("/retrieval_results").size(), 1u);
+  EXPECT_EQ(hits.items("/retrieval_results")[0].str("/metadata/doc_id"), "d2718");
+
+  // A bad line deep in a large body: refused naming the line, nothing
+  // ingested, and the server stays healthy.
+  auto bad = post_chunked(port(), "big", ndjson_documents_body(3500, 2500));
+  EXPECT_EQ(bad.status, 400) << bad.body;
+  EXPECT_NE(bad.body.find("line 2500"), std::string::npos) << bad.body;
+  EXPECT_EQ(call("GET", "/api/v1/kbs/big", "", 200).integer("/documents"), 3000);
+  EXPECT_TRUE(healthy());
 }
 
 }  // namespace
