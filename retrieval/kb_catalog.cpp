@@ -109,7 +109,12 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
         std::vector<float> rows;
         if (r.get(dims) && r.get_array(rows) && r.at_end() && dims > 0
             && rows.size() == dims * snap->chunks.size()) {
-          snap->vectors = vector_index::build(std::move(rows), dims, opts.vectors);
+          // Above vector_exact_below the HNSW graph is kept too, so a
+          // restart neither re-embeds nor rebuilds it.
+          auto graph = read_snapshot(index_dir / "hnsw.bin", signature);
+          snap->vectors =
+              vector_index::build(std::move(rows), dims, opts.vectors,
+                                  graph ? std::string_view{*graph} : std::string_view{});
           snap->embed = opts.embed;
           have_vectors = true;
         }
@@ -145,6 +150,9 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
                    snap->name, std::get<std::string>(vecs));
     }
   }
+  if (!index_dir.empty() && snap->vectors.uses_hnsw() && !snap->vectors.graph_loaded())
+    if (auto bytes = snap->vectors.graph_bytes(); !bytes.empty())
+      write_snapshot(index_dir / "hnsw.bin", signature, bytes);
   snap->graph = entity_graph::build(snap->chunks, opts.graph);
   snap->build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -1,6 +1,13 @@
 #include "retrieval/vector_index.hpp"
 
 #include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <stdexcept>
+
+#include <unistd.h>
 
 #include <hnswlib/hnswlib.h>
 
@@ -30,7 +37,22 @@ struct vector_index::hnsw {
   size_t ef;
   hnsw(size_t dims, size_t n, const vector_index_options& o)
       : space(dims), graph(&space, n, o.hnsw_m, o.ef_construction, 42), ef(o.ef_search) {}
+  // A graph saved with saveIndex(). Loaded in the constructor: when that
+  // throws (a corrupt file) no half-loaded graph is ever destroyed.
+  hnsw(size_t dims, const std::string& file, const vector_index_options& o)
+      : space(dims), graph(&space, file), ef(o.ef_search) {}
 };
+
+namespace {
+
+// hnswlib saves and loads through files only: a private scratch file.
+std::filesystem::path scratch_file() {
+  static std::atomic<uint64_t> counter{0};
+  return std::filesystem::temp_directory_path()
+         / ("ragtor-hnsw-" + std::to_string(::getpid()) + "-" + std::to_string(counter++));
+}
+
+}  // namespace
 
 vector_index::vector_index() = default;
 vector_index::~vector_index() = default;
@@ -49,6 +71,55 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
       idx.hnsw_->graph.addPoint(idx.rows_.data() + i * dims, i);
   }
   return idx;
+}
+
+vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_index_options opts,
+                                 std::string_view saved_graph) {
+  auto n = dims ? rows.size() / dims : 0;
+  if (saved_graph.empty() || n < opts.exact_below || n == 0)
+    return build(std::move(rows), dims, opts);
+  vector_index idx;
+  idx.dims_ = dims;
+  idx.rows_ = std::move(rows);
+  auto file = scratch_file();
+  try {
+    {
+      std::ofstream out{file, std::ios::binary};
+      out.write(saved_graph.data(), static_cast<std::streamsize>(saved_graph.size()));
+      if (!out)
+        throw std::runtime_error("cannot write " + file.string());
+    }
+    auto h = std::make_unique<hnsw>(dims, file.string(), opts);
+    if (h->graph.cur_element_count != n)
+      throw std::runtime_error("the saved graph has another size");
+    h->graph.setEf(opts.ef_search);
+    idx.hnsw_ = std::move(h);
+    idx.graph_loaded_ = true;
+  } catch (const std::exception&) {
+    idx.hnsw_.reset();
+  }
+  std::error_code ignored;
+  std::filesystem::remove(file, ignored);
+  if (!idx.hnsw_)
+    return build(std::move(idx.rows_), dims, opts);
+  return idx;
+}
+
+std::string vector_index::graph_bytes() const {
+  if (!hnsw_)
+    return {};
+  auto file = scratch_file();
+  std::string bytes;
+  try {
+    hnsw_->graph.saveIndex(file.string());
+    std::ifstream in{file, std::ios::binary};
+    bytes.assign(std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{});
+  } catch (const std::exception&) {
+    bytes.clear();
+  }
+  std::error_code ignored;
+  std::filesystem::remove(file, ignored);
+  return bytes;
 }
 
 std::vector<vector_index::hit> vector_index::search(std::span<const float> query, size_t k) const {

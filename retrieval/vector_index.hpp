@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <memory>
 #include <span>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -30,6 +32,14 @@ public:
 
   // `rows`: n vectors of `dims` floats, L2-normalised.
   static vector_index build(std::vector<float> rows, size_t dims, vector_index_options opts = {});
+  // The same, reusing `saved_graph` (graph_bytes() of an index over the
+  // same rows and options) instead of building the HNSW graph again; a
+  // graph that does not fit is ignored and built anew.
+  static vector_index build(std::vector<float> rows, size_t dims, vector_index_options opts,
+                            std::string_view saved_graph);
+  // The HNSW graph serialised ("" for an exact index).
+  std::string graph_bytes() const;
+  bool graph_loaded() const { return graph_loaded_; }
 
   // The k most similar rows, best first (ties: smaller row first).
   std::vector<hit> search(std::span<const float> query, size_t k) const;
@@ -44,6 +54,7 @@ private:
   std::vector<float> rows_;
   size_t dims_ = 0;
   std::unique_ptr<hnsw> hnsw_;
+  bool graph_loaded_ = false;
 };
 
 }  // namespace ragtor

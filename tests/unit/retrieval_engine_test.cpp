@@ -130,6 +130,32 @@ TEST(vector_index, exact_equals_brute_force_and_hnsw_recall_is_high) {
   EXPECT_TRUE(exact.search({queries.data(), dims - 1}, 5).empty()) << "wrong dimension";
 }
 
+TEST(vector_index, a_saved_hnsw_graph_loads_and_answers_identically) {
+  constexpr size_t n = 2000, dims = 16;
+  auto rows = random_rows(n, dims, 3);
+  vector_index_options o;
+  o.exact_below = 100;
+  auto built = vector_index::build(rows, dims, o);
+  ASSERT_TRUE(built.uses_hnsw());
+  EXPECT_FALSE(built.graph_loaded());
+  auto bytes = built.graph_bytes();
+  ASSERT_FALSE(bytes.empty());
+  auto loaded = vector_index::build(rows, dims, o, bytes);
+  EXPECT_TRUE(loaded.uses_hnsw());
+  EXPECT_TRUE(loaded.graph_loaded());
+  auto queries = random_rows(20, dims, 4);
+  for (size_t q = 0; q < 20; ++q) {
+    std::span<const float> query{queries.data() + q * dims, dims};
+    EXPECT_EQ(built.search(query, 10), loaded.search(query, 10)) << "query " << q;
+  }
+  // A graph of other rows, or garbage, is not used: the graph is rebuilt.
+  auto fewer = std::vector<float>(rows.begin(), rows.begin() + 1000 * dims);
+  EXPECT_FALSE(vector_index::build(fewer, dims, o, bytes).graph_loaded());
+  EXPECT_TRUE(vector_index::build(fewer, dims, o, bytes).uses_hnsw());
+  EXPECT_FALSE(vector_index::build(rows, dims, o, "not a graph").graph_loaded());
+  EXPECT_EQ(vector_index::build(rows, dims).graph_bytes(), "") << "exact: no graph";
+}
+
 TEST(query_expansion, rm3_weights_and_coverage) {
   std::vector<std::pair<std::string, double>> fb{
       {"kettle temperature for green tea sencha", 3.0},
@@ -293,6 +319,24 @@ TEST(index_snapshots, reused_when_unchanged_rebuilt_when_changed_or_corrupt) {
   auto fixed = kb_catalog::build_snapshot("kb", docs, opts);
   EXPECT_FALSE(fixed->loaded_from_snapshot);
   EXPECT_TRUE(kb_catalog::build_snapshot("kb", docs, opts)->loaded_from_snapshot);
+}
+
+TEST(index_snapshots, the_hnsw_graph_is_kept_above_vector_exact_below) {
+  snapshot_dir dir;
+  kb_build_options opts;
+  opts.snapshot_dir = dir.path;
+  opts.vectors.exact_below = 2;  // the fixture KB is small
+  auto docs = fixture_docs();
+  auto first = kb_catalog::build_snapshot("kb", docs, opts);
+  ASSERT_TRUE(first->vectors.uses_hnsw());
+  EXPECT_FALSE(first->vectors.graph_loaded());
+  ASSERT_TRUE(std::filesystem::exists(dir.path / "kbs" / "kb" / "index" / "hnsw.bin"));
+  auto second = kb_catalog::build_snapshot("kb", docs, opts);
+  EXPECT_TRUE(second->loaded_from_snapshot);
+  EXPECT_TRUE(second->vectors.graph_loaded()) << "not rebuilt at load";
+  auto a = run_agent(*first, "naive_rag_agent", "Marigold saffron captain", 4);
+  auto b = run_agent(*second, "naive_rag_agent", "Marigold saffron captain", 4);
+  EXPECT_EQ(a.chunk_ids, b.chunk_ids);
 }
 
 TEST(index_snapshots, bm25_round_trip_and_truncation) {
