@@ -48,24 +48,56 @@ private:
 
 }  // namespace
 
+namespace {
+
+std::vector<std::pair<std::string, uint32_t>> counts_of(const chunk& c, uint64_t& length) {
+  auto terms = tokenize(c.title + "\n" + c.text);
+  length = terms.size();
+  std::map<std::string, uint32_t> tf;
+  for (auto& t : terms)
+    ++tf[t];
+  return {tf.begin(), tf.end()};
+}
+
+}  // namespace
+
 bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p) {
-  bm25_index idx;
-  idx.params_ = p;
-  idx.doc_len_.reserve(chunks.size());
-  uint64_t total = 0;
-  for (uint32_t d = 0; d < chunks.size(); ++d) {
-    auto terms = tokenize(chunks[d].title + "\n" + chunks[d].text);
-    std::map<std::string, uint32_t> tf;
-    for (auto& t : terms)
-      ++tf[t];
-    for (auto& [term, n] : tf) {
-      auto& pl = idx.postings_[term];
-      pl.docs.push_back(d);
-      pl.tfs.push_back(n);
-    }
-    idx.doc_len_.push_back(static_cast<uint32_t>(terms.size()));
-    total += terms.size();
+  return build(chunks, p, bm25_index{}, std::vector<int64_t>(chunks.size(), -1));
+}
+
+bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const bm25_index& previous,
+                             const std::vector<int64_t>& previous_row) {
+  // The previous index turned around: its rows' terms, from the postings
+  // (much cheaper than tokenizing the text again).
+  std::vector<term_counts> forward;
+  bool reuse = std::any_of(previous_row.begin(), previous_row.end(),
+                           [&](int64_t r) { return r >= 0 && size_t(r) < previous.size(); });
+  if (reuse) {
+    forward.resize(previous.size());
+    for (auto& [term, pl] : previous.postings_)
+      for (size_t i = 0; i < pl.docs.size(); ++i)
+        forward[pl.docs[i]].emplace_back(term, pl.tfs[i]);
+    for (auto& row : forward)
+      std::sort(row.begin(), row.end());
   }
+  std::vector<term_counts> rows(chunks.size());
+  std::vector<uint32_t> lengths(chunks.size());
+  for (size_t d = 0; d < chunks.size(); ++d) {
+    auto r = d < previous_row.size() ? previous_row[d] : -1;
+    if (reuse && r >= 0 && size_t(r) < forward.size()) {
+      rows[d] = forward[size_t(r)];
+      lengths[d] = previous.doc_len_[size_t(r)];
+    } else {
+      uint64_t len = 0;
+      rows[d] = counts_of(chunks[d], len);
+      lengths[d] = static_cast<uint32_t>(len);
+    }
+  }
+  auto idx = from_counts(std::move(rows), p);
+  idx.doc_len_ = std::move(lengths);
+  uint64_t total = 0;
+  for (auto l : idx.doc_len_)
+    total += l;
   idx.avg_len_ = chunks.empty() ? 1.0 : std::max(1.0, double(total) / double(chunks.size()));
   double n = static_cast<double>(chunks.size());
   for (auto& [term, pl] : idx.postings_) {
@@ -76,6 +108,19 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p) {
       ub = std::max(ub, idx.term_score(pl, i, 1.0));
     pl.upper_bound = ub;
   }
+  return idx;
+}
+
+// Postings from per-row term counts (rows in order: postings ascending).
+bm25_index bm25_index::from_counts(std::vector<term_counts> rows, params p) {
+  bm25_index idx;
+  idx.params_ = p;
+  for (uint32_t d = 0; d < rows.size(); ++d)
+    for (auto& [term, n] : rows[d]) {
+      auto& pl = idx.postings_[term];
+      pl.docs.push_back(d);
+      pl.tfs.push_back(n);
+    }
   return idx;
 }
 

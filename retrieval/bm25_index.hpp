@@ -33,6 +33,11 @@ public:
   // repeated in each chunk of a document so a title match finds them all.
   // idf = ln(1 + (N - df + 0.5) / (df + 0.5)), never negative.
   static bm25_index build(const std::vector<chunk>& chunks, params p = {});
+  // Incremental: chunk i with previous_row[i] >= 0 has the same text as
+  // that row of `previous` and takes its terms from there; only the others
+  // are tokenized. Equal to build(chunks, p).
+  static bm25_index build(const std::vector<chunk>& chunks, params p, const bm25_index& previous,
+                          const std::vector<int64_t>& previous_row);
 
   // The k best chunks for `query` (chunk index, score), best first, ties
   // by smaller index; only chunks sharing a term with the query.
@@ -74,6 +79,8 @@ private:
   std::vector<query_term> weighted_query_terms(const std::map<std::string, double>& counts) const;
   std::vector<hit> search_terms(std::vector<query_term> terms, size_t k) const;
   double term_score(const posting_list& pl, size_t pos, double weight) const;
+  using term_counts = std::vector<std::pair<std::string, uint32_t>>;  // sorted by term
+  static bm25_index from_counts(std::vector<term_counts> rows, params p);
 
   params params_;
   std::unordered_map<std::string, posting_list> postings_;

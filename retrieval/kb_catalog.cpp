@@ -83,7 +83,8 @@ std::vector<retrieval_item> kb_snapshot::search(std::string_view query, size_t k
 
 std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settings,
                                                               const std::vector<document>& docs,
-                                                              const kb_build_options& opts) {
+                                                              const kb_build_options& opts,
+                                                              const kb_snapshot* previous) {
   auto snap = std::make_shared<kb_snapshot>();
   snap->name = settings.name;
   snap->settings = std::move(settings);
@@ -121,22 +122,53 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
       }
   }
   snap->loaded_from_snapshot = !index_dir.empty() && have_bm25 && have_vectors;
+  // Chunks the previous snapshot already indexed (same title and text).
+  auto text_of = [](const chunk& c) { return c.title + "\n" + c.text; };
+  std::unordered_map<std::string, size_t> known;
+  if (previous && (!have_bm25 || !have_vectors))
+    for (size_t i = 0; i < previous->chunks.size(); ++i)
+      known.emplace(text_of(previous->chunks[i]), i);
   if (!have_bm25) {
-    snap->index = bm25_index::build(snap->chunks, opts.bm25);
+    std::vector<int64_t> previous_row(snap->chunks.size(), -1);
+    if (previous && previous->index.size() == previous->chunks.size())
+      for (size_t i = 0; i < snap->chunks.size(); ++i)
+        if (auto k = known.find(text_of(snap->chunks[i])); k != known.end())
+          previous_row[i] = static_cast<int64_t>(k->second);
+    snap->index = previous
+                      ? bm25_index::build(snap->chunks, opts.bm25, previous->index, previous_row)
+                      : bm25_index::build(snap->chunks, opts.bm25);
     if (!index_dir.empty())
       write_snapshot(index_dir / "bm25.bin", signature, snap->index.serialize());
   }
   if (!have_vectors && !snap->chunks.empty()) {
+    // Vectors the previous snapshot computed with the same embedder.
+    if (!previous || previous->embed != opts.embed || previous->vectors.dims() != opts.embed->dims()
+        || previous->vectors.size() != previous->chunks.size())
+      known.clear();
     std::vector<std::string> texts;
-    texts.reserve(snap->chunks.size());
-    for (auto& c : snap->chunks)
-      texts.push_back(c.title + "\n" + c.text);
-    auto vecs = opts.embed->embed(texts);
+    std::vector<size_t> missing;  // chunk rows to embed
+    for (size_t i = 0; i < snap->chunks.size(); ++i)
+      if (!known.contains(text_of(snap->chunks[i]))) {
+        texts.push_back(text_of(snap->chunks[i]));
+        missing.push_back(i);
+      }
+    auto vecs = texts.empty() ? std::variant<embedding_batch, std::string>{embedding_batch{}}
+                              : opts.embed->embed(texts);
     if (auto* rows = std::get_if<embedding_batch>(&vecs)) {
-      std::vector<float> flat;
-      flat.reserve(rows->size() * opts.embed->dims());
-      for (auto& r : *rows)
-        flat.insert(flat.end(), r.begin(), r.end());
+      auto dims = opts.embed->dims();
+      std::vector<float> flat(snap->chunks.size() * dims);
+      size_t next = 0;
+      for (size_t i = 0; i < snap->chunks.size(); ++i) {
+        std::span<const float> v;
+        if (next < missing.size() && missing[next] == i)
+          v = (*rows)[next++];
+        else
+          v = previous->vectors.row(known.at(text_of(snap->chunks[i])));
+        std::copy(v.begin(), v.end(), flat.begin() + static_cast<std::ptrdiff_t>(i * dims));
+      }
+      if (!known.empty())
+        spdlog::debug("knowledge base \"{}\": embedded {} of {} chunks", snap->name, missing.size(),
+                      snap->chunks.size());
       if (!index_dir.empty()) {
         binary::writer w;
         w.put<uint64_t>(opts.embed->dims());

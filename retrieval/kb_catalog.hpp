@@ -63,9 +63,13 @@ public:
 
   // Chunks and indexes `docs` (in order) into a snapshot named `name`;
   // building happens outside the lock, put() is the atomic swap.
+  // With `previous` (the KB's current snapshot), chunks whose text it
+  // already embedded reuse those vectors: an ingest embeds only new or
+  // changed chunks (what costs with a remote embedding model).
   static std::shared_ptr<const kb_snapshot> build_snapshot(kb_settings settings,
                                                            const std::vector<document>& docs,
-                                                           const kb_build_options& opts);
+                                                           const kb_build_options& opts,
+                                                           const kb_snapshot* previous = nullptr);
   // The same with default settings named `name`.
   static std::shared_ptr<const kb_snapshot> build_snapshot(std::string name,
                                                            const std::vector<document>& docs,

@@ -45,6 +45,8 @@ public:
   std::vector<hit> search(std::span<const float> query, size_t k) const;
 
   size_t size() const { return dims_ ? rows_.size() / dims_ : 0; }
+  // Row `i`'s vector.
+  std::span<const float> row(size_t i) const { return {rows_.data() + i * dims_, dims_}; }
   size_t dims() const { return dims_; }
   bool uses_hnsw() const { return hnsw_ != nullptr; }
   size_t memory_bytes() const;

@@ -98,7 +98,8 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           auto stored = load_kb_documents(st.data_dir, kb);
           if (!stored)
             return std::move(stored.error());
-          auto snap = kb_catalog::build_snapshot(current->settings, *stored, st.opts);
+          auto snap =
+              kb_catalog::build_snapshot(current->settings, *stored, st.opts, current.get());
           st.catalog->put(snap);
           store_graph(self, snap);
           st.last_build_ms =

@@ -44,6 +44,27 @@ TEST_F(remote_embedder_test, documents_and_queries_are_embedded_by_the_model) {
             std::string::npos)
       << hits.dump();
   EXPECT_EQ(fake_.stat("embedding_requests"), before + 1) << "the query was embedded";
+
+  // Two more documents: only their 2 chunks are embedded (1 request in
+  // batches of 2; re-embedding all 3 would take 2), then one more: 1
+  // request for its chunk (all 4 would take 2).
+  ASSERT_EQ(request(port(), "POST", "/api/v1/kbs/harbour/documents",
+                    R"({"documents":[{"id":"tea","text":"Quellin tea is brewed with salt."},)"
+                    R"({"id":"bells","text":"The harbour bell rings at noon."}]})")
+                .status,
+            200);
+  auto after_three = fake_.stat("embedding_requests");
+  EXPECT_EQ(after_three, before + 2) << "the query, then 1 request for the 2 new chunks";
+  ASSERT_EQ(request(port(), "POST", "/api/v1/kbs/harbour/documents",
+                    R"({"documents":[{"id":"gulls","text":"Gulls nest on the north pier."}]})")
+                .status,
+            200);
+  EXPECT_EQ(fake_.stat("embedding_requests"), after_three + 1)
+      << "one new chunk, one request (4 chunks re-embedded would take 2)";
+  auto gulls = request(port(), "POST", "/api/v1/kbs/harbour/search",
+                       R"({"query":"north pier gulls","agent_type":"naive_rag_agent","top_k":1})");
+  EXPECT_EQ(json::parse(gulls.body).items("/retrieval_results")[0].str("/metadata/doc_id"),
+            "gulls");
   EXPECT_TRUE(stop_server().clean());
   // A restart reuses the stored vectors instead of re-embedding every
   // chunk (at most one request: the model's dimension probe).

@@ -72,7 +72,8 @@ protected:
     extractive_llm_settings ls;
     ls.pace = 10ms;  // tokens arrive on the manual clock
     auto llm = spawn_extractive_llm(sys, ls);
-    sessions = spawn_session_manager(sys, session_deps{router, pool, llm, store}, {});
+    sessions =
+        spawn_session_manager(sys, session_deps{router, pool, llm, store, summarizer_actor{}}, {});
     actors = {caf::actor_cast<caf::actor>(router), caf::actor_cast<caf::actor>(pool),
               caf::actor_cast<caf::actor>(llm), caf::actor_cast<caf::actor>(sessions),
               caf::actor_cast<caf::actor>(store)};

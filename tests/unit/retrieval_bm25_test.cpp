@@ -1,6 +1,8 @@
 // BM25: scores against the formula worked by hand, and the MaxScore top-k
 // against exhaustive scoring on random corpora.
+#include <algorithm>
 #include <cmath>
+#include <numeric>
 #include <random>
 #include <string>
 #include <vector>
@@ -131,4 +133,51 @@ TEST(bm25, maxscore_top_k_equals_exhaustive_scoring) {
     }
   }
   EXPECT_GT(pruned_queries, 0u);
+}
+
+TEST(bm25, an_incremental_build_equals_a_full_build) {
+  std::mt19937 rng{7};
+  std::vector<std::string> vocab;
+  for (int i = 0; i < 60; ++i)
+    vocab.push_back("w" + std::to_string(i) + "x");
+  std::uniform_int_distribution<size_t> word{0, vocab.size() - 1};
+  auto text = [&] {
+    std::string t;
+    for (int i = 0; i < 12; ++i)
+      t += vocab[word(rng)] + " ";
+    return t;
+  };
+  std::vector<chunk> old_chunks;
+  for (uint32_t d = 0; d < 200; ++d)
+    old_chunks.push_back(make_chunk(d, text()));
+  auto previous = bm25_index::build(old_chunks);
+  // The next version: some chunks dropped, the rest shuffled, new ones
+  // added; previous_row says which old row each chunk's text was.
+  std::vector<chunk> chunks;
+  std::vector<int64_t> previous_row;
+  for (uint32_t d = 0; d < 200; d += 2) {
+    chunks.push_back(old_chunks[d]);
+    previous_row.push_back(d);
+  }
+  for (uint32_t d = 0; d < 50; ++d) {
+    chunks.push_back(make_chunk(1000 + d, text()));
+    previous_row.push_back(-1);
+  }
+  std::vector<size_t> order(chunks.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::shuffle(order.begin(), order.end(), rng);
+  std::vector<chunk> shuffled;
+  std::vector<int64_t> shuffled_rows;
+  for (auto i : order) {
+    shuffled.push_back(chunks[i]);
+    shuffled_rows.push_back(previous_row[i]);
+  }
+  auto incremental = bm25_index::build(shuffled, {}, previous, shuffled_rows);
+  auto full = bm25_index::build(shuffled);
+  ASSERT_EQ(incremental.size(), full.size());
+  for (int q = 0; q < 100; ++q) {
+    auto query = vocab[word(rng)] + " " + vocab[word(rng)] + " " + vocab[word(rng)];
+    EXPECT_EQ(incremental.search(query, 10), full.search(query, 10)) << query;
+    EXPECT_EQ(incremental.idf(vocab[q % vocab.size()]), full.idf(vocab[q % vocab.size()]));
+  }
 }
