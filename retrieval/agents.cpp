@@ -75,15 +75,6 @@ ranked_list vector_leg(const kb_snapshot& snap, std::string_view query, size_t d
   return l;
 }
 
-void finish(retrieval_result& r) {
-  for (auto& item : r.retrieval_results) {
-    r.chunk_ids.push_back(item.result_id);
-    if (!r.context.empty())
-      r.context += "\n\n";
-    r.context += item.evidence;
-  }
-}
-
 std::vector<retrieval_item> from_list(const kb_snapshot& snap, const ranked_list& l, size_t k) {
   std::vector<retrieval_item> out;
   for (size_t i = 0; i < l.items.size() && i < k; ++i)
@@ -315,8 +306,19 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
     r = fusion(snap, query, top_k);
   else
     r = hybrid(snap, query, top_k);
-  finish(r);
+  fill_ids_and_context(r);
   return r;
+}
+
+void fill_ids_and_context(retrieval_result& r) {
+  r.chunk_ids.clear();
+  r.context.clear();
+  for (auto& item : r.retrieval_results) {
+    r.chunk_ids.push_back(item.result_id);
+    if (!r.context.empty())
+      r.context += "\n\n";
+    r.context += item.evidence;
+  }
 }
 
 }  // namespace ragtor

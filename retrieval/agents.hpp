@@ -20,6 +20,9 @@
 
 namespace ragtor {
 
+// chunk_ids and context from retrieval_results (in their order).
+void fill_ids_and_context(retrieval_result& r);
+
 retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                            std::string_view query, size_t top_k);
 

@@ -56,6 +56,8 @@ std::optional<std::string> validate(const kb_settings& s) {
     return "field \"bm25_threshold\" must be >= 0";
   if (!std::isfinite(s.vector_threshold) || s.vector_threshold < -1 || s.vector_threshold > 1)
     return "field \"vector_threshold\" must be in [-1, 1]";
+  if (s.rerank_top_k < 0 || s.rerank_top_k > 100)
+    return "field \"rerank_top_k\" must be in [0, 100]";
   return std::nullopt;
 }
 
@@ -72,12 +74,14 @@ std::string to_json(const kb_settings& s) {
       .field("keyword_weight", s.keyword_weight)
       .field("bm25_threshold", s.bm25_threshold)
       .field("vector_threshold", s.vector_threshold)
+      .field("enable_rerank", s.enable_rerank)
+      .field("rerank_top_k", static_cast<int64_t>(s.rerank_top_k))
       .end_object();
   return w.take();
 }
 
 caf::expected<kb_settings> kb_settings_from_json(std::string_view json) {
-  static constexpr std::array<field_spec, 9> specs{{
+  static constexpr std::array<field_spec, 11> specs{{
       {"name", field_kind::string, true},
       {"description", field_kind::string, false},
       {"keywords", field_kind::string_array, false},
@@ -87,6 +91,8 @@ caf::expected<kb_settings> kb_settings_from_json(std::string_view json) {
       {"keyword_weight", field_kind::number, false},
       {"bm25_threshold", field_kind::number, false},
       {"vector_threshold", field_kind::number, false},
+      {"enable_rerank", field_kind::boolean, false},
+      {"rerank_top_k", field_kind::integer, false},
   }};
   auto parsed = parse_json_object(json, 1 << 20, specs);
   if (!parsed.ok)
@@ -111,6 +117,13 @@ caf::expected<kb_settings> kb_settings_from_json(std::string_view json) {
   number("keyword_weight", s.keyword_weight);
   number("bm25_threshold", s.bm25_threshold);
   number("vector_threshold", s.vector_threshold);
+  if (auto i = f.bools.find("enable_rerank"); i != f.bools.end())
+    s.enable_rerank = i->second;
+  if (auto i = f.integers.find("rerank_top_k"); i != f.integers.end()) {
+    if (i->second < 0 || i->second > 100)
+      return make_error(errc::invalid_request, "field \"rerank_top_k\" must be in [0, 100]");
+    s.rerank_top_k = static_cast<int32_t>(i->second);
+  }
   if (auto problem = validate(s))
     return make_error(errc::invalid_request, *problem);
   return s;

@@ -28,13 +28,18 @@ struct kb_settings {
   double keyword_weight = 0.3;  // weighted RRF, BM25 leg
   double bm25_threshold = 0;    // BM25 scores below are dropped before fusion (0 = keep all)
   double vector_threshold = 0;  // cosine similarities below are dropped before fusion
+  // Rerank the fused results with the language model (listwise), when one
+  // is configured and there are more than 3 results; failure keeps the
+  // fused order. rerank_top_k: results kept after reranking (0 = top_k).
+  bool enable_rerank = false;
+  int32_t rerank_top_k = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kb_settings& x) {
   return f(caf::meta::type_name("kb_settings"), x.name, x.description, x.keywords,
            x.default_agent_type, x.top_k, x.vector_weight, x.keyword_weight, x.bm25_threshold,
-           x.vector_threshold);
+           x.vector_threshold, x.enable_rerank, x.rerank_top_k);
 }
 
 // Checks ranges and names; returns an error message naming the field, or

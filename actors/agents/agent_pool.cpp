@@ -7,6 +7,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "llm/rerank.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/worker_name.hpp"
@@ -22,7 +23,8 @@ struct retrieval_agent_state {
   std::shared_ptr<kb_catalog> catalog;
   std::string kb;
   std::string agent_type;
-  uint64_t served = 0;
+  llm_actor llm;  // reranks when the KB enables it; null = no model
+  uint64_t served = 0, reranked = 0, rerank_fallbacks = 0;
   double total_ms = 0;
 };
 
@@ -30,20 +32,72 @@ struct agent_pool_state {
   static inline const char* name = "agent_pool";
   std::shared_ptr<kb_catalog> catalog;
   std::unordered_map<std::string, retrieval_agent_actor> agents;  // instance_key -> agent
+  llm_actor llm;
   uint64_t resolved = 0;
 };
 
 }  // namespace
 
+namespace {
+
+using agent_ptr = retrieval_agent_actor::stateful_pointer<retrieval_agent_state>;
+
+constexpr auto rerank_timeout = std::chrono::seconds(30);
+
+void add_trace(retrieval_result& r, std::string detail, std::chrono::steady_clock::time_point t0) {
+  r.trace.push_back(
+      {"rerank", std::move(detail),
+       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+}
+
+// Listwise rerank by the model; any failure keeps the fused order.
+caf::result<retrieval_result> rerank(agent_ptr self, std::string query, retrieval_result result,
+                                     size_t keep) {
+  auto t0 = std::chrono::steady_clock::now();
+  auto n = result.retrieval_results.size();
+  auto rp = self->make_response_promise<retrieval_result>();
+  auto fallback = [=](retrieval_result r, std::string why) mutable {
+    ++self->state.rerank_fallbacks;
+    std::vector<size_t> fused(n);
+    for (size_t i = 0; i < n; ++i)
+      fused[i] = i;
+    llm::apply_rerank(r, fused, keep);
+    add_trace(r, why + "; the fused order is kept", t0);
+    rp.deliver(std::move(r));
+  };
+  self->request(self->state.llm, rerank_timeout, atom::complete_v,
+                llm::rerank_request(query, result.retrieval_results))
+      .then(
+          [=](completion_result& reply) mutable {
+            auto order = llm::parse_rerank_reply(reply.text, n);
+            if (!order)
+              return fallback(std::move(result), "the model's ranking was unusable");
+            ++self->state.reranked;
+            std::string shown;
+            for (size_t i = 0; i < order->size() && i < keep; ++i)
+              shown += (i ? "," : "") + std::to_string((*order)[i] + 1);
+            llm::apply_rerank(result, *order, keep);
+            add_trace(result, "llm listwise: " + std::to_string(n) + " candidates, kept " + shown,
+                      t0);
+            rp.deliver(std::move(result));
+          },
+          [=](caf::error& err) mutable {
+            fallback(std::move(result), "rerank failed: " + error_message(err));
+          });
+  return rp;
+}
+
+}  // namespace
+
 retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
                                             std::shared_ptr<kb_catalog> catalog, std::string kb,
-                                            std::string agent_type, bool detached) {
-  auto fun = [catalog, kb,
-              agent_type](retrieval_agent_actor::stateful_pointer<retrieval_agent_state> self)
-      -> retrieval_agent_actor::behavior_type {
+                                            std::string agent_type, bool detached, llm_actor llm) {
+  auto fun = [catalog, kb, agent_type,
+              llm](agent_ptr self) -> retrieval_agent_actor::behavior_type {
     self->state.catalog = catalog;
     self->state.kb = kb;
     self->state.agent_type = agent_type;
+    self->state.llm = llm;
     return {
         [=](atom::retrieve, const std::string& query, const std::string& thread_id,
             const retrieve_options& opts) -> caf::result<retrieval_result> {
@@ -52,13 +106,28 @@ retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
           if (!snapshot)
             return make_error(errc::not_found, "unknown knowledge base \"" + self->state.kb + "\"");
           auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
-          auto result = run_agent(*snapshot, self->state.agent_type, query, k);
+          auto& settings = snapshot->settings;
+          bool reranking = settings.enable_rerank && self->state.llm;
+          // The reranker chooses among more candidates than it keeps.
+          auto depth = reranking ? std::max<size_t>(2 * k, 10) : k;
+          auto result = run_agent(*snapshot, self->state.agent_type, query, depth);
           auto ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
           ++self->state.served;
           self->state.total_ms += ms;
-          return result;
+          if (!reranking)
+            return result;
+          auto keep = settings.rerank_top_k > 0 ? static_cast<size_t>(settings.rerank_top_k) : k;
+          if (result.retrieval_results.size() <= 3) {
+            if (result.retrieval_results.size() > keep) {
+              result.retrieval_results.resize(keep);
+              fill_ids_and_context(result);
+            }
+            add_trace(result, "skipped: 3 or fewer results", std::chrono::steady_clock::now());
+            return result;
+          }
+          return rerank(self, query, std::move(result), keep);
         },
         [=](atom::status) -> std::string {
           json_writer w;
@@ -68,6 +137,8 @@ retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
               .field("kb", self->state.kb)
               .field("agent_type", self->state.agent_type)
               .field("processed", self->state.served)
+              .field("reranked", self->state.reranked)
+              .field("rerank_fallbacks", self->state.rerank_fallbacks)
               .field("mean_latency_ms",
                      self->state.served ? self->state.total_ms / self->state.served : 0.0)
               .end_object();
@@ -79,11 +150,12 @@ retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
 }
 
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
-                                  bool detached_agents) {
-  return sys.spawn([catalog,
-                    detached_agents](agent_pool_actor::stateful_pointer<agent_pool_state> self)
+                                  bool detached_agents, llm_actor llm) {
+  return sys.spawn([catalog, detached_agents,
+                    llm](agent_pool_actor::stateful_pointer<agent_pool_state> self)
                        -> agent_pool_actor::behavior_type {
     self->state.catalog = catalog;
+    self->state.llm = llm;
     // Agents are linked to the pool so they stop with it; an agent's own
     // death only removes it (it is respawned on the next resolve).
     self->set_exit_handler([=](caf::exit_msg& msg) {
@@ -116,9 +188,8 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
           auto& agents = self->state.agents;
           if (auto i = agents.find(key); i != agents.end())
             return i->second;
-          auto agent =
-              spawn_retrieval_agent(self->system(), self->state.catalog, kb, parsed->agent_type,
-                                    detached_agents);
+          auto agent = spawn_retrieval_agent(self->system(), self->state.catalog, kb,
+                                             parsed->agent_type, detached_agents, self->state.llm);
           self->link_to(agent);
           agents.emplace(key, agent);
           return agent;

@@ -16,14 +16,17 @@ class kb_catalog;
 
 // `detached_agents`: agents get their own threads because their work blocks
 // (query embedding over the network with a remote embedder).
+// `llm`: the model that reranks results of KBs with enable_rerank (null:
+// no model configured, results stay in fused order).
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
-                                  bool detached_agents = false);
+                                  bool detached_agents = false, llm_actor llm = {});
 
 // A retrieval agent of `agent_type` (retrieval/agents.hpp) over the latest
 // snapshot of `kb`: each request uses the snapshot current at that moment,
 // so an ingest swaps indexes under it without a restart.
 retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
                                             std::shared_ptr<kb_catalog> catalog, std::string kb,
-                                            std::string agent_type, bool detached = false);
+                                            std::string agent_type, bool detached = false,
+                                            llm_actor llm = {});
 
 }  // namespace ragtor

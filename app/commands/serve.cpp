@@ -152,8 +152,9 @@ int run_serve(const serve_options& opts) {
   rs.min_confidence = cfg->router.min_confidence;
   rs.mode = cfg->router.mode;
   rs.llm_timeout = std::chrono::milliseconds{cfg->router.llm_timeout_ms};
-  auto pool = spawn_agent_pool(sys, *catalog, build_opts.remote_embedder);
   auto llm = spawn_generator(sys, *cfg);
+  auto pool = spawn_agent_pool(sys, *catalog, build_opts.remote_embedder,
+                               generator_uses_model(*cfg) ? llm : llm_actor{});
   auto router = spawn_router(sys, rs, *catalog, llm);
 
   summarizer_settings sum;
@@ -162,8 +163,8 @@ int run_serve(const serve_options& opts) {
   sum.policy.update_delta = cfg->summary.update_delta;
   sum.policy.regenerate_every = cfg->summary.regenerate_every;
   sum.enabled = cfg->summary.mode != "off";
-  sum.use_model = cfg->summary.mode == "model"
-                  || (cfg->summary.mode == "auto" && generator_uses_model(*cfg));
+  sum.use_model =
+      cfg->summary.mode == "model" || (cfg->summary.mode == "auto" && generator_uses_model(*cfg));
   sum.max_tokens = cfg->summary.max_tokens;
   sum.max_input_tokens = static_cast<size_t>(cfg->summary.max_input_tokens);
   sum.timeout = std::chrono::seconds{cfg->summary.timeout_s};
@@ -176,7 +177,8 @@ int run_serve(const serve_options& opts) {
   ss.stream.window = cfg->memory.window;
   ss.stream.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   ss.stream.max_pending_bytes = cfg->sse.max_pending_bytes;
-  auto sessions = spawn_session_manager(sys, session_deps{router, pool, llm, *store, summarizer}, ss);
+  auto sessions =
+      spawn_session_manager(sys, session_deps{router, pool, llm, *store, summarizer}, ss);
 
   http::server_settings hs;
   hs.host = listen->first;

@@ -6,6 +6,7 @@
 #include "llm/citation_parser.hpp"
 #include "llm/openai_wire.hpp"
 #include "llm/prompt_builder.hpp"
+#include "llm/rerank.hpp"
 #include "llm/router_prompt.hpp"
 #include "llm/structured_output.hpp"
 #include "llm/token_count.hpp"
@@ -234,6 +235,45 @@ TEST(router_prompt, prompt_lists_kbs_and_replies_parse_robustly) {
   EXPECT_FALSE(parse_router_reply("{\"kb_prefix\":\"mars\"}", kbs).ok);
   EXPECT_FALSE(parse_router_reply("I think tea", kbs).ok);
   EXPECT_EQ(parse_router_reply("{\"kb_prefix\":\"general\"}", kbs).intent, "chitchat");
+}
+
+TEST(rerank, request_numbers_the_passages) {
+  std::vector<retrieval_item> items(3);
+  items[0].evidence = "Alpha.";
+  items[1].evidence = std::string(2000, 'b');
+  items[2].evidence = "Gamma.";
+  auto req = llm::rerank_request("Which one?", items, 100);
+  ASSERT_EQ(req.messages.size(), 2u);
+  auto& u = req.messages[1].content;
+  EXPECT_TRUE(u.starts_with("Question: Which one?\n\nPassages:\n[1] Alpha.\n[2] "));
+  EXPECT_NE(u.find("[3] Gamma.\n"), std::string::npos);
+  EXPECT_LT(u.size(), 300u) << "passages are cut";
+  EXPECT_EQ(req.purpose, "rerank");
+}
+
+TEST(rerank, replies_are_parsed_leniently_and_completed) {
+  using order = std::vector<size_t>;
+  EXPECT_EQ(llm::parse_rerank_reply(R"({"ranking":[3,1,2]})", 3), (order{2, 0, 1}));
+  EXPECT_EQ(llm::parse_rerank_reply("```json\n{\"ranking\": [\"2\"]}\n```", 3), (order{1, 0, 2}))
+      << "strings, fences, left-out passages follow in fused order";
+  EXPECT_EQ(llm::parse_rerank_reply(R"({"ranking":[9,2,2,0,1]})", 3), (order{1, 0, 2}))
+      << "out of range and repeats ignored";
+  EXPECT_FALSE(llm::parse_rerank_reply("no idea", 3));
+  EXPECT_FALSE(llm::parse_rerank_reply(R"({"ranking":[]})", 3));
+  EXPECT_FALSE(llm::parse_rerank_reply(R"({"order":[1]})", 3));
+}
+
+TEST(rerank, apply_reorders_items_ids_and_context) {
+  retrieval_result r;
+  for (auto id : {"a", "b", "c", "d"}) {
+    retrieval_item it;
+    it.result_id = id;
+    it.evidence = std::string{"text "} + id;
+    r.retrieval_results.push_back(it);
+  }
+  llm::apply_rerank(r, {3, 0, 2, 1}, 3);
+  EXPECT_EQ(r.chunk_ids, (std::vector<std::string>{"d", "a", "c"}));
+  EXPECT_EQ(r.context, "text d\n\ntext a\n\ntext c");
 }
 
 }  // namespace
