@@ -279,6 +279,11 @@ TEST(config, validates_ranges) {
   check("[llm]\ntemperature = 3.0\n", "llm.temperature");
   check("[llm]\nmax_concurrency = 0\n", "llm.max_concurrency");
   check("data_dir = \"\"\n", "data_dir");
+  check("[summary]\nmode = \"always\"\n", "summary.mode");
+  check("[summary]\nmode = \"model\"\n", "summary.mode");
+  check("[summary]\nmin_messages = 0\n", "summary.min_messages");
+  check("[summary]\nupdate_delta = 0\n", "summary.update_delta");
+  check("[summary]\nregenerate_every = 0\n", "summary.regenerate_every");
 }
 
 TEST(config, parse_listen) {
