@@ -750,12 +750,33 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
   }
 
   // GET /api/v1/conversations/{id}/summary?user_id=: the rolling summary
-  // of everything older than the recent window (version 0: none yet).
+  // of everything older than the recent window (version 0: none yet). With
+  // wait_version=N it first waits (at most timeout_ms, default 10 s) until
+  // a summary of version N exists: summaries are written in the background.
   net::awaitable<void> conversation_summary(beast::tcp_stream& stream, const target& t,
                                             const std::string& id, bool keep) {
     auto user = co_await user_param(stream, t, keep);
     if (user.empty())
       co_return;
+    auto wait_version = co_await int_query(stream, t, "wait_version", 0, 0, INT64_MAX, keep);
+    if (!wait_version)
+      co_return;
+    auto timeout_ms = co_await int_query(stream, t, "timeout_ms", 10000, 0, 60000, keep);
+    if (!timeout_ms)
+      co_return;
+    if (*wait_version > 0 && settings.summarizer) {
+      // Ownership first: nobody waits on someone else's conversation.
+      auto owned = co_await async_request<summary_record>(sys, store, store_timeout,
+                                                          atom::summary_v, id, user);
+      if (!owned)
+        co_return co_await write_caf_error(stream, owned.error(), keep);
+      auto timeout = std::chrono::milliseconds{*timeout_ms};
+      auto waited = co_await async_request<bool>(
+          sys, settings.summarizer, timeout + std::chrono::seconds(30), atom::summary_v, id,
+          *wait_version, static_cast<int32_t>(*timeout_ms));
+      if (!waited)
+        co_return co_await write_caf_error(stream, waited.error(), keep);
+    }
     auto rec = co_await async_request<summary_record>(sys, store, store_timeout, atom::summary_v,
                                                       id, user);
     if (!rec)
@@ -1124,6 +1145,7 @@ void server::stop() {
   // system can shut down (a detached actor is only released when the last
   // handle to it is gone).
   im.settings.kb_admin = nullptr;
+  im.settings.summarizer = nullptr;
   im.settings.pool = nullptr;
   im.settings.catalog.reset();
   im.settings.kb_exists = nullptr;

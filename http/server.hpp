@@ -40,6 +40,7 @@ struct server_settings {
   // changes them and the agent pool that searches them.
   std::shared_ptr<kb_catalog> catalog;
   kb_admin_actor kb_admin;
+  summarizer_actor summarizer;  // for GET .../summary?wait_version=N
   agent_pool_actor pool;
   size_t max_ingest_bytes = 64 << 20;    // body limit of POST .../documents
   size_t max_ingest_documents = 100000;  // documents per ingest request

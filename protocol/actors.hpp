@@ -121,9 +121,13 @@ using kb_admin_actor = caf::typed_actor<
     caf::replies_to<atom::kb_create, kb_settings>::with<kb_settings>,
     // Adds or replaces documents (by id), rebuilds the KB's indexes and
     // swaps the new snapshot in; answers only after the documents are on
-    // disk and searchable.
+    // disk and searchable and the entity graph is in the database.
     caf::replies_to<atom::kb_ingest, std::string /*kb*/,
-                    std::vector<document>>::with<ingest_report>>::extend_with<status_api>;
+                    std::vector<document>>::with<ingest_report>,
+    // Writes every KB's entity graph to the store where it changed (at
+    // start); answers how many KBs were checked. Ingests do it themselves
+    // before answering.
+    caf::replies_to<atom::kb_graph>::with<int64_t>>::extend_with<status_api>;
 
 // -- generation --------------------------------------------------------------------
 
@@ -142,8 +146,8 @@ using llm_actor = caf::typed_actor<
     // INTERNAL: time to emit the next paced token of this request.
     caf::reacts_to<atom::tick, std::string /*request_id*/>,
     // INTERNAL (from the HTTP client's thread): progress of an upstream call.
-    caf::reacts_to<atom::upstream, std::string /*request_id*/, upstream_event>>::
-    extend_with<status_api>;
+    caf::reacts_to<atom::upstream, std::string /*request_id*/,
+                   upstream_event>>::extend_with<status_api>;
 
 // -- memory ------------------------------------------------------------------------
 
@@ -156,8 +160,15 @@ using summarizer_actor = caf::typed_actor<
     // writer got there first; theirs stays) or "failed" (the old summary
     // stays; counted). A trigger during a run for the same conversation
     // waits for it, then one more check answers all such triggers.
-    caf::replies_to<atom::summarize, std::string /*conversation_id*/>::with<std::string>>::
-    extend_with<status_api>;
+    caf::replies_to<atom::summarize, std::string /*conversation_id*/>::with<std::string>,
+    // Answers true once the conversation has a summary of at least
+    // `min_version` (at once if stored already; later when this node writes
+    // it), false after `timeout_ms`.
+    caf::replies_to<atom::summary, std::string /*conversation_id*/, int64_t /*min_version*/,
+                    int32_t /*timeout_ms*/>::with<bool>,
+    // INTERNAL: waiter `id` of a conversation timed out.
+    caf::reacts_to<atom::tick, std::string /*conversation_id*/,
+                   uint64_t /*id*/>>::extend_with<status_api>;
 
 // -- persistence -------------------------------------------------------------------
 

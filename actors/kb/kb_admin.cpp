@@ -1,6 +1,8 @@
 #include "actors/kb/kb_admin.hpp"
 
 #include <chrono>
+#include <functional>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
@@ -29,11 +31,13 @@ struct kb_admin_state {
 using self_ptr = kb_admin_actor::stateful_pointer<kb_admin_state>;
 
 // Writes the KB's entity graph to the store's entities/relations tables
-// (skipped by the store when that version is there already).
-void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap) {
+// (skipped by the store when that version is there already), then calls
+// `next` whatever the outcome: the graph is derived data.
+void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap,
+                 std::function<void()> next) {
   auto& st = self->state;
   if (!st.store || !snap)
-    return;
+    return next();
   auto rows = snap->graph.rows(snap->name, snap->chunks);
   auto kb = snap->name;
   self->request(st.store, std::chrono::minutes(5), atom::kb_graph_v, std::move(rows))
@@ -44,11 +48,13 @@ void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap) 
               spdlog::info("knowledge base \"{}\": entity graph stored ({} entities, {} links)", kb,
                            snap->graph.entity_count(), snap->graph.relation_count());
             }
+            next();
           },
           [=](caf::error& err) {
             ++self->state.graph_failures;
             spdlog::warn("knowledge base \"{}\": entity graph not stored: {}", kb,
                          self->system().render(err));
+            next();
           });
 }
 
@@ -64,8 +70,6 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
     st.catalog = catalog;
     st.opts = opts;
     st.store = store;
-    for (auto& name : catalog->names())
-      store_graph(self, catalog->get(name));
     return {
         [=](atom::kb_create, kb_settings& s) -> caf::result<kb_settings> {
           auto& st = self->state;
@@ -101,7 +105,6 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           auto snap =
               kb_catalog::build_snapshot(current->settings, *stored, st.opts, current.get());
           st.catalog->put(snap);
-          store_graph(self, snap);
           st.last_build_ms =
               std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
                   .count();
@@ -110,7 +113,23 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           spdlog::info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
                        report->documents_added, report->documents_replaced, report->chunks,
                        st.last_build_ms);
-          return *report;
+          // Answered once the entity graph is in the database too.
+          auto rp = self->make_response_promise<ingest_report>();
+          store_graph(self, snap, [rp, r = *report]() mutable { rp.deliver(r); });
+          return rp;
+        },
+        [=](atom::kb_graph) -> caf::result<int64_t> {
+          auto names = self->state.catalog->names();
+          auto rp = self->make_response_promise<int64_t>();
+          auto left = std::make_shared<size_t>(names.size());
+          if (names.empty())
+            rp.deliver(int64_t{0});
+          for (auto& name : names)
+            store_graph(self, self->state.catalog->get(name), [=]() mutable {
+              if (--*left == 0)
+                rp.deliver(static_cast<int64_t>(names.size()));
+            });
+          return rp;
         },
         [=](atom::status) -> std::string {
           auto& st = self->state;

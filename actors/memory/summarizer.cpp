@@ -1,5 +1,6 @@
 #include "actors/memory/summarizer.hpp"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <set>
@@ -24,6 +25,14 @@ struct summarizer_state {
   std::set<std::string> running;  // conversations with a run under way
   // Triggers that came during a run: answered by one more check after it.
   std::map<std::string, std::vector<caf::typed_response_promise<std::string>>> waiting;
+  // Watchers of summary versions (GET .../summary?wait_version=N).
+  struct watcher {
+    int64_t min_version;
+    uint64_t id;
+    caf::typed_response_promise<bool> promise;
+  };
+  std::map<std::string, std::vector<watcher>> watchers;
+  uint64_t next_watcher = 0;
   uint64_t triggers = 0, not_due = 0, written = 0, conflicts = 0, failed = 0, busy = 0,
            extractive = 0, full_runs = 0, merges = 0;
 };
@@ -33,6 +42,28 @@ using self_ptr = summarizer_actor::stateful_pointer<summarizer_state>;
 using promise_t = std::vector<caf::typed_response_promise<std::string>>;
 
 void run(self_ptr self, std::string conv, promise_t rp);
+
+// Answers (and forgets) the watchers of `conv` that `pick` selects.
+template <class Pick>
+void answer_watchers(self_ptr self, const std::string& conv, bool value, Pick pick) {
+  auto& st = self->state;
+  auto i = st.watchers.find(conv);
+  if (i == st.watchers.end())
+    return;
+  std::erase_if(i->second, [&](summarizer_state::watcher& w) {
+    if (!pick(w))
+      return false;
+    w.promise.deliver(value);
+    return true;
+  });
+  if (i->second.empty())
+    st.watchers.erase(i);
+}
+
+// This node stored version `version` of the summary of `conv`.
+void wake_watchers(self_ptr self, const std::string& conv, int64_t version) {
+  answer_watchers(self, conv, true, [&](auto& w) { return w.min_version <= version; });
+}
 
 // Ends a run: answers its triggers, then checks once more for the triggers
 // that came meanwhile (their turns may have made a refresh due).
@@ -58,6 +89,7 @@ void store_summary(self_ptr self, std::string conv, promise_t rp, summary_record
             auto& st = self->state;
             if (ok) {
               ++st.written;
+              wake_watchers(self, conv, expected + 1);
               spdlog::debug("summarizer: {} summarised up to seq {} (version {})", conv,
                             next.covered_seq, expected + 1);
             } else {
@@ -184,6 +216,28 @@ summarizer_actor spawn_summarizer(caf::actor_system& sys, store_actor store, llm
           auto rp = self->make_response_promise<std::string>();
           run(self, std::move(conv), promise_t{rp});
           return rp;
+        },
+        [=](atom::summary, std::string& conv, int64_t min_version,
+            int32_t timeout_ms) -> caf::result<bool> {
+          // Registered before reading the store, so a write in between
+          // wakes it too.
+          auto& st = self->state;
+          auto rp = self->make_response_promise<bool>();
+          auto id = st.next_watcher++;
+          st.watchers[conv].push_back({min_version, id, rp});
+          self->delayed_send(self, std::chrono::milliseconds(timeout_ms), atom::tick_v, conv, id);
+          auto this_one = [id](auto& w) { return w.id == id; };
+          self->request(st.store, std::chrono::seconds(30), atom::summary_v, conv, std::string{})
+              .then(
+                  [=](summary_record& rec) {
+                    if (rec.version >= min_version)
+                      answer_watchers(self, conv, true, this_one);
+                  },
+                  [=](caf::error&) { answer_watchers(self, conv, false, this_one); });
+          return rp;
+        },
+        [=](atom::tick, const std::string& conv, uint64_t id) {
+          answer_watchers(self, conv, false, [id](auto& w) { return w.id == id; });
         },
         [=](atom::status) -> std::string {
           auto& st = self->state;

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <deque>
+#include <functional>
+#include <memory>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_cast.hpp>
@@ -122,7 +124,7 @@ void persist(self_ptr self);
 void retrieve(self_ptr self);
 void recall(self_ptr self);
 void recall_episodes_of(self_ptr self);
-void remember(self_ptr self);
+void remember(self_ptr self, std::function<void()> next);
 void cancel_turn(self_ptr self, std::string code, std::string message);
 void request_summary(self_ptr self);
 
@@ -307,13 +309,17 @@ void persist(self_ptr self) {
       .then(
           [=](std::string& id) {
             self->state.message_id = std::move(id);
+            auto done = [=] {
+              log_node(self, "persist", persist_input(self),
+                       json_of({{"message_id", self->state.message_id}}));
+              finish(self);
+            };
             if (self->state.error_code.empty() && !self->state.cancelled) {
-              remember(self);
               request_summary(self);
+              remember(self, done);
+            } else {
+              done();
             }
-            log_node(self, "persist", persist_input(self),
-                     json_of({{"message_id", self->state.message_id}}));
-            finish(self);
           },
           [=](caf::error& err) {
             fail(self, err, "storing the answer");
@@ -467,12 +473,14 @@ void recall_episodes_of(self_ptr self) {
           continue_without(self, "episodes"));
 }
 
-// Stores what the user stated about themselves (not for incognito turns);
-// derived data, so fire-and-forget.
-void remember(self_ptr self) {
+// Stores the turn as an episode and what the user stated about themselves
+// (not for incognito turns), then calls `next`: `done` follows once they
+// are committed, so a client that read `done` finds them. Derived data: a
+// failed write is logged, never fails the turn.
+void remember(self_ptr self, std::function<void()> next) {
   auto& st = self->state;
   if (st.req.incognito)
-    return;
+    return next();
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
@@ -482,17 +490,8 @@ void remember(self_ptr self) {
   ep.seq = st.opened.seq + 1;  // the assistant message follows the user's
   ep.text = episode_text(st.req.message, st.answer);
   ep.created_at = now;
-  self->request(st.deps.store, st.settings.step_timeout, atom::episode_v, std::move(ep))
-      .then([](bool) {},
-            [=](caf::error& err) {
-              spdlog::warn("stream {}: episode not stored: {}", self->state.req.request_id,
-                           self->system().render(err));
-            });
-  auto found = extract_memories(st.req.message);
-  if (found.empty())
-    return;
   std::vector<memory_record> records;
-  for (auto& f : found) {
+  for (auto& f : extract_memories(st.req.message)) {
     memory_record m;
     m.user_id = st.req.user_id;
     m.kind = f.kind;
@@ -502,12 +501,23 @@ void remember(self_ptr self) {
     m.expires_at = now + f.ttl_days * 24 * 3600 * 1000;
     records.push_back(std::move(m));
   }
-  self->request(st.deps.store, st.settings.step_timeout, atom::mem_add_v, std::move(records))
-      .then([](int64_t) {},
-            [=](caf::error& err) {
-              spdlog::warn("stream {}: memories not stored: {}", self->state.req.request_id,
-                           self->system().render(err));
-            });
+  auto pending = std::make_shared<int>(records.empty() ? 1 : 2);
+  auto one_done = [=] {
+    if (--*pending == 0)
+      next();
+  };
+  auto warn = [=](const char* what) {
+    return [=](caf::error& err) {
+      spdlog::warn("stream {}: {} not stored: {}", self->state.req.request_id, what,
+                   self->system().render(err));
+      one_done();
+    };
+  };
+  self->request(st.deps.store, st.settings.step_timeout, atom::episode_v, std::move(ep))
+      .then([=](bool) { one_done(); }, warn("episode"));
+  if (!records.empty())
+    self->request(st.deps.store, st.settings.step_timeout, atom::mem_add_v, std::move(records))
+        .then([=](int64_t) { one_done(); }, warn("memories"));
 }
 
 // The conversation summary (everything older than the window) joins the
@@ -587,6 +597,10 @@ void cancel_turn(self_ptr self, std::string code, std::string message) {
     return;
   }
   if (st.cancelled)
+    return;
+  // The whole answer is being stored (with its episode and memories):
+  // nothing left to stop; `done` follows.
+  if (st.ph == phase::persisting && st.error_code.empty())
     return;
   st.cancelled = true;
   if (st.error_code.empty()) {

@@ -197,8 +197,19 @@ int run_serve(const serve_options& opts) {
     return catalog->get(kb == "default" ? std::string_view{} : kb) != nullptr;
   };
   auto kb_admin = spawn_kb_admin(sys, cfg->data_dir, *catalog, build_opts, *store);
+  {
+    // The entity graphs into the database before serving (a no-op for
+    // graphs stored already).
+    caf::scoped_actor self{sys};
+    self->request(kb_admin, std::chrono::minutes(10), atom::kb_graph_v)
+        .receive([](int64_t) {},
+                 [&](caf::error& err) {
+                   spdlog::warn("entity graphs not stored at start: {}", sys.render(err));
+                 });
+  }
   hs.catalog = *catalog;
   hs.kb_admin = kb_admin;
+  hs.summarizer = summarizer;
   hs.pool = pool;
   hs.max_ingest_bytes = cfg->server.max_ingest_bytes;
   hs.default_agent_type = cfg->router.default_agent_type;

@@ -74,11 +74,9 @@ TEST_F(core_memory_test, stated_facts_become_memories_recalled_with_a_caution) {
                                          "I really love green tea. I'm allergic to peanuts. "
                                          "How should I brew sencha?"));
   ASSERT_TRUE(well_formed_stream(r));
-  json list = json::parse("{}");
-  ASSERT_TRUE(poll_until([&] {
-    list = json::parse(request(port(), "GET", "/api/v1/users/cleo/memories").body);
-    return list.items("/memories").size() == 2;
-  })) << list.dump();
+  // `done` follows the commit of the turn's memories.
+  auto list = json::parse(request(port(), "GET", "/api/v1/users/cleo/memories").body);
+  ASSERT_EQ(list.items("/memories").size(), 2u) << list.dump();
   auto mems = list.items("/memories");
   std::set<std::string> kinds{mems[0].str("/kind"), mems[1].str("/kind")};
   EXPECT_EQ(kinds, (std::set<std::string>{"preference", "constraint"}));

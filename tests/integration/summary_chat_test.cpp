@@ -6,8 +6,6 @@
 // drops it, and GET /api/v1/conversations/{id}/summary shows it.
 #include <gtest/gtest.h>
 
-#include <thread>
-
 #include "tests/support/fake_openai.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_fixture.hpp"
@@ -51,16 +49,14 @@ protected:
     return json::parse(res.body);
   }
 
-  // Polls the summary endpoint until a summary exists (the summarizer runs
-  // in the background after a turn) or 20 s passed.
-  bool wait_for_summary(const std::string& conv) {
-    auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
-    while (std::chrono::steady_clock::now() < deadline) {
-      if (summary_of(conv).integer("/version") > 0)
-        return true;
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    return false;
+  // The summary once one exists: the server answers when the background
+  // summarizer wrote it (or after 20 s with what there is).
+  json wait_for_summary(const std::string& conv) {
+    auto res = request(
+        port(), "GET",
+        "/api/v1/conversations/" + conv + "/summary?user_id=ann&wait_version=1&timeout_ms=20000");
+    EXPECT_EQ(res.status, 200) << res.body;
+    return json::parse(res.body);
   }
 
   std::vector<json> last_prompt_messages() {
@@ -74,8 +70,8 @@ TEST_F(summary_chat_test, the_prompt_has_memory_summary_recall_then_the_window) 
   for (size_t i = 0; i < 5; ++i)
     conv = turn(questions[i]);
   ASSERT_FALSE(conv.empty());
-  ASSERT_TRUE(wait_for_summary(conv)) << "10 messages: a summary is due";
-  auto s = summary_of(conv);
+  auto s = wait_for_summary(conv);
+  ASSERT_EQ(s.integer("/version"), 1) << "10 messages: a summary is due";
   EXPECT_EQ(s.str("/summary"), summary_text);
   EXPECT_EQ(s.integer("/covered_seq"), 4);
   EXPECT_EQ(s.integer("/messages"), 10);
@@ -123,6 +119,20 @@ TEST_F(summary_chat_test, the_summary_endpoint_checks_its_input) {
             404)
       << "not bob's";
   EXPECT_EQ(request(port(), "GET", "/api/v1/conversations/nope/summary?user_id=ann").status, 404);
+  auto waited =
+      request(port(), "GET",
+              "/api/v1/conversations/" + conv + "/summary?user_id=ann&wait_version=1&timeout_ms=0");
+  ASSERT_EQ(waited.status, 200) << waited.body;
+  EXPECT_EQ(json::parse(waited.body).integer("/version"), 0) << "none came in time";
+  EXPECT_EQ(request(port(), "GET",
+                    "/api/v1/conversations/" + conv + "/summary?user_id=ann&wait_version=-1")
+                .status,
+            400);
+  EXPECT_EQ(request(port(), "GET",
+                    "/api/v1/conversations/" + conv + "/summary?user_id=bob&wait_version=1")
+                .status,
+            404)
+      << "nobody waits on someone else's conversation";
   EXPECT_EQ(request(port(), "GET", "/api/v1/conversations/" + conv + "/summary").status, 400);
   EXPECT_EQ(request(port(), "POST", "/api/v1/conversations/" + conv + "/summary?user_id=ann", "{}")
                 .status,

@@ -1,7 +1,6 @@
 #include "tests/support/db_reader.hpp"
 
 #include <memory>
-#include <thread>
 
 #include <sqlite3.h>
 
@@ -115,18 +114,6 @@ std::optional<int64_t> db_reader::scalar(const std::string& sql) const {
   if (!step(db.get(), s.get()))
     return std::nullopt;
   return sqlite3_column_int64(s.get(), 0);
-}
-
-bool poll_until(const std::function<bool()>& done, std::chrono::milliseconds timeout) {
-  auto deadline = std::chrono::steady_clock::now() + timeout;
-  for (;;) {
-    if (done())
-      return true;
-    if (std::chrono::steady_clock::now() >= deadline)
-      return false;
-    // Polling is the only way to observe the database; keep the pause short.
-    std::this_thread::sleep_for(std::chrono::milliseconds{25});
-  }
 }
 
 }  // namespace ragtor::test

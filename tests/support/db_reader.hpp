@@ -7,7 +7,6 @@
 #include <chrono>
 #include <cstdint>
 #include <filesystem>
-#include <functional>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -55,12 +54,5 @@ public:
 private:
   std::filesystem::path data_dir_;
 };
-
-// Calls `done` until it returns true or `timeout` passes, pausing briefly
-// between attempts. For waiting on state only observable by polling (the
-// database); not a substitute for reading a response. Returns the last
-// result of `done`.
-bool poll_until(const std::function<bool()>& done,
-                std::chrono::milliseconds timeout = std::chrono::seconds{10});
 
 }  // namespace ragtor::test

@@ -33,7 +33,8 @@ public:
   void reset_stats();
   json stats();
   int64_t stat(std::string_view name);
-  // Polls /_fake/stats until counter `name` >= value or `timeout` passed.
+  // Waits until counter `name` >= value (the fake answers GET /_fake/wait
+  // when the counter changes) or `timeout` passed.
   bool wait_for_stat(std::string_view name, int64_t value,
                      std::chrono::milliseconds timeout = std::chrono::seconds(10));
 
