@@ -285,16 +285,20 @@ std::string retrieval_result_json(const retrieval_result& r) {
   ids("entities", r.entity_ids, "id");
   ids("relationships", r.relationship_ids, "id");
   w.end_object();
+  write_trace(w, r.trace);
+  w.end_object();
+  return w.take();
+}
+
+void write_trace(json_writer& w, const std::vector<trace_step>& trace) {
   w.key("trace").begin_array();
-  for (auto& t : r.trace)
+  for (auto& t : trace)
     w.begin_object()
         .field("step", t.step)
         .field("detail", t.detail)
         .field("duration_ms", t.duration_ms)
         .end_object();
   w.end_array();
-  w.end_object();
-  return w.take();
 }
 
 }  // namespace ragtor

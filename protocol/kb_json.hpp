@@ -14,6 +14,7 @@
 
 namespace ragtor {
 
+class json_writer;
 struct kb_snapshot;
 struct ingest_report;
 
@@ -68,5 +69,7 @@ std::string kb_list_json(const std::vector<std::shared_ptr<const kb_snapshot>>& 
 std::string ingest_report_json(std::string_view kb, const ingest_report& r);
 // RetrievalResult as in DESIGN §4.3.
 std::string retrieval_result_json(const retrieval_result& r);
+// The "trace" array of a RetrievalResult: {step, detail, duration_ms}.
+void write_trace(json_writer& w, const std::vector<trace_step>& trace);
 
 }  // namespace ragtor

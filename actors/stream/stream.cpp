@@ -14,6 +14,7 @@
 #include "memory/long_term.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/kb_json.hpp"
 #include "protocol/stream_events.hpp"
 
 namespace ragtor {
@@ -227,14 +228,8 @@ std::string retrieve_output(self_ptr self) {
   for (auto& id : ev.chunk_ids)
     w.value(id);
   w.end_array();
-  w.key("trace").begin_array();
-  for (auto& t : ev.trace)
-    w.begin_object()
-        .field("step", t.step)
-        .field("detail", t.detail)
-        .field("duration_ms", t.duration_ms)
-        .end_object();
-  w.end_array().end_object();
+  write_trace(w, ev.trace);
+  w.end_object();
   return w.take();
 }
 
@@ -520,36 +515,6 @@ void remember(self_ptr self, std::function<void()> next) {
         .then([=](int64_t) { one_done(); }, warn("memories"));
 }
 
-// The conversation summary (everything older than the window) joins the
-// window; incognito turns read no memory. Context, so a failure degrades.
-void load_summary(self_ptr self) {
-  auto& st = self->state;
-  auto done = [=] {
-    auto& st = self->state;
-    json_writer w;
-    w.begin_object()
-        .field("messages", static_cast<uint64_t>(st.history.size()))
-        .field("summary_chars", static_cast<uint64_t>(st.summary.size()))
-        .end_object();
-    log_node(self, "history", history_input(self), w.take());
-    load_memory(self);
-  };
-  if (st.req.incognito || st.cancelled)
-    return done();
-  self->request(st.deps.store, st.settings.step_timeout, atom::summary_v, st.opened.conversation_id,
-                std::string{})
-      .then(
-          [=](summary_record& rec) {
-            self->state.summary = std::move(rec.summary);
-            done();
-          },
-          [=](caf::error& err) {
-            spdlog::warn("stream {}: summary unavailable: {}", self->state.req.request_id,
-                         self->system().render(err));
-            done();
-          });
-}
-
 // After a completed turn: the summarizer refreshes the summary in the
 // background if due; the answer never waits for it.
 void request_summary(self_ptr self) {
@@ -559,12 +524,32 @@ void request_summary(self_ptr self) {
   caf::anon_send(st.deps.summarizer, atom::summarize_v, st.opened.conversation_id);
 }
 
+// The recent window and the conversation summary (everything older than
+// the window), read at once; incognito turns read no summary. Both are
+// context, not the answer: a failure degrades, never fails the turn.
 void load_history(self_ptr self) {
   auto& st = self->state;
   if (st.cancelled)
     return persist(self);
   st.ph = phase::history;
   begin_node(self);
+  auto left = std::make_shared<int>(st.req.incognito ? 1 : 2);
+  auto degraded = std::make_shared<bool>(false);
+  auto joined = [=] {
+    if (--*left > 0)
+      return;
+    auto& st = self->state;
+    json_writer w;
+    if (*degraded)
+      w.begin_object().field("degraded", "history unavailable").end_object();
+    else
+      w.begin_object()
+          .field("messages", static_cast<uint64_t>(st.history.size()))
+          .field("summary_chars", static_cast<uint64_t>(st.summary.size()))
+          .end_object();
+    log_node(self, "history", history_input(self), w.take());
+    load_memory(self);
+  };
   self->request(st.deps.store, st.settings.step_timeout, atom::history_v, st.opened.conversation_id,
                 st.settings.window + 1)
       .then(
@@ -577,15 +562,27 @@ void load_history(self_ptr self) {
             while (msgs.size() > static_cast<size_t>(st.settings.window))
               msgs.erase(msgs.begin());
             st.history = std::move(msgs);
-            load_summary(self);
+            joined();
           },
           [=](caf::error& err) {
-            // History is context, not the answer: degrade instead of failing.
             spdlog::warn("stream {}: history unavailable: {}", self->state.req.request_id,
                          self->system().render(err));
-            log_node(self, "history", history_input(self),
-                     json_of({{"degraded", "history unavailable"}}));
-            load_memory(self);
+            *degraded = true;
+            joined();
+          });
+  if (st.req.incognito)
+    return;
+  self->request(st.deps.store, st.settings.step_timeout, atom::summary_v, st.opened.conversation_id,
+                std::string{})
+      .then(
+          [=](summary_record& rec) {
+            self->state.summary = std::move(rec.summary);
+            joined();
+          },
+          [=](caf::error& err) {
+            spdlog::warn("stream {}: summary unavailable: {}", self->state.req.request_id,
+                         self->system().render(err));
+            joined();
           });
 }
 

@@ -39,19 +39,11 @@ kb_build_options kb_build_options_of(const config& cfg) {
   if (cfg.retrieval.embedder == "none") {
     opts.embed = nullptr;
   } else if (cfg.retrieval.embedder == "openai") {
-    llm::endpoint_config ec;
-    ec.base_url = cfg.retrieval.embedding_base_url.empty() ? cfg.llm.base_url
-                                                           : cfg.retrieval.embedding_base_url;
-    ec.api_key = cfg.llm.api_key;
-    if (ec.api_key.empty())
-      if (auto* key = std::getenv("OPENAI_API_KEY"))
-        ec.api_key = key;
-    ec.model = cfg.retrieval.embedding_model;
-    ec.ca_file = cfg.llm.ca_file;
-    ec.connect_timeout = std::chrono::milliseconds{cfg.llm.connect_timeout_ms};
-    ec.first_token_timeout = std::chrono::seconds{cfg.llm.first_token_timeout_s};
-    ec.total_timeout = std::chrono::seconds{cfg.llm.total_timeout_s};
-    ec.max_retries = cfg.llm.max_retries;
+    auto ec =
+        endpoint_of(cfg,
+                    cfg.retrieval.embedding_base_url.empty() ? cfg.llm.base_url
+                                                             : cfg.retrieval.embedding_base_url,
+                    cfg.retrieval.embedding_model);
     opts.embed = make_openai_embedder(std::make_shared<llm::openai_client>(ec, 1),
                                       static_cast<size_t>(cfg.retrieval.embedding_batch));
     opts.remote_embedder = true;
@@ -59,6 +51,23 @@ kb_build_options kb_build_options_of(const config& cfg) {
     opts.embed = make_hashed_embedder(cfg.retrieval.hashed_dims);
   }
   return opts;
+}
+
+llm::endpoint_config endpoint_of(const config& cfg, std::string base_url, std::string model) {
+  llm::endpoint_config ec;
+  ec.base_url = std::move(base_url);
+  ec.model = std::move(model);
+  ec.api_key = cfg.llm.api_key;
+  if (ec.api_key.empty())
+    if (auto* key = std::getenv("OPENAI_API_KEY"))
+      ec.api_key = key;
+  ec.ca_file = cfg.llm.ca_file;
+  ec.connect_timeout = std::chrono::milliseconds{cfg.llm.connect_timeout_ms};
+  ec.first_token_timeout = std::chrono::seconds{cfg.llm.first_token_timeout_s};
+  ec.idle_timeout = std::chrono::seconds{cfg.llm.idle_timeout_s};
+  ec.total_timeout = std::chrono::seconds{cfg.llm.total_timeout_s};
+  ec.max_retries = cfg.llm.max_retries;
+  return ec;
 }
 
 }  // namespace ragtor

@@ -62,19 +62,7 @@ llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
     spdlog::info("generator: extractive (no language model configured)");
     return spawn_extractive_llm(sys, ls);
   }
-  llm::endpoint_config ec;
-  ec.base_url = cfg.llm.base_url;
-  ec.api_key = cfg.llm.api_key;
-  if (ec.api_key.empty())
-    if (auto* key = std::getenv("OPENAI_API_KEY"))
-      ec.api_key = key;
-  ec.model = cfg.llm.model;
-  ec.ca_file = cfg.llm.ca_file;
-  ec.connect_timeout = std::chrono::milliseconds{cfg.llm.connect_timeout_ms};
-  ec.first_token_timeout = std::chrono::seconds{cfg.llm.first_token_timeout_s};
-  ec.idle_timeout = std::chrono::seconds{cfg.llm.idle_timeout_s};
-  ec.total_timeout = std::chrono::seconds{cfg.llm.total_timeout_s};
-  ec.max_retries = cfg.llm.max_retries;
+  auto ec = endpoint_of(cfg, cfg.llm.base_url, cfg.llm.model);
   ec.max_idle_connections = static_cast<size_t>(cfg.llm.max_concurrency);
   auto client = std::make_shared<llm::openai_client>(ec, 1);
   openai_llm_settings os;

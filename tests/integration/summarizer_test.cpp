@@ -104,6 +104,16 @@ protected:
     return r;
   }
 
+  // The answers to `n` summarize requests sent with send(), sorted.
+  std::vector<std::string> outcomes(int n) {
+    std::vector<std::string> out;
+    for (int i = 0; i < n; ++i)
+      self->receive([&](std::string& r) { out.push_back(r); },
+                    [&](caf::error& e) { out.push_back(sys.render(e)); });
+    std::sort(out.begin(), out.end());
+    return out;
+  }
+
   std::string status(const summarizer_actor& s) {
     std::string out;
     self->request(s, 10s, atom::status_v)
@@ -218,12 +228,7 @@ TEST_F(summarizer_test, two_nodes_summarising_at_once_do_not_overwrite_each_othe
   // answers its trigger with the outcome.
   self->send(a, atom::summarize_v, conv);
   self->send(b, atom::summarize_v, conv);
-  std::vector<std::string> outcomes;
-  for (int i = 0; i < 2; ++i)
-    self->receive([&](std::string& r) { outcomes.push_back(r); },
-                  [&](caf::error& e) { outcomes.push_back(sys.render(e)); });
-  std::sort(outcomes.begin(), outcomes.end());
-  EXPECT_EQ(outcomes, (std::vector<std::string>{"conflict", "written"}));
+  EXPECT_EQ(outcomes(2), (std::vector<std::string>{"conflict", "written"}));
   EXPECT_EQ(fake.stat("chat_requests"), 2) << "both really ran";
   EXPECT_EQ(stored().version, 1) << "exactly one write";
 }
@@ -234,12 +239,7 @@ TEST_F(summarizer_test, one_node_runs_one_summary_per_conversation_at_a_time) {
   grow_to(10);
   self->send(s, atom::summarize_v, conv);
   self->send(s, atom::summarize_v, conv);
-  std::vector<std::string> outcomes;
-  for (int i = 0; i < 2; ++i)
-    self->receive([&](std::string& r) { outcomes.push_back(r); },
-                  [&](caf::error& e) { outcomes.push_back(sys.render(e)); });
-  std::sort(outcomes.begin(), outcomes.end());
-  EXPECT_EQ(outcomes, (std::vector<std::string>{"none", "written"}))
+  EXPECT_EQ(outcomes(2), (std::vector<std::string>{"none", "written"}))
       << "the second trigger waited for the first run, then found nothing due";
   EXPECT_EQ(fake.stat("chat_requests"), 1);
   EXPECT_EQ(stored().version, 1);
