@@ -202,6 +202,8 @@ extractive_answer extractive_answer_for(std::string_view question, const retriev
     auto n = std::to_string(it->second);
     body += ' ';
     body += cands[c].sentence;
+    if (!opts.cite)
+      continue;
     body += " [" + n + "]";
     if (fresh) {
       sources += sources.empty() ? "" : "; ";
@@ -211,7 +213,7 @@ extractive_answer extractive_answer_for(std::string_view question, const retriev
     a.citations.push_back(
         {item.doc_id, item.result_id, item.title, std::string{cands[c].sentence}, true});
   }
-  auto text = body + "\n\nSources: " + sources;
+  auto text = opts.cite ? body + "\n\nSources: " + sources : body;
   a.tokens = split_tokens(text);
   a.text = std::move(text);
   return a;

@@ -14,6 +14,7 @@ namespace ragtor {
 
 struct extractive_options {
   size_t max_sentences = 3;
+  bool cite = true;  // [n] markers, a Sources line and citations; off: plain sentences
 };
 
 struct extractive_answer {
@@ -36,6 +37,7 @@ extractive_answer extractive_answer_for(std::string_view question, const retriev
 
 // The answer for general (no knowledge base) turns without a model.
 extractive_answer general_reply_without_model();
+
 
 // Word-sized streaming pieces (a word plus its trailing whitespace; CJK runs
 // every two code points); their concatenation equals `text`.

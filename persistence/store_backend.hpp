@@ -117,6 +117,12 @@ public:
   // How many entity and relation rows the knowledge base has stored.
   virtual std::pair<int64_t, int64_t> graph_size(const std::string& kb) = 0;
 
+  // A guided workflow's state of the conversation (JSON; "" when none).
+  virtual std::string load_flow_state(const std::string& conversation_id) = 0;
+  // Replaces it ("" deletes it); false when the conversation does not exist.
+  virtual bool save_flow_state(const std::string& conversation_id, const std::string& state_json,
+                               int64_t now_ms) = 0;
+
   // Replaces it.
   virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,
                                int64_t now_ms) = 0;

@@ -149,6 +149,14 @@ using llm_actor = caf::typed_actor<
     caf::reacts_to<atom::upstream, std::string /*request_id*/,
                    upstream_event>>::extend_with<status_api>;
 
+// -- answer planners ------------------------------------------------------------
+
+// One per turn on a KB whose answer_mode is "workflow" or "tool_agent":
+// decides what to search and whether to answer, ask or escalate
+// (actors/pipeline). Answers once, then quits.
+using planner_actor = caf::typed_actor<
+    caf::replies_to<atom::plan, plan_input>::with<plan_outcome>>;
+
 // -- memory ------------------------------------------------------------------------
 
 // One per node: keeps conversation summaries fresh in the background
@@ -226,6 +234,11 @@ using store_actor = caf::typed_actor<
     // Stores a knowledge base's entity graph in the entities and relations
     // tables (replacing its rows); false when that version is stored already.
     caf::replies_to<atom::kb_graph, kb_graph_rows>::with<bool>,
+    // A guided workflow's state of a conversation (JSON; "" when none).
+    caf::replies_to<atom::flow_state, std::string /*conversation_id*/>::with<std::string>,
+    // Replaces it ("" deletes it); false when the conversation is gone.
+    caf::replies_to<atom::flow_state, std::string /*conversation_id*/,
+                    std::string /*state_json*/>::with<bool>,
     // Replaces it; answers the stored profile.
     caf::replies_to<atom::core_mem, std::string /*user_id*/,
                     std::string /*profile_json*/>::with<std::string>,

@@ -9,6 +9,8 @@
 
 #include <caf/meta/type_name.hpp>
 
+#include "retrieval/kb_settings.hpp"
+
 namespace ragtor {
 
 // A validated chat turn request (DESIGN §5). Optional strings are "" when
@@ -41,12 +43,15 @@ struct route_decision {
   std::string worker_name;
   std::string intent;
   std::string agent_type;
+  // The chosen KB's settings (its answer pipeline); defaults when none.
+  kb_settings kb;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, route_decision& x) {
   return f(caf::meta::type_name("route_decision"), x.requested_kb_prefix, x.routed_kb_prefix,
-           x.kb_prefix, x.confidence, x.method, x.reason, x.worker_name, x.intent, x.agent_type);
+           x.kb_prefix, x.confidence, x.method, x.reason, x.worker_name, x.intent, x.agent_type,
+           x.kb);
 }
 
 // One piece of evidence (DESIGN §4.3).
@@ -226,12 +231,18 @@ struct generation_request {
   std::vector<std::string> memories;    // recalled long-term memories, best first
   std::vector<std::string> episodic;    // recalled past turns, best first
   std::string summary;                  // the conversation summary; "" when none
+  // Per-KB pipeline switches (kb_settings): cite sources, sampling.
+  bool cite = true;
+  double temperature = -1;  // < 0: the gateway's default
+  int32_t max_tokens = 0;   // 0: the gateway's default
+  std::string instructions;  // "" = the built-in system instructions
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
   return f(caf::meta::type_name("generation_request"), x.request_id, x.question, x.history,
-           x.evidence, x.general, x.core_memory, x.memories, x.episodic, x.summary);
+           x.evidence, x.general, x.core_memory, x.memories, x.episodic, x.summary, x.cite,
+           x.temperature, x.max_tokens, x.instructions);
 }
 
 // A generator's final answer; its text equals the concatenated tokens sent.
@@ -400,6 +411,65 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, upstream_event& x) {
   return f(caf::meta::type_name("upstream_event"), x.kind, x.text, x.finish_reason, x.usage,
            x.error_kind, x.http_status, x.after_first_token);
+}
+
+// One node of a turn's work as shown in debug execution logs (DESIGN
+// §5.1): inputs and outputs are JSON objects.
+struct node_log {
+  std::string node;
+  double duration_ms = 0;
+  std::string input_json = "{}";
+  std::string output_json = "{}";
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_log& x) {
+  return f(caf::meta::type_name("node_log"), x.node, x.duration_ms, x.input_json, x.output_json);
+}
+
+// What a turn planner (the guided workflow, the tool-calling agent) is
+// given: the question, its context, and the KB it serves.
+struct plan_input {
+  std::string request_id;
+  std::string conversation_id;
+  std::string user_id;
+  std::string question;
+  std::vector<stored_message> history;  // recent window, oldest first
+  std::vector<std::string> memories;    // recalled long-term memories
+  std::vector<std::string> episodic;    // recalled past turns
+  std::string kb;                       // the routed KB
+  std::string agent_type;               // its retrieval agent
+  kb_settings settings;                 // the KB's settings
+  int32_t top_k = 5;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, plan_input& x) {
+  return f(caf::meta::type_name("plan_input"), x.request_id, x.conversation_id, x.user_id,
+           x.question, x.history, x.memories, x.episodic, x.kb, x.agent_type, x.settings, x.top_k);
+}
+
+// A planner's decision: "generate" an answer from `evidence` (to
+// `question`, with `instructions` when set), "reply" with `reply` as the
+// answer (a question for missing information, a fixed text), or
+// "escalate" to a human (`reply` tells the user; done carries
+// need_human_help and `reason`).
+struct plan_outcome {
+  std::string action = "generate";
+  std::string reply;
+  std::string question;
+  std::string instructions;
+  retrieval_result evidence;
+  bool general = false;  // answer without documents (chit-chat)
+  bool need_human_help = false;
+  std::string reason;
+  std::vector<node_log> logs;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, plan_outcome& x) {
+  return f(caf::meta::type_name("plan_outcome"), x.action, x.reply, x.question, x.instructions,
+           x.evidence, x.general, x.need_human_help, x.reason, x.logs);
 }
 
 // Events a stream actor publishes (DESIGN §4.4, §5.1). `data` depends on

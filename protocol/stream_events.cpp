@@ -141,7 +141,10 @@ stream_event make_done_event(const done_content& c) {
       .field("completion_tokens", c.usage.completion_tokens)
       .field("total_tokens", c.usage.prompt_tokens + c.usage.completion_tokens)
       .end_object();
-  w.field("partial", c.partial).end_object();
+  w.field("partial", c.partial);
+  if (c.need_human_help)
+    w.field("need_human_help", true).field("reason", c.escalation_reason);
+  w.end_object();
   return {event_kind::done, w.take(), true};
 }
 

@@ -43,6 +43,10 @@ struct done_content {
   std::vector<std::string> chunk_ids;  // reference.chunks
   usage_info usage;
   bool partial = false;
+  // A guided workflow handed the conversation to a human (seed 003):
+  // written as need_human_help/reason only when set.
+  bool need_human_help = false;
+  std::string escalation_reason;
 };
 
 stream_event make_done_event(const done_content& c);

@@ -119,14 +119,25 @@ retrieval_result naive(const kb_snapshot& snap, std::string_view query, size_t k
 std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view query, size_t k,
                                      std::vector<trace_step>& trace) {
   auto depth = over_retrieve_depth(k);
+  // search_mode (KB setting) chooses the legs; "vector" without a vector
+  // index falls back to BM25.
+  auto& mode = snap.settings.search_mode;
+  bool use_vector = mode != "bm25" && (mode != "vector" || snap.embed);
+  bool use_bm25 = mode != "vector" || !snap.embed;
+  std::vector<ranked_list> legs;
   auto t = steady::now();
-  auto b = bm25_leg(snap, query, depth);
-  trace.push_back({"bm25", leg_detail(b), ms_since(t)});
+  auto b = use_bm25 ? bm25_leg(snap, query, depth) : ranked_list{};
+  trace.push_back({"bm25", use_bm25 ? leg_detail(b) : "skipped: search_mode=" + mode, ms_since(t)});
   t = steady::now();
-  auto v = vector_leg(snap, query, depth);
-  trace.push_back({"vector", leg_detail(v), ms_since(t)});
+  auto v = use_vector ? vector_leg(snap, query, depth) : ranked_list{};
+  trace.push_back(
+      {"vector", use_vector ? leg_detail(v) : "skipped: search_mode=" + mode, ms_since(t)});
+  if (use_bm25)
+    legs.push_back(b);
+  if (use_vector)
+    legs.push_back(v);
   t = steady::now();
-  auto fused = weighted_rrf({b, v}, k);
+  auto fused = weighted_rrf(legs, k);
   trace.push_back({"rrf",
                    "k=60 weights vector=" + std::to_string(v.weight).substr(0, 4)
                        + " keyword=" + std::to_string(b.weight).substr(0, 4)
@@ -306,6 +317,20 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
     r = fusion(snap, query, top_k);
   else
     r = hybrid(snap, query, top_k);
+  // min_confidence_score (KB setting): drop results far below the best.
+  if (auto min = snap.settings.min_confidence_score; min > 0 && !r.retrieval_results.empty()) {
+    double best = 0;
+    for (auto& item : r.retrieval_results)
+      best = std::max(best, item.score);
+    auto before = r.retrieval_results.size();
+    std::erase_if(r.retrieval_results,
+                  [&](const retrieval_item& item) { return item.score < min * best; });
+    r.trace.push_back({"min_confidence",
+                       "kept " + std::to_string(r.retrieval_results.size()) + " of "
+                           + std::to_string(before) + " scoring >= "
+                           + std::to_string(min).substr(0, 4) + " x best",
+                       0});
+  }
   fill_ids_and_context(r);
   return r;
 }

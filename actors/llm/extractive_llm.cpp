@@ -65,6 +65,7 @@ llm_actor spawn_extractive_llm(caf::actor_system& sys, extractive_llm_settings s
           ++self->state.generated;
           extractive_options opts;
           opts.max_sentences = self->state.settings.max_sentences;
+          opts.cite = req.cite;
           auto answer = req.general ? general_reply_without_model()
                                     : extractive_answer_for(req.question, req.evidence, opts);
           if (self->state.settings.pace.count() == 0) {

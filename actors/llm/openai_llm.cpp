@@ -32,6 +32,7 @@ struct call {
   token_sink_actor sink;
   std::shared_ptr<llm::call_handle> handle;
   std::unique_ptr<llm::citation_stream_parser> citations;
+  bool cite = true;  // false: the KB turned citations off; none are reported
   std::string visible;  // text sent to the sink
   int32_t prompt_tokens = 0;
   bool general = false;
@@ -111,7 +112,8 @@ void start(self_ptr self, pending p) {
   auto& st = self->state;
   auto id = p.req.request_id;
   llm::prompt_inputs in;
-  in.system_instructions = st.settings.system_instructions;
+  in.system_instructions =
+      p.req.instructions.empty() ? st.settings.system_instructions : p.req.instructions;
   in.evidence = p.req.general ? nullptr : &p.req.evidence;
   in.window = p.req.history;
   in.core_memory = p.req.core_memory;
@@ -120,19 +122,21 @@ void start(self_ptr self, pending p) {
   in.summary = p.req.summary;
   in.question = p.req.question;
   in.budget_tokens = st.settings.prompt_budget_tokens;
-  in.citations = !p.req.general;
+  in.citations = !p.req.general && p.req.cite;
   auto prompt = llm::build_prompt(in);
   call c;
   c.promise = std::move(p.promise);
   c.sink = std::move(p.sink);
   c.prompt_tokens = static_cast<int32_t>(prompt.prompt_tokens);
   c.general = p.req.general;
+  c.cite = p.req.cite;
   c.citations = std::make_unique<llm::citation_stream_parser>(
-      p.req.general ? std::vector<llm::citation_source>{} : sources_of(p.req.evidence));
+      p.req.general || !p.req.cite ? std::vector<llm::citation_source>{}
+                                   : sources_of(p.req.evidence));
   llm::chat_params params;
   params.messages = std::move(prompt.messages);
-  params.temperature = st.settings.temperature;
-  params.max_tokens = st.settings.max_tokens;
+  params.temperature = p.req.temperature >= 0 ? p.req.temperature : st.settings.temperature;
+  params.max_tokens = p.req.max_tokens > 0 ? p.req.max_tokens : st.settings.max_tokens;
   // Callbacks run on the client's I/O thread: they only send messages.
   auto me = llm_actor{self};
   llm::stream_callbacks cb;
@@ -173,7 +177,8 @@ void show(call& c, const std::string& request_id, std::string text, self_ptr sel
 generation_result result_of(call& c, std::string finish_reason, usage_info usage) {
   generation_result r;
   r.answer = c.visible;
-  r.citations = c.citations->citations();
+  if (c.cite)
+    r.citations = c.citations->citations();
   r.usage = usage;
   if (r.usage.prompt_tokens == 0)
     r.usage.prompt_tokens = c.prompt_tokens;

@@ -243,6 +243,16 @@ std::vector<kb_route_profile> route_profiles(const kb_catalog& catalog) {
   return out;
 }
 
+// Attaches the chosen KB's settings: the stream runs that KB's pipeline.
+route_decision with_kb(route_decision rd, const kb_catalog* catalog) {
+  if (!catalog || rd.worker_name.empty())
+    return rd;
+  if (auto parsed = parse_worker_name(rd.worker_name))
+    if (auto snap = catalog->get(kb_of(*parsed)))
+      rd.kb = snap->settings;
+  return rd;
+}
+
 router_actor spawn_router(caf::actor_system& sys, router_settings settings,
                           std::shared_ptr<kb_catalog> catalog, llm_actor llm) {
   return sys.spawn([settings, catalog, llm](self_ptr self) -> router_actor::behavior_type {
@@ -254,11 +264,11 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
           auto& st = self->state;
           ++st.routed;
           if (st.settings.mode == "off" || !st.catalog)
-            return decide_route(req, st.settings);
+            return with_kb(decide_route(req, st.settings), st.catalog.get());
           auto profiles = route_profiles(*st.catalog);
           auto heuristic = detect_intent(req.message, profiles);
           if (st.settings.mode != "llm" || !st.llm || heuristic.intent == "chitchat")
-            return decide_route(req, st.settings, heuristic);
+            return with_kb(decide_route(req, st.settings, heuristic), st.catalog.get());
           std::vector<llm::kb_profile> kbs;
           for (auto& p : profiles)
             kbs.push_back({p.name, p.description, p.keywords});
@@ -280,7 +290,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
                       auto d = heuristic;
                       d.method = "fallback";
                       d.reason = "model reply unusable (" + parsed.error + "); " + d.reason;
-                      rp.deliver(decide_route(req, st.settings, d));
+                      rp.deliver(with_kb(decide_route(req, st.settings, d), st.catalog.get()));
                       return;
                     }
                     ++st.llm_routed;
@@ -291,7 +301,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
                     d.reason = parsed.reason;
                     d.intent = parsed.intent;
                     d.agent_type = parsed.agent_type;
-                    rp.deliver(decide_route(req, st.settings, d));
+                    rp.deliver(with_kb(decide_route(req, st.settings, d), st.catalog.get()));
                   },
                   [=](caf::error& err) mutable {
                     auto& st = self->state;
@@ -301,7 +311,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
                                    ? "timeout"
                                    : "fallback";
                     d.reason = "model unavailable (" + error_message(err) + "); " + d.reason;
-                    rp.deliver(decide_route(req, st.settings, d));
+                    rp.deliver(with_kb(decide_route(req, st.settings, d), st.catalog.get()));
                   });
           return rp;
         },

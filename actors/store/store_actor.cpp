@@ -202,6 +202,15 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
           return submit<bool>(
               self, true, [=](store_backend& db) { return db.save_summary(s, expected, now_ms()); });
         },
+        [=](atom::flow_state, const std::string& conversation_id) {
+          return submit<std::string>(
+              self, false, [=](store_backend& db) { return db.load_flow_state(conversation_id); });
+        },
+        [=](atom::flow_state, const std::string& conversation_id, const std::string& state) {
+          return submit<bool>(self, true, [=](store_backend& db) {
+            return db.save_flow_state(conversation_id, state, now_ms());
+          });
+        },
         [=](atom::kb_graph, const kb_graph_rows& g) {
           return submit<bool>(self, true,
                               [=](store_backend& db) { return db.replace_graph(g, now_ms()); });

@@ -11,6 +11,8 @@
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/pipeline/planner.hpp"
+#include "llm/query_rewrite.hpp"
 #include "memory/long_term.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
@@ -58,6 +60,10 @@ struct stream_state {
   std::vector<std::string> memories;  // recalled long-term memories
   std::vector<std::string> episodic;  // recalled past turns
   retrieval_result evidence;
+  std::string query;         // what is searched: the question, or its rewrite
+  std::string instructions;  // system instructions chosen by a planner ("" = built-in)
+  bool need_human_help = false;  // a planner escalated the turn
+  std::string escalation_reason;
   std::string answer;  // concatenation of the tokens published
   generation_result gen;
   std::string message_id;  // the stored assistant message
@@ -112,6 +118,18 @@ void log_node(self_ptr self, std::string_view node, std::string input, std::stri
   emit(self, stream_event{event_kind::execution_log, w.take(), true});
 }
 
+// Publishes a node log a planner recorded (debug only).
+void emit_log(self_ptr self, const node_log& l) {
+  if (!self->state.req.debug)
+    return;
+  json_writer w;
+  w.begin_object().field("node", l.node).field("duration_ms", l.duration_ms);
+  w.key("input").raw(l.input_json);
+  w.key("output").raw(l.output_json);
+  w.end_object();
+  emit(self, stream_event{event_kind::execution_log, w.take(), true});
+}
+
 std::string json_of(std::initializer_list<std::pair<std::string_view, std::string>> strings) {
   json_writer w;
   w.begin_object();
@@ -123,6 +141,7 @@ std::string json_of(std::initializer_list<std::pair<std::string_view, std::strin
 
 void persist(self_ptr self);
 void retrieve(self_ptr self);
+void plan(self_ptr self);
 void recall(self_ptr self);
 void recall_episodes_of(self_ptr self);
 void remember(self_ptr self, std::function<void()> next);
@@ -192,6 +211,12 @@ void fail(self_ptr self, const caf::error& err, std::string_view what) {
   }
 }
 
+// Results per turn: the KB's top_k, else [retrieval] top_k.
+int32_t top_k_of(self_ptr self) {
+  auto& st = self->state;
+  return st.route.kb.top_k > 0 ? st.route.kb.top_k : st.settings.top_k;
+}
+
 // Inputs and outputs of the nodes, as shown in debug execution logs.
 std::string route_input(self_ptr self) {
   auto& r = self->state.req;
@@ -214,8 +239,9 @@ std::string retrieve_input(self_ptr self) {
   json_writer w;
   w.begin_object()
       .field("worker_name", st.route.worker_name)
-      .field("query", st.req.message)
-      .field("top_k", static_cast<int64_t>(st.settings.top_k))
+      .field("query", st.query)
+      .field("top_k", static_cast<int64_t>(top_k_of(self)))
+      .field("search_mode", st.route.kb.search_mode)
       .end_object();
   return w.take();
 }
@@ -282,6 +308,8 @@ void finish(self_ptr self) {
   c.chunk_ids = st.evidence.chunk_ids;
   c.usage = st.gen.usage;
   c.partial = !st.error_code.empty() || st.cancelled;
+  c.need_human_help = st.need_human_help;
+  c.escalation_reason = st.escalation_reason;
   st.done_emitted = true;
   self->send(st.deps.session, atom::turn_done_v, st.req.request_id);
   emit(self, make_done_event(c));
@@ -340,6 +368,10 @@ void generate(self_ptr self) {
   gr.memories = st.memories;
   gr.episodic = st.episodic;
   gr.summary = st.summary;
+  gr.cite = st.route.kb.enable_source_citation;
+  gr.temperature = st.route.kb.temperature;
+  gr.max_tokens = st.route.kb.max_tokens;
+  gr.instructions = st.instructions;
   auto sink = caf::actor_cast<token_sink_actor>(self);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
       .then(
@@ -359,6 +391,8 @@ void generate(self_ptr self) {
           });
 }
 
+// Search failure is not the end of the turn (seed 004 §10): the answer is
+// generated from no documents, which makes it say it found nothing.
 void retrieve(self_ptr self) {
   auto& st = self->state;
   if (st.cancelled)
@@ -369,11 +403,16 @@ void retrieve(self_ptr self) {
   begin_node(self);
   emit(self, make_progress_event("retrieval", 0, 1, st.route.agent_type, -1, ""));
   auto on_error = [=](caf::error& err) {
-    fail(self, err, "retrieval");
-    log_node(self, "retrieve", retrieve_input(self), "{}");
-    emit(self, make_progress_event("retrieval", 1, 1, self->state.route.agent_type, 0,
-                                   self->state.error_message));
-    persist(self);
+    auto& st = self->state;
+    st.evidence = {};
+    auto msg = error_message(err);
+    spdlog::warn("stream {}: search failed ({}); answering without documents", st.req.request_id,
+                 self->system().render(err));
+    log_node(self, "retrieve", retrieve_input(self),
+             json_of({{"degraded", "search failed: " + msg + "; no documents"}}));
+    emit(self, make_progress_event("retrieval", 1, 1, st.route.agent_type, 0,
+                                   "search failed: " + msg));
+    generate(self);
   };
   self->request(st.deps.pool, st.settings.step_timeout, atom::resolve_v, st.route.worker_name)
       .then(
@@ -382,9 +421,9 @@ void retrieve(self_ptr self) {
             if (st.cancelled)
               return persist(self);
             retrieve_options opts;
-            opts.top_k = st.settings.top_k;
+            opts.top_k = top_k_of(self);
             opts.request_id = st.req.request_id;
-            self->request(agent, st.settings.step_timeout, atom::retrieve_v, st.req.message,
+            self->request(agent, st.settings.step_timeout, atom::retrieve_v, st.query,
                           st.opened.conversation_id, opts)
                 .then(
                     [=](retrieval_result& res) {
@@ -402,12 +441,110 @@ void retrieve(self_ptr self) {
           on_error);
 }
 
+// The rewrite node (seed 004 §4.2): with enable_query_rewrite, the model
+// turns the question and the window into a standalone search query.
+// Skipped when off; without a model or on failure the question is searched.
+void rewrite(self_ptr self) {
+  auto& st = self->state;
+  if (st.cancelled)
+    return persist(self);
+  st.query = st.req.message;
+  if (st.route.worker_name.empty() || !st.route.kb.enable_query_rewrite)
+    return retrieve(self);
+  begin_node(self);
+  std::vector<std::pair<std::string, std::string>> window;
+  for (auto& m : st.history)
+    window.emplace_back(m.role, m.content);
+  self->request(st.deps.llm, st.settings.step_timeout, atom::complete_v,
+                llm::rewrite_request(st.req.message, window))
+      .then(
+          [=](completion_result& res) {
+            auto& st = self->state;
+            auto q = llm::parse_rewrite_reply(res.text);
+            std::string outcome = q.empty() ? "unusable reply; question kept" : "rewritten";
+            if (!q.empty())
+              st.query = std::move(q);
+            log_node(self, "rewrite", json_of({{"question", st.req.message}}),
+                     json_of({{"query", st.query}, {"outcome", outcome}}));
+            retrieve(self);
+          },
+          [=](caf::error& err) {
+            auto& st = self->state;
+            log_node(self, "rewrite", json_of({{"question", st.req.message}}),
+                     json_of({{"query", st.query},
+                              {"outcome", "skipped: " + error_message(err)}}));
+            retrieve(self);
+          });
+}
+
+// Chooses how the turn is answered: the KB's answer_mode. Planners (the
+// guided workflow, the tool agent) decide what to search and whether to
+// answer, ask, or escalate; "pipeline" means rewrite -> search -> generate.
+void plan(self_ptr self) {
+  auto& st = self->state;
+  if (st.cancelled)
+    return persist(self);
+  auto& mode = st.route.kb.answer_mode;
+  if (st.route.worker_name.empty() || mode == "pipeline" || mode.empty())
+    return rewrite(self);
+  begin_node(self);
+  plan_input in;
+  in.request_id = st.req.request_id;
+  in.conversation_id = st.opened.conversation_id;
+  in.user_id = st.req.user_id;
+  in.question = st.req.message;
+  in.history = st.history;
+  in.memories = st.memories;
+  in.episodic = st.episodic;
+  in.kb = st.route.kb.name;
+  in.agent_type = st.route.agent_type;
+  in.settings = st.route.kb;
+  in.top_k = top_k_of(self);
+  planner_deps pd{st.deps.llm, st.deps.pool, st.deps.store};
+  auto planner = spawn_planner(self->system(), mode, pd);
+  emit(self, make_progress_event(mode, 0, 1, st.route.agent_type, -1, ""));
+  self->request(planner, st.settings.turn_timeout, atom::plan_v, std::move(in))
+      .then(
+          [=](plan_outcome& out) {
+            auto& st = self->state;
+            for (auto& l : out.logs)
+              emit_log(self, l);
+            emit(self, make_progress_event(
+                           st.route.kb.answer_mode, 1, 1, st.route.agent_type,
+                           static_cast<int64_t>(out.evidence.retrieval_results.size()), ""));
+            if (st.cancelled)
+              return persist(self);
+            if (out.action == "pipeline")
+              return rewrite(self);
+            if (out.action == "generate") {
+              st.query = st.req.message;
+              st.evidence = std::move(out.evidence);
+              st.instructions = std::move(out.instructions);
+              if (out.general)
+                st.route.worker_name.clear();
+              return generate(self);
+            }
+            // "reply" / "escalate": the planner's text is the answer.
+            st.need_human_help = out.need_human_help;
+            st.escalation_reason = out.reason;
+            st.ph = phase::generating;
+            st.answer = out.reply;
+            st.gen.finish_reason = "stop";
+            emit(self, make_token_event(out.reply));
+            persist(self);
+          },
+          [=](caf::error& err) {
+            fail(self, err, self->state.route.kb.answer_mode);
+            persist(self);
+          });
+}
+
 // Memory is context, not the answer: a failed read logs and goes on.
 auto continue_without(self_ptr self, const char* what) {
   return [=](caf::error& err) {
     spdlog::warn("stream {}: {} unavailable: {}", self->state.req.request_id, what,
                  self->system().render(err));
-    retrieve(self);
+    plan(self);
   };
 }
 
@@ -418,7 +555,7 @@ void load_memory(self_ptr self) {
   if (st.cancelled)
     return persist(self);
   if (st.req.incognito)
-    return retrieve(self);
+    return plan(self);
   begin_node(self);
   self->request(st.deps.store, st.settings.step_timeout, atom::core_mem_v, st.req.user_id)
       .then(
@@ -463,7 +600,7 @@ void recall_episodes_of(self_ptr self) {
                 .field("episodes", static_cast<uint64_t>(st.episodic.size()))
                 .end_object();
             log_node(self, "memory", json_of({{"user_id", st.req.user_id}}), w.take());
-            retrieve(self);
+            plan(self);
           },
           continue_without(self, "episodes"));
 }

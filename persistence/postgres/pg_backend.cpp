@@ -436,6 +436,7 @@ int64_t pg_backend::clear_conversation(const std::string& user_id, const std::st
     return 0;
   auto id = r.text(0, 0);
   run("DELETE FROM conversation_summaries WHERE conversation_id = $1", {id});
+  run("DELETE FROM conversation_flow_state WHERE conversation_id = $1", {id});
   run("DELETE FROM episodes WHERE conversation_id = $1", {id});
   run("DELETE FROM feedback WHERE message_id IN "
       "(SELECT id FROM messages WHERE conversation_id = $1)",
@@ -545,6 +546,27 @@ std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_
     out.push_back(std::move(e));
   }
   return out;
+}
+
+std::string pg_backend::load_flow_state(const std::string& conversation_id) {
+  auto row =
+      run("SELECT state FROM conversation_flow_state WHERE conversation_id = $1", {conversation_id});
+  return row.rows() ? row.text(0, 0) : std::string{};
+}
+
+bool pg_backend::save_flow_state(const std::string& conversation_id,
+                                 const std::string& state_json, int64_t now) {
+  if (conversation_owner(conversation_id).empty())
+    return false;
+  if (state_json.empty()) {
+    run("DELETE FROM conversation_flow_state WHERE conversation_id = $1", {conversation_id});
+    return true;
+  }
+  run("INSERT INTO conversation_flow_state (conversation_id, state, updated_at) "
+      "VALUES ($1, $2, $3) ON CONFLICT (conversation_id) DO UPDATE SET state = excluded.state, "
+      "updated_at = excluded.updated_at",
+      {conversation_id, state_json, std::to_string(now)});
+  return true;
 }
 
 summary_record pg_backend::load_summary(const std::string& conversation_id) {

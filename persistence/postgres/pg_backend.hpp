@@ -58,6 +58,9 @@ public:
   summary_record load_summary(const std::string& conversation_id) override;
   bool replace_graph(const kb_graph_rows& g, int64_t now_ms) override;
   std::pair<int64_t, int64_t> graph_size(const std::string& kb) override;
+  std::string load_flow_state(const std::string& conversation_id) override;
+  bool save_flow_state(const std::string& conversation_id, const std::string& state_json,
+                       int64_t now_ms) override;
   bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) override;
   std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit) override;
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) override;

@@ -373,6 +373,7 @@ int64_t sqlite_backend::clear_conversation(const std::string& user_id,
     id = st.text(0);
   }
   prepare("DELETE FROM conversation_summaries WHERE conversation_id = ?").bind(id).step();
+  prepare("DELETE FROM conversation_flow_state WHERE conversation_id = ?").bind(id).step();
   prepare("DELETE FROM episodes WHERE conversation_id = ?").bind(id).step();
   prepare(
       "DELETE FROM feedback WHERE message_id IN "
@@ -533,6 +534,33 @@ std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& u
     out.push_back(std::move(e));
   }
   return out;
+}
+
+std::string sqlite_backend::load_flow_state(const std::string& conversation_id) {
+  auto row = prepare("SELECT state FROM conversation_flow_state WHERE conversation_id = ?");
+  row.bind(conversation_id);
+  return row.step() ? row.text(0) : std::string{};
+}
+
+bool sqlite_backend::save_flow_state(const std::string& conversation_id,
+                                     const std::string& state_json, int64_t now) {
+  if (conversation_owner(conversation_id).empty())
+    return false;
+  if (state_json.empty()) {
+    prepare("DELETE FROM conversation_flow_state WHERE conversation_id = ?")
+        .bind(conversation_id)
+        .step();
+    return true;
+  }
+  prepare(
+      "INSERT INTO conversation_flow_state (conversation_id, state, updated_at) VALUES (?, ?, ?) "
+      "ON CONFLICT (conversation_id) DO UPDATE SET state = excluded.state, "
+      "updated_at = excluded.updated_at")
+      .bind(conversation_id)
+      .bind(state_json)
+      .bind(now)
+      .step();
+  return true;
 }
 
 summary_record sqlite_backend::load_summary(const std::string& conversation_id) {
