@@ -28,6 +28,7 @@
 
 #include "http/caf_asio.hpp"
 #include "http/query.hpp"
+#include "pipeline/graph.hpp"
 #include "protocol/api_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_object.hpp"
@@ -527,7 +528,8 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     return path.starts_with("/api/v1/kbs/") && path.ends_with("/documents");
   }
 
-  // /api/v1/kbs, /api/v1/kbs/{kb}, /api/v1/kbs/{kb}/documents, .../search
+  // /api/v1/kbs, /api/v1/kbs/{kb}, /api/v1/kbs/{kb}/documents, .../search,
+  // .../pipeline
   net::awaitable<bool> kb_route(beast::tcp_stream& stream, request_t& req, std::string_view path,
                                 bool keep, ndjson_documents* streamed) {
     auto method = req.method();
@@ -581,6 +583,12 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
       if (method != bhttp::verb::get)
         co_return co_await method_not_allowed(stream, keep);
       co_await write_json(stream, 200, kb_info_json(*snap), keep);
+      co_return keep;
+    }
+    if (suffix == "/pipeline") {
+      if (method != bhttp::verb::get)
+        co_return co_await method_not_allowed(stream, keep);
+      co_await write_json(stream, 200, pipeline_json(snap->settings), keep);
       co_return keep;
     }
     if (suffix == "/documents") {

@@ -219,7 +219,10 @@ caf::expected<workflow_def> parse_workflow(std::string_view json) {
 
 std::string to_json(const flow_state& s) {
   json_writer w;
-  w.begin_object().field("intent", s.intent).field("ask_rounds", static_cast<int64_t>(s.ask_rounds));
+  w.begin_object()
+      .field("intent", s.intent)
+      .field("question", s.question)
+      .field("ask_rounds", static_cast<int64_t>(s.ask_rounds));
   w.key("slots").begin_object();
   for (auto& [k, v] : s.slots)
     w.field(k, v);
@@ -238,6 +241,8 @@ flow_state flow_state_from_json(std::string_view json) {
   std::string_view str;
   if (root["intent"].get_string().get(str) == simdjson::SUCCESS)
     s.intent = std::string{str};
+  if (root["question"].get_string().get(str) == simdjson::SUCCESS)
+    s.question = std::string{str};
   int64_t n = 0;
   if (root["ask_rounds"].get_int64().get(n) == simdjson::SUCCESS)
     s.ask_rounds = static_cast<int32_t>(n);
@@ -355,12 +360,20 @@ std::string ask_text(const intent_def& intent, const std::vector<std::string>& m
   return text;
 }
 
-std::string search_query(std::string_view question, const flow_state& state) {
-  std::string q{question};
+std::string search_query(const flow_state& state) {
+  std::string q = state.question;
   for (auto& [k, v] : state.slots)
     if (q.find(v) == std::string::npos)
       q += " " + v;
   return q;
+}
+
+std::string full_question(const flow_state& state) {
+  std::string q = state.question;
+  std::string details;
+  for (auto& [k, v] : state.slots)
+    details += (details.empty() ? "" : ", ") + k + ": " + v;
+  return details.empty() ? q : q + " (" + details + ")";
 }
 
 completion_request evaluate_request(std::string_view question, std::string_view query,

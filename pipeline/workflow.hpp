@@ -67,6 +67,7 @@ caf::expected<workflow_def> parse_workflow(std::string_view json);
 // What the workflow remembers of a conversation between turns.
 struct flow_state {
   std::string intent;                        // pending intent ("" = none)
+  std::string question;                      // the message that raised it
   std::map<std::string, std::string> slots;  // filled so far
   int32_t ask_rounds = 0;                    // questions asked for this intent
 };
@@ -95,8 +96,12 @@ std::vector<std::string> missing_slots(const intent_def& intent, const flow_stat
 // The question for the missing slots (deterministic, from the definitions).
 std::string ask_text(const intent_def& intent, const std::vector<std::string>& missing);
 
-// The query searched for: the question plus the filled slot values.
-std::string search_query(std::string_view question, const flow_state& state);
+// The query searched for: the question that raised the intent plus the
+// filled slot values.
+std::string search_query(const flow_state& state);
+// The question to answer: the one that raised the intent, with the slots
+// ("How do I get a refund? (order_id: A-1234)").
+std::string full_question(const flow_state& state);
 
 // evaluate: {"is_sufficient": bool, "suggestion": "pass|retry_same|switch_source",
 //            "rewritten_query": "..."}.

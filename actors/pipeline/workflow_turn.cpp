@@ -91,6 +91,7 @@ public:
         return chitchat();
       intent = def_.intent(*name);
       state_.intent = intent->l2;
+      state_.question = in_.question;
     }
     if (!intent->slots.empty())
       if (auto ended = fill_slots(*intent))
@@ -191,13 +192,14 @@ private:
     if (sources.empty())
       sources.emplace_back("kb");
     size_t source = 0;
-    auto query = wf::search_query(in_.question, state_);
+    auto question = wf::full_question(state_);
+    auto query = wf::search_query(state_);
     std::vector<retrieval_item> docs;
     bool sufficient = false;
     for (int32_t round = 1; round <= def_.max_retrieval_rounds; ++round) {
       auto t = clock::now();
       docs = search(sources[source], query, intent);
-      auto e = evaluate(query, docs);
+      auto e = evaluate(question, query, docs);
       json_writer w;
       w.begin_object()
           .field("round", static_cast<int64_t>(round))
@@ -233,9 +235,9 @@ private:
       return escalate("the knowledge sources do not contain enough to answer after "
                       + std::to_string(def_.max_retrieval_rounds) + " searches");
     auto t = clock::now();
-    auto res = calls_.complete(wf::verify_request(in_.question, docs), policy_);
+    auto res = calls_.complete(wf::verify_request(question, docs), policy_);
     auto v = res ? wf::parse_verdict(res->text) : wf::verdict{};
-    calls_.log("verify", t, obj({{"question", in_.question}}),
+    calls_.log("verify", t, obj({{"question", question}}),
                obj({{"answers", v.answers ? "true" : "false"},
                     {"reason", res ? (v.parsed ? v.reason : "unusable reply")
                                    : "model failed: " + error_message(res.error())}}));
@@ -243,7 +245,7 @@ private:
       return escalate(v.parsed ? "the evidence does not answer the question: " + v.reason
                                : "the evidence could not be verified");
     out_.action = "generate";
-    out_.question = in_.question;
+    out_.question = question;
     out_.evidence.retrieval_results = std::move(docs);
     fill_ids_and_context(out_.evidence);
     calls_.save_flow_state(in_.conversation_id, "");
@@ -281,13 +283,14 @@ private:
     return std::move(res->retrieval_results);
   }
 
-  wf::evaluation evaluate(const std::string& query, const std::vector<retrieval_item>& docs) {
+  wf::evaluation evaluate(const std::string& question, const std::string& query,
+                          const std::vector<retrieval_item>& docs) {
     if (docs.empty()) {
       wf::evaluation e;
       e.suggestion = "switch_source";
       return e;
     }
-    auto res = calls_.complete(wf::evaluate_request(in_.question, query, docs), policy_);
+    auto res = calls_.complete(wf::evaluate_request(question, query, docs), policy_);
     if (!res) {
       // No judge: results in hand are used; verification decides.
       wf::evaluation e;

@@ -62,6 +62,7 @@ struct stream_state {
   retrieval_result evidence;
   std::string query;         // what is searched: the question, or its rewrite
   std::string instructions;  // system instructions chosen by a planner ("" = built-in)
+  std::string question;      // the question answered, when a planner restated it
   bool need_human_help = false;  // a planner escalated the turn
   std::string escalation_reason;
   std::string answer;  // concatenation of the tokens published
@@ -360,7 +361,7 @@ void generate(self_ptr self) {
   emit(self, make_progress_event("generation", 0, 1, st.route.agent_type, -1, ""));
   generation_request gr;
   gr.request_id = st.req.request_id;
-  gr.question = st.req.message;
+  gr.question = st.question.empty() ? st.req.message : st.question;
   gr.history = st.history;
   gr.evidence = st.evidence;
   gr.general = st.route.worker_name.empty();
@@ -520,6 +521,7 @@ void plan(self_ptr self) {
               st.query = st.req.message;
               st.evidence = std::move(out.evidence);
               st.instructions = std::move(out.instructions);
+              st.question = std::move(out.question);
               if (out.general)
                 st.route.worker_name.clear();
               return generate(self);

@@ -1,0 +1,253 @@
+// The guided workflow (seed 003) on a KB with answer_mode "workflow": the
+// fake model is scripted per node by its system prompt (intent, slots,
+// evaluate, verify), so each test decides what the model says and checks
+// what the turn did — the answer, done's need_human_help, and the debug
+// execution log of the workflow's nodes.
+#include <gtest/gtest.h>
+
+#include "tests/support/fake_openai.hpp"
+#include "tests/support/server_fixture.hpp"
+
+namespace ragtor::test {
+namespace {
+
+constexpr const char* intent_sys = "classify the user's latest message";
+constexpr const char* slots_sys = "extract information";
+constexpr const char* evaluate_sys = "judge whether search results";
+constexpr const char* verify_sys = "check the quality of evidence";
+
+std::string rule(const std::string& system, const std::string& match, const std::string& reply) {
+  auto esc = [](const std::string& s) {
+    std::string out;
+    for (char c : s)
+      out += c == '"' || c == '\\' ? std::string{"\\"} + c : std::string{c};
+    return out;
+  };
+  std::string r = R"({"system":")" + esc(system) + "\"";
+  if (!match.empty())
+    r += R"(,"match":")" + esc(match) + "\"";
+  return r + R"(,"reply":")" + esc(reply) + "\"}";
+}
+
+// Intent: "battery" questions are the battery intent, "hello" is chit-chat.
+// Slots: a message naming a K-model states the model. Evaluation: results
+// that mention "fourteen months" suffice. Verify: yes. Generation: the
+// default reply.
+std::string base_rules(const std::string& verify_reply = R"({"answers": true, "reason": "ok"})") {
+  return rule(intent_sys, "Latest message: .*hello", R"({"intent": "chitchat", "confidence": 0.9})")
+         + "," + rule(intent_sys, "", R"({"intent": "battery", "confidence": 0.9})") + ","
+         + rule(slots_sys, "K7", R"({"slots": {"model": "Lumenlatch K7"}})") + ","
+         + rule(slots_sys, "", R"({"slots": {"model": null}})") + ","
+         + rule(evaluate_sys, "fourteen months",
+                R"({"is_sufficient": true, "suggestion": "pass"})")
+         + ","
+         + rule(evaluate_sys, "",
+                R"({"is_sufficient": false, "suggestion": "switch_source", "rewritten_query": ""})")
+         + "," + rule(verify_sys, "", verify_reply);
+}
+
+std::string script(const std::string& rules) {
+  return R"({"default":{"reply":"The batteries last about fourteen months [1]."},"rules":[)" + rules
+         + "]}";
+}
+
+class workflow_test : public ragtor_server_test {
+protected:
+  fake_openai fake_{script(base_rules())};
+  env_vars server_env() const override {
+    auto env = model_env(fake_);
+    env["RAGTOR_LLM__MAX_RETRIES"] = "0";
+    return env;
+  }
+
+  json call(std::string_view method, const std::string& path, const std::string& body,
+            int expected) {
+    auto res = request(port(), method, path, body);
+    EXPECT_EQ(res.status, expected) << method << " " << path << ": " << res.body;
+    return json::parse(res.body.empty() ? "{}" : res.body);
+  }
+
+  // KB "lock" (answer_mode workflow) searching `sources` first for the
+  // battery intent; KB "notes" has nothing about batteries.
+  void make_kbs(const std::string& sources) {
+    call("POST", "/api/v1/kbs", R"({"name":"notes"})", 201);
+    call("POST", "/api/v1/kbs/notes/documents",
+         R"({"documents":[{"id":"n1","text":"The office kettle is descaled every Friday."}]})",
+         200);
+    call("POST", "/api/v1/kbs",
+         R"({"name":"lock","answer_mode":"workflow","workflow":{"business":"Lumenlatch door locks",)"
+         R"("model_retries":0,"intents":[)"
+         R"({"l1":"support","l2":"battery","description":"battery life and replacement",)"
+         R"("slots":[{"name":"model","description":"lock model","question":"Which lock model do you have?"}],)"
+         R"("sources":)" + sources + "}]}}",
+         201);
+    call("POST", "/api/v1/kbs/lock/documents",
+         R"({"documents":[{"id":"b1","text":"The Lumenlatch K7 runs on four AA batteries that last about fourteen months."},)"
+         R"({"id":"b2","text":"The Lumenlatch K5 uses a rechargeable pack charged over USB."}]})",
+         200);
+  }
+
+  stream_result turn(const std::string& session, const std::string& message) {
+    auto r = chat_stream(port(),
+                         chat_body("wanda", session, message, "lock", {{"debug", "true", true}}));
+    EXPECT_TRUE(well_formed_stream(r));
+    return r;
+  }
+
+  static std::vector<json> logs(const stream_result& r, const std::string& node) {
+    std::vector<json> out;
+    for (auto& ev : r.events)
+      if (ev.str("/status") == "execution_log" && ev.str("/content/node") == node)
+        out.push_back(ev.at("/content"));
+    return out;
+  }
+
+  static bool needs_human(const stream_result& r) {
+    return r.done && r.done->has("/content/need_human_help")
+           && r.done->boolean("/content/need_human_help");
+  }
+};
+
+TEST_F(workflow_test, asks_for_a_missing_slot_and_merges_it_a_turn_later) {
+  make_kbs(R"(["kb"])");
+  auto first = turn("s1", "How long do the batteries last?");
+  EXPECT_NE(first.answer().find("Which lock model do you have?"), std::string::npos)
+      << first.answer();
+  EXPECT_FALSE(needs_human(first));
+  ASSERT_EQ(logs(first, "ask").size(), 1u);
+  EXPECT_EQ(logs(first, "ask")[0].integer("/output/round"), 1);
+  EXPECT_EQ(logs(first, "intent")[0].str("/output/intent"), "battery");
+  EXPECT_TRUE(logs(first, "retrieval").empty()) << "no search before the slots are known";
+
+  auto second = turn("s1", "It is the K7.");
+  EXPECT_EQ(second.answer(), "The batteries last about fourteen months [1].");
+  EXPECT_FALSE(needs_human(second));
+  EXPECT_EQ(logs(second, "intent")[0].str("/output/outcome"), "pending intent kept");
+  auto slots = logs(second, "slots");
+  ASSERT_EQ(slots.size(), 1u);
+  EXPECT_EQ(slots[0].str("/output/slots/model"), "Lumenlatch K7");
+  auto retrieval = logs(second, "retrieval");
+  ASSERT_EQ(retrieval.size(), 1u);
+  // The search is for the question that raised the intent, with the slot.
+  EXPECT_NE(retrieval[0].str("/output/query").find("How long do the batteries last?"),
+            std::string::npos);
+  EXPECT_NE(retrieval[0].str("/output/query").find("Lumenlatch K7"), std::string::npos);
+  EXPECT_TRUE(retrieval[0].boolean("/output/is_sufficient"));
+  ASSERT_EQ(logs(second, "verify").size(), 1u);
+  for (auto* node : {"intent", "slots", "retrieval", "verify"})
+    EXPECT_TRUE(logs(second, node)[0].has("/duration_ms")) << node;
+  // The generator was asked the full question with the evidence.
+  auto sent = json::parse(fake_.stats().str("/last_chat_request"));
+  EXPECT_NE(sent.dump().find("model: Lumenlatch K7"), std::string::npos);
+  EXPECT_NE(sent.dump().find("fourteen months"), std::string::npos);
+
+  // The flow is over: the next battery question starts afresh and asks again.
+  auto third = turn("s1", "And how long do the batteries last in winter?");
+  EXPECT_EQ(logs(third, "intent")[0].str("/output/outcome"), "detected");
+  ASSERT_EQ(logs(third, "ask").size(), 1u);
+  EXPECT_EQ(logs(third, "ask")[0].integer("/output/round"), 1);
+}
+
+TEST_F(workflow_test, escalates_after_three_unanswered_questions) {
+  make_kbs(R"(["kb"])");
+  for (int round = 1; round <= 3; ++round) {
+    auto r = turn("s1", round == 1 ? "How long do the batteries last?" : "I don't know.");
+    ASSERT_EQ(logs(r, "ask").size(), 1u) << "round " << round << ": " << r.answer();
+    EXPECT_EQ(logs(r, "ask")[0].integer("/output/round"), round);
+    EXPECT_FALSE(needs_human(r));
+  }
+  auto last = turn("s1", "No idea, sorry.");
+  EXPECT_TRUE(needs_human(last)) << (last.done ? last.done->dump() : "no done");
+  EXPECT_NE(last.done->str("/content/reason").find("model"), std::string::npos);
+  EXPECT_NE(last.answer().find("human"), std::string::npos);
+  EXPECT_EQ(logs(last, "escalate").size(), 1u);
+  // Escalation ends the flow: the next question is a new one.
+  auto next = turn("s1", "How long do the batteries last?");
+  EXPECT_EQ(logs(next, "ask")[0].integer("/output/round"), 1);
+}
+
+TEST_F(workflow_test, switches_source_after_a_bad_evaluation) {
+  make_kbs(R"(["kb:notes","kb:ghost","kb"])");
+  auto r = turn("s1", "How long do the batteries of the K7 last?");
+  EXPECT_EQ(r.answer(), "The batteries last about fourteen months [1].");
+  auto rounds = logs(r, "retrieval");
+  ASSERT_EQ(rounds.size(), 3u);
+  EXPECT_EQ(rounds[0].str("/output/source"), "kb:notes");
+  EXPECT_FALSE(rounds[0].boolean("/output/is_sufficient"));
+  EXPECT_EQ(rounds[0].str("/output/next"), "switch source to kb:ghost");
+  // A source that fails (no such KB) yields no results, not a failed turn.
+  EXPECT_EQ(rounds[1].str("/output/source"), "kb:ghost");
+  EXPECT_EQ(rounds[1].integer("/output/results"), 0);
+  EXPECT_EQ(rounds[2].str("/output/source"), "kb");
+  EXPECT_TRUE(rounds[2].boolean("/output/is_sufficient"));
+  EXPECT_FALSE(needs_human(r));
+}
+
+TEST_F(workflow_test, escalates_when_verification_fails) {
+  make_kbs(R"(["kb"])");
+  fake_.set_script(
+      script(base_rules(R"({"answers": false, "reason": "the documents do not cover winter"})")));
+  auto r = turn("s1", "How long do the batteries of the K7 last?");
+  EXPECT_TRUE(needs_human(r));
+  EXPECT_NE(r.done->str("/content/reason").find("winter"), std::string::npos);
+  EXPECT_EQ(logs(r, "verify").size(), 1u);
+  EXPECT_EQ(logs(r, "verify")[0].str("/output/answers"), "false");
+}
+
+TEST_F(workflow_test, chitchat_gets_a_general_reply_that_steers_back) {
+  make_kbs(R"(["kb"])");
+  auto r = turn("s1", "hello there!");
+  EXPECT_EQ(logs(r, "intent")[0].str("/output/intent"), "chitchat");
+  EXPECT_TRUE(logs(r, "slots").empty());
+  EXPECT_FALSE(needs_human(r));
+  auto sent = json::parse(fake_.stats().str("/last_chat_request"));
+  auto system = sent.items("/messages")[0].str("/content");
+  EXPECT_NE(system.find("steer the conversation back"), std::string::npos) << system;
+  EXPECT_NE(system.find("battery life and replacement"), std::string::npos) << system;
+  EXPECT_TRUE(r.done->items("/content/citations").empty());
+}
+
+TEST_F(workflow_test, malformed_model_json_never_breaks_a_turn) {
+  make_kbs(R"(["kb"])");
+  // Unreadable intent (the KB has one intent, so it is taken) and slots
+  // (nothing merged, so the user is asked).
+  fake_.set_script(script(rule(intent_sys, "", R"({"intent": "batt)") + ","
+                          + rule(slots_sys, "", "{{{")));
+  auto r = turn("s1", "How long do the batteries of the K7 last?");
+  EXPECT_EQ(logs(r, "intent")[0].str("/output/outcome"), "unusable reply; the only intent");
+  EXPECT_TRUE(logs(r, "slots")[0].items("/output/set").empty());
+  EXPECT_NE(r.answer().find("Which lock model do you have?"), std::string::npos) << r.answer();
+
+  // Unreadable evaluations: every round is insufficient, then escalation.
+  fake_.set_script(script(rule(slots_sys, "K7", R"({"slots": {"model": "K7"}})") + ","
+                          + rule(evaluate_sys, "", "[1,2")));
+  r = turn("s1", "The K7.");
+  EXPECT_EQ(logs(r, "retrieval").size(), 3u);
+  EXPECT_TRUE(needs_human(r));
+  EXPECT_NE(r.done->str("/content/reason").find("not contain enough"), std::string::npos);
+
+  // An unreadable verdict: not verified, escalation.
+  fake_.set_script(script(base_rules("yes!")));
+  r = turn("s2", "How long do the batteries of the K7 last?");
+  EXPECT_TRUE(needs_human(r));
+  EXPECT_NE(r.done->str("/content/reason").find("could not be verified"), std::string::npos);
+}
+
+TEST_F(workflow_test, bad_workflows_are_refused_with_the_field_named) {
+  auto res = request(port(), "POST", "/api/v1/kbs",
+                     R"({"name":"w","answer_mode":"workflow","workflow":{"intents":[]}})");
+  EXPECT_EQ(res.status, 400) << res.body;
+  EXPECT_NE(res.body.find("intents"), std::string::npos) << res.body;
+  res = request(port(), "POST", "/api/v1/kbs",
+                R"({"name":"w","answer_mode":"workflow","workflow":{"intents":[{"l2":"a","sources":["tool:nope"]}]}})");
+  EXPECT_EQ(res.status, 400) << res.body;
+  EXPECT_NE(res.body.find("tool:nope"), std::string::npos) << res.body;
+  res = request(port(), "POST", "/api/v1/kbs", R"({"name":"w","answer_mode":"magic"})");
+  EXPECT_EQ(res.status, 400) << res.body;
+  EXPECT_NE(res.body.find("answer_mode"), std::string::npos) << res.body;
+  res = request(port(), "GET", "/api/v1/kbs/w", "");
+  EXPECT_EQ(res.status, 404) << "nothing was created";
+}
+
+}  // namespace
+}  // namespace ragtor::test
