@@ -411,6 +411,30 @@ TEST_P(store_contract, feedback_toggles) {
   EXPECT_EQ(vote(true), "");
 }
 
+TEST_P(store_contract, flow_state_is_per_conversation_replaced_and_cleared) {
+  auto a = user_turn("ann", "s1", "refund please", "r1", 1000);
+  auto b = user_turn("ann", "s2", "hello", "r2", 1001);
+  EXPECT_EQ(db_->load_flow_state(a.conversation_id), "");
+  EXPECT_TRUE(tx([&](store_backend& db) {
+    return db.save_flow_state(a.conversation_id, R"({"intent":"refund"})", 1002);
+  }));
+  EXPECT_TRUE(tx([&](store_backend& db) {
+    return db.save_flow_state(a.conversation_id, R"({"intent":"refund","ask_rounds":1})", 1003);
+  }));
+  EXPECT_EQ(open_again()->load_flow_state(a.conversation_id),
+            R"({"intent":"refund","ask_rounds":1})");
+  EXPECT_EQ(db_->load_flow_state(b.conversation_id), "") << "per conversation";
+  EXPECT_FALSE(tx([&](store_backend& db) {
+    return db.save_flow_state("no-such-conversation", "{}", 1004);
+  })) << "unknown conversations are refused";
+  // "" deletes; so does clearing the conversation.
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.save_flow_state(a.conversation_id, "", 1005); }));
+  EXPECT_EQ(db_->load_flow_state(a.conversation_id), "");
+  tx([&](store_backend& db) { return db.save_flow_state(b.conversation_id, "{}", 1006); });
+  tx([&](store_backend& db) { return db.clear_conversation("ann", "s2"); });
+  EXPECT_EQ(db_->load_flow_state(b.conversation_id), "");
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, store_contract, testing::Values("sqlite", "postgres"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            return info.param;
