@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <sstream>
 #include <system_error>
 #include <type_traits>
 #include <variant>
@@ -17,6 +18,7 @@
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/worker_name.hpp"
+#include "retrieval/kb_settings.hpp"
 
 namespace ragtor {
 
@@ -220,9 +222,40 @@ caf::error assign_from_text(const binding& b, std::string_view text, std::string
       b.target);
 }
 
-caf::error apply_toml(const toml::table& root, std::vector<binding>& bs) {
+// [kbs.<name>] tables: each one's JSON form (with "name"), validated as
+// KB settings so a typo stops the start with the key named.
+caf::error apply_kbs(const toml::node& node, std::map<std::string, std::string>& kbs) {
+  auto* table = node.as_table();
+  if (!table)
+    return config_error("config section \"kbs\" must be a table of [kbs.<name>] tables");
+  for (auto&& [name, kb] : *table) {
+    auto* t = kb.as_table();
+    if (!t)
+      return config_error("[kbs." + std::string{name.str()} + "] must be a table");
+    if (t->contains("name"))
+      return config_error("[kbs." + std::string{name.str()}
+                          + "] must not set name: the table's name is the KB's");
+    toml::table copy = *t;
+    copy.insert_or_assign("name", std::string{name.str()});
+    std::ostringstream json;
+    json << toml::json_formatter{copy};
+    auto settings = kb_settings_from_json(json.str());
+    if (!settings)
+      return config_error("[kbs." + std::string{name.str()} + "]: " + error_message(settings.error()));
+    kbs[std::string{name.str()}] = to_json(*settings);
+  }
+  return {};
+}
+
+caf::error apply_toml(const toml::table& root, std::vector<binding>& bs,
+                      std::map<std::string, std::string>& kbs) {
   for (auto&& [k, node] : root) {
     auto key = k.str();
+    if (key == "kbs") {
+      if (auto err = apply_kbs(node, kbs))
+        return err;
+      continue;
+    }
     if (auto* b = find_binding(bs, "", key)) {
       if (auto err = assign_from_toml(*b, node))
         return err;
@@ -478,7 +511,7 @@ caf::expected<config> load_config(const std::filesystem::path& path,
                           + std::to_string(e.source().begin.column) + ": "
                           + std::string{e.description()});
     }
-    if (auto err = apply_toml(root, bs))
+    if (auto err = apply_toml(root, bs, result.kbs))
       return config_error(path.string() + ": " + error_message(err));
   }
   if (auto err = apply_environment(env, bs))

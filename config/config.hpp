@@ -140,6 +140,11 @@ struct config {
   session_config session;
   actors_config actors;
   log_config log;
+  // [kbs.<name>]: knowledge-base settings (kb_settings, docs/pipelines.md)
+  // as JSON objects by KB name; at start each is written to the KB's
+  // kb.json (creating the KB when it does not exist), so the file wins
+  // over settings changed through the API since.
+  std::map<std::string, std::string> kbs;
   bool operator==(const config&) const = default;
 };
 

@@ -29,6 +29,8 @@
 #include "protocol/type_ids.hpp"
 #include "protocol/worker_name.hpp"
 #include "retrieval/kb_catalog.hpp"
+#include "retrieval/kb_settings.hpp"
+#include "retrieval/kb_store.hpp"
 
 namespace ragtor {
 
@@ -98,6 +100,20 @@ int run_serve(const serve_options& opts) {
   if (fs_err) {
     spdlog::error("cannot create data dir {}: {}", cfg->data_dir, fs_err.message());
     return 1;
+  }
+
+  // [kbs.<name>] of the config file: written to kb.json, the KB created
+  // when new, before the catalog loads them.
+  for (auto& [name, json] : cfg->kbs) {
+    auto s = kb_settings_from_json(json);
+    caf::error err = s ? save_kb_settings(cfg->data_dir, *s) : s.error();
+    if (!err && !kb_exists(cfg->data_dir, name))
+      err = create_kb(cfg->data_dir, name);
+    if (err) {
+      spdlog::error("cannot apply [kbs.{}]: {}", name, error_message(err));
+      return 1;
+    }
+    spdlog::info("knowledge base \"{}\": settings from the config file", name);
   }
 
   auto build_opts = kb_build_options_of(*cfg);

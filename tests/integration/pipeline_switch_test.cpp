@@ -4,6 +4,8 @@
 // the results — and GET /api/v1/kbs/{kb}/pipeline exports the graph.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "tests/support/fake_openai.hpp"
 #include "tests/support/server_fixture.hpp"
 
@@ -155,6 +157,24 @@ TEST_F(pipeline_switch_test, the_pipeline_graph_is_exported) {
 
   EXPECT_EQ(request(port(), "GET", "/api/v1/kbs/nope/pipeline", "").status, 404);
   EXPECT_EQ(request(port(), "POST", "/api/v1/kbs/plain/pipeline", "{}").status, 405);
+}
+
+TEST_F(pipeline_switch_test, kbs_can_be_declared_in_the_config_file) {
+  temp_dir dir;
+  auto toml = dir.path() / "ragtor.toml";
+  {
+    std::ofstream f{toml};
+    f << "[kbs.declared]\ndescription = \"From TOML\"\nenable_query_rewrite = true\n"
+         "search_mode = \"bm25\"\n";
+  }
+  ragtor_process other{dir.path() / "data", model_env(fake_), {"--config", toml.string()}};
+  auto res = request(other.port(), "GET", "/api/v1/kbs/declared/pipeline", "");
+  ASSERT_EQ(res.status, 200) << res.body;
+  auto p = json::parse(res.body);
+  EXPECT_TRUE(p.boolean("/switches/enable_query_rewrite"));
+  EXPECT_EQ(p.str("/switches/search_mode"), "bm25");
+  res = request(other.port(), "GET", "/api/v1/kbs/declared", "");
+  EXPECT_EQ(json::parse(res.body).str("/settings/description"), "From TOML");
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "config/config.hpp"
+#include "retrieval/kb_settings.hpp"
 
 #include <unistd.h>
 #include <fstream>
@@ -312,6 +313,46 @@ TEST(config, current_environment_reads_process_environment) {
   auto env = current_environment();
   EXPECT_EQ(env["RAGTOR_CONFIG_TEST_VAR"], "a=b");
   ::unsetenv("RAGTOR_CONFIG_TEST_VAR");
+}
+
+TEST(config, kb_tables_become_validated_kb_settings) {
+  temp_toml file{R"(
+[kbs.locks]
+description = "Door locks"
+answer_mode = "workflow"
+enable_query_rewrite = true
+temperature = 0.2
+
+[kbs.locks.workflow]
+business = "locks"
+
+[[kbs.locks.workflow.intents]]
+l2 = "battery"
+description = "battery life"
+sources = ["kb"]
+
+[[kbs.locks.workflow.intents.slots]]
+name = "model"
+description = "lock model"
+)"};
+  auto cfg = load_config(file.path(), {});
+  ASSERT_TRUE(cfg) << error_message(cfg.error());
+  ASSERT_EQ(cfg->kbs.count("locks"), 1u);
+  auto s = kb_settings_from_json(cfg->kbs.at("locks"));
+  ASSERT_TRUE(s) << error_message(s.error());
+  EXPECT_EQ(s->name, "locks");
+  EXPECT_EQ(s->answer_mode, "workflow");
+  EXPECT_TRUE(s->enable_query_rewrite);
+  EXPECT_DOUBLE_EQ(s->temperature, 0.2);
+  EXPECT_NE(s->workflow_json.find("\"model\""), std::string::npos) << s->workflow_json;
+
+  auto err = load_error("[kbs.x]\nsearch_mode = \"fuzzy\"\n");
+  EXPECT_NE(err.find("[kbs.x]"), std::string::npos) << err;
+  EXPECT_NE(err.find("search_mode"), std::string::npos) << err;
+  err = load_error("[kbs.x]\nname = \"y\"\n");
+  EXPECT_NE(err.find("must not set name"), std::string::npos) << err;
+  err = load_error("kbs = 3\n");
+  EXPECT_NE(err.find("kbs"), std::string::npos) << err;
 }
 
 }  // namespace
