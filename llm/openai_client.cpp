@@ -665,7 +665,7 @@ std::shared_ptr<call_handle> openai_client::chat(chat_params p,
               return cb(llm_error{failure::protocol, 0, "malformed completion response"});
             cb(completion{std::move(parsed->text),
                           parsed->finish_reason.empty() ? "stop" : std::move(parsed->finish_reason),
-                          parsed->tokens});
+                          parsed->tokens, std::move(parsed->tool_calls)});
           }),
       net::detached);
   return st;

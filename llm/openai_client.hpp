@@ -30,6 +30,7 @@ struct completion {
   std::string text;
   std::string finish_reason;
   usage tokens;
+  std::vector<tool_call> tool_calls;
 };
 
 enum class failure {

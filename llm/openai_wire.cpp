@@ -12,9 +12,30 @@ std::string build_chat_body(std::string_view model, const chat_params& p, bool s
   json_writer w;
   w.begin_object().field("model", model);
   w.key("messages").begin_array();
-  for (auto& m : p.messages)
-    w.begin_object().field("role", m.role).field("content", m.content).end_object();
+  for (auto& m : p.messages) {
+    w.begin_object().field("role", m.role);
+    if (m.role == "assistant" && !m.tool_calls.empty() && m.content.empty())
+      w.key("content").null();
+    else
+      w.field("content", m.content);
+    if (!m.tool_call_id.empty())
+      w.field("tool_call_id", m.tool_call_id);
+    if (!m.tool_calls.empty()) {
+      w.key("tool_calls").begin_array();
+      for (auto& c : m.tool_calls) {
+        w.begin_object().field("id", c.id).field("type", "function");
+        w.key("function").begin_object().field("name", c.name).field("arguments", c.arguments);
+        w.end_object().end_object();
+      }
+      w.end_array();
+    }
+    w.end_object();
+  }
   w.end_array();
+  if (!p.tools_json.empty())
+    w.key("tools").raw(p.tools_json);
+  if (!p.tool_choice.empty())
+    w.field("tool_choice", p.tool_choice);
   if (p.temperature)
     w.field("temperature", *p.temperature);
   if (p.max_tokens)
@@ -145,6 +166,27 @@ std::optional<completion_body> parse_completion(std::string_view body) {
     out.text = std::string{s};
   else if (!first["message"].is_object())
     return std::nullopt;
+  simdjson::dom::array calls;
+  if (first["message"]["tool_calls"].get_array().get(calls) == simdjson::SUCCESS) {
+    for (auto c : calls) {
+      tool_call call;
+      if (c["function"]["name"].get_string().get(s) != simdjson::SUCCESS || s.empty())
+        continue;
+      call.name = std::string{s};
+      if (c["id"].get_string().get(s) == simdjson::SUCCESS)
+        call.id = std::string{s};
+      simdjson::dom::element args;
+      if (c["function"]["arguments"].get(args) == simdjson::SUCCESS) {
+        if (args.get_string().get(s) == simdjson::SUCCESS)
+          call.arguments = std::string{s};
+        else
+          call.arguments = simdjson::minify(args);
+      }
+      if (call.id.empty())
+        call.id = "call_" + std::to_string(out.tool_calls.size() + 1);
+      out.tool_calls.push_back(std::move(call));
+    }
+  }
   if (first["finish_reason"].get_string().get(s) == simdjson::SUCCESS)
     out.finish_reason = std::string{s};
   simdjson::dom::element u;

@@ -17,6 +17,8 @@ struct chat_params {
   std::optional<double> temperature;
   std::optional<int32_t> max_tokens;
   std::string extra_json;  // raw members spliced into the body, e.g. "\"tools\":[...]"
+  std::string tools_json;   // a JSON array of tools (OpenAI format); "" = none
+  std::string tool_choice;  // "" = omitted; auto | none | required
 };
 
 struct usage {
@@ -55,9 +57,12 @@ struct stream_chunk {
 std::optional<stream_chunk> parse_stream_chunk(std::string_view data);
 
 struct completion_body {
-  std::string text;
+  std::string text;  // "" when the model only called tools (content null)
   std::string finish_reason;
   usage tokens;
+  // choices[0].message.tool_calls; entries without a function name are
+  // skipped; object arguments are turned back into JSON text.
+  std::vector<tool_call> tool_calls;
 };
 std::optional<completion_body> parse_completion(std::string_view body);
 

@@ -9,6 +9,7 @@
 
 #include <caf/meta/type_name.hpp>
 
+#include "llm/chat_message.hpp"
 #include "retrieval/kb_settings.hpp"
 
 namespace ragtor {
@@ -358,13 +359,15 @@ typename Inspector::result_type inspect(Inspector& f, kb_graph_rows& x) {
 
 // One message of a model conversation (role "system" | "user" | "assistant").
 struct llm_message {
-  std::string role;
+  std::string role;  // system | user | assistant | tool
   std::string content;
+  std::string tool_call_id;           // role "tool": the call it answers
+  std::vector<tool_call> tool_calls;  // role "assistant": the calls the model made
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, llm_message& x) {
-  return f(caf::meta::type_name("llm_message"), x.role, x.content);
+  return f(caf::meta::type_name("llm_message"), x.role, x.content, x.tool_call_id, x.tool_calls);
 }
 
 // A non-streaming model call for small structured decisions (router
@@ -374,23 +377,30 @@ struct completion_request {
   int32_t max_tokens = 256;
   double temperature = 0;
   std::string purpose;
+  // Function calling (OpenAI tools format): a JSON array of tools ("" =
+  // none) and tool_choice ("" = the server's default, else auto | none |
+  // required).
+  std::string tools_json;
+  std::string tool_choice;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion_request& x) {
   return f(caf::meta::type_name("completion_request"), x.messages, x.max_tokens, x.temperature,
-           x.purpose);
+           x.purpose, x.tools_json, x.tool_choice);
 }
 
 struct completion_result {
   std::string text;
   usage_info usage;
   std::string finish_reason;
+  std::vector<tool_call> tool_calls;  // the functions the model called
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion_result& x) {
-  return f(caf::meta::type_name("completion_result"), x.text, x.usage, x.finish_reason);
+  return f(caf::meta::type_name("completion_result"), x.text, x.usage, x.finish_reason,
+           x.tool_calls);
 }
 
 // What an upstream model connection reported for one request (sent by the
@@ -405,12 +415,13 @@ struct upstream_event {
   std::string error_kind;
   int32_t http_status = 0;
   bool after_first_token = false;
+  std::vector<tool_call> tool_calls;  // "done" of a completion that called tools
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, upstream_event& x) {
   return f(caf::meta::type_name("upstream_event"), x.kind, x.text, x.finish_reason, x.usage,
-           x.error_kind, x.http_status, x.after_first_token);
+           x.error_kind, x.http_status, x.after_first_token, x.tool_calls);
 }
 
 // One node of a turn's work as shown in debug execution logs (DESIGN

@@ -80,7 +80,7 @@ std::vector<llm::citation_source> sources_of(const retrieval_result& evidence) {
 std::vector<llm::chat_message> to_chat(const std::vector<llm_message>& msgs) {
   std::vector<llm::chat_message> out;
   for (auto& m : msgs)
-    out.push_back({m.role, m.content});
+    out.push_back({m.role, m.content, m.tool_call_id, m.tool_calls});
   return out;
 }
 
@@ -202,6 +202,7 @@ void on_completion(self_ptr self, const std::string& id, upstream_event& ev) {
     out.text = std::move(ev.text);
     out.finish_reason = std::move(ev.finish_reason);
     out.usage = ev.usage;
+    out.tool_calls = std::move(ev.tool_calls);
     c.promise.deliver(std::move(out));
   } else {
     ++st.failed;
@@ -320,6 +321,8 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
           params.messages = to_chat(req.messages);
           params.temperature = req.temperature;
           params.max_tokens = req.max_tokens;
+          params.tools_json = req.tools_json;
+          params.tool_choice = req.tool_choice;
           // The reply arrives on the client's thread and comes back as a
           // message; the promise is delivered on the actor's own thread.
           auto me = llm_actor{self};
@@ -335,6 +338,7 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
                   ev.finish_reason = std::move(c->finish_reason);
                   ev.usage.prompt_tokens = c->tokens.prompt_tokens;
                   ev.usage.completion_tokens = c->tokens.completion_tokens;
+                  ev.tool_calls = std::move(c->tool_calls);
                 } else {
                   ev = event_of(std::get<llm::llm_error>(r));
                 }

@@ -8,8 +8,10 @@
 #include <string_view>
 #include <vector>
 
+#include <caf/actor_system.hpp>
 #include <caf/expected.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/pipeline/planner.hpp"
 
@@ -59,5 +61,23 @@ private:
   std::string request_id_;
   std::vector<node_log> logs_;
 };
+
+// A detached planner answering one `plan` request with
+// `Turn{sys, deps, input}.run()`, then quitting.
+template <class Turn>
+planner_actor spawn_turn_planner(caf::actor_system& sys, planner_deps deps) {
+  return sys.spawn<caf::detached>(
+      [](planner_actor::pointer self, planner_deps deps) -> planner_actor::behavior_type {
+        return {
+            [=](atom::plan, const plan_input& in) -> plan_outcome {
+              Turn turn{self->system(), deps, in};
+              auto out = turn.run();
+              self->quit();
+              return out;
+            },
+        };
+      },
+      std::move(deps));
+}
 
 }  // namespace ragtor

@@ -10,8 +10,6 @@
 //
 // Every model call is bounded (model_timeout_ms) and retried with backoff
 // (model_retries); unusable replies are handled by the node, never thrown.
-#include <caf/actor_system.hpp>
-#include <caf/typed_event_based_actor.hpp>
 #include <spdlog/spdlog.h>
 
 #include "actors/pipeline/planner_calls.hpp"
@@ -341,18 +339,7 @@ private:
 }  // namespace
 
 planner_actor spawn_workflow_planner(caf::actor_system& sys, planner_deps deps) {
-  return sys.spawn<caf::detached>(
-      [](planner_actor::pointer self, planner_deps deps) -> planner_actor::behavior_type {
-        return {
-            [=](atom::plan, const plan_input& in) -> plan_outcome {
-              workflow_turn turn{self->system(), deps, in};
-              auto out = turn.run();
-              self->quit();
-              return out;
-            },
-        };
-      },
-      std::move(deps));
+  return spawn_turn_planner<workflow_turn>(sys, std::move(deps));
 }
 
 }  // namespace ragtor

@@ -14,6 +14,7 @@
 
 #include "llm/openai_client.hpp"
 #include "tests/support/fake_openai.hpp"
+#include "tests/support/json.hpp"
 
 namespace ragtor::test {
 namespace {
@@ -135,6 +136,64 @@ TEST(openai_client, non_streaming_chat_and_embeddings) {
   EXPECT_EQ(v[0].size(), 16u);
   EXPECT_EQ(v[0], v[1]);
   EXPECT_NE(v[0], v[2]);
+}
+
+TEST(openai_client, tool_calls_round_trip_over_the_wire) {
+  fake_openai fake{R"({"rules":[)"
+                   R"({"system":"agent","tool_results":1,"reply":"READY"},)"
+                   R"({"system":"agent","when_tools":true,"tool_calls":[)"
+                   R"({"name":"vector_retrieve","arguments":{"query":"K7"}},)"
+                   R"({"name":"grade","arguments_raw":"{broken","id":"c9"}]}]})"};
+  llm::openai_client client{config_for(fake)};
+  auto call = [&](llm::chat_params p) {
+    std::promise<llm::chat_result> pr;
+    client.chat(std::move(p), [&](llm::chat_result r) { pr.set_value(std::move(r)); });
+    auto r = pr.get_future().get();
+    EXPECT_TRUE(std::holds_alternative<llm::completion>(r)) << std::get<llm::llm_error>(r).message;
+    return std::get<llm::completion>(r);
+  };
+  llm::chat_params p;
+  p.messages = {{"system", "you are an agent"}, {"user", "battery?"}};
+  p.tools_json = R"([{"type":"function","function":{"name":"vector_retrieve","parameters":{}}}])";
+  p.tool_choice = "auto";
+  auto first = call(p);
+  EXPECT_EQ(first.finish_reason, "tool_calls");
+  ASSERT_EQ(first.tool_calls.size(), 2u);
+  EXPECT_EQ(first.tool_calls[0].name, "vector_retrieve");
+  EXPECT_EQ(first.tool_calls[0].arguments, R"({"query":"K7"})");
+  EXPECT_EQ(first.tool_calls[0].id, "call_1");
+  EXPECT_EQ(first.tool_calls[1].arguments, "{broken") << "malformed arguments pass through as text";
+  EXPECT_EQ(first.tool_calls[1].id, "c9");
+  auto sent = json::parse(fake.stats().str("/last_chat_request"));
+  EXPECT_EQ(sent.str("/tools/0/function/name"), "vector_retrieve");
+  EXPECT_EQ(sent.str("/tool_choice"), "auto");
+  EXPECT_EQ(fake.stat("chat_with_tools"), 1);
+
+  // The calls and their results go back; the tool_results rule answers.
+  llm::chat_message assistant{"assistant", ""};
+  assistant.tool_calls = first.tool_calls;
+  p.messages.push_back(assistant);
+  llm::chat_message result{"tool", "2 new results"};
+  result.tool_call_id = "call_1";
+  p.messages.push_back(result);
+  auto second = call(p);
+  EXPECT_EQ(second.text, "READY");
+  EXPECT_TRUE(second.tool_calls.empty());
+  sent = json::parse(fake.stats().str("/last_chat_request"));
+  auto msgs = sent.items("/messages");
+  ASSERT_EQ(msgs.size(), 4u);
+  EXPECT_TRUE(msgs[2].is_null("/content"));
+  EXPECT_EQ(msgs[2].str("/tool_calls/1/function/arguments"), "{broken");
+  EXPECT_EQ(msgs[2].str("/tool_calls/0/type"), "function");
+  EXPECT_EQ(msgs[3].str("/role"), "tool");
+  EXPECT_EQ(msgs[3].str("/tool_call_id"), "call_1");
+
+  // Without tools the when_tools rule does not apply.
+  llm::chat_params no_tools;
+  no_tools.messages = {{"system", "you are an agent"}, {"user", "battery?"}};
+  auto plain = call(no_tools);
+  EXPECT_TRUE(plain.tool_calls.empty());
+  EXPECT_EQ(fake.stat("chat_with_tools"), 2);
 }
 
 TEST(openai_client, retries_429_and_500_only_before_the_first_token) {

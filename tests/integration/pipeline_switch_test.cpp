@@ -4,6 +4,7 @@
 // the results — and GET /api/v1/kbs/{kb}/pipeline exports the graph.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
 
 #include "tests/support/fake_openai.hpp"
@@ -85,6 +86,31 @@ TEST_F(pipeline_switch_test, the_rewrite_node_runs_only_when_enabled) {
   EXPECT_NE(node(failed, "rewrite").str("/output/outcome").find("skipped"), std::string::npos);
   EXPECT_EQ(node(failed, "retrieve").str("/input/query"), "And how long do they last?");
   EXPECT_EQ(failed.answer(), "Fine.");
+}
+
+TEST_F(pipeline_switch_test, the_rerank_step_runs_only_when_enabled) {
+  make_kb("plain", "");
+  make_kb("ranked", R"(,"enable_rerank":true,"top_k":4)");
+  fake_.set_script(R"({"default":{"reply":"Fine."},"rules":[)"
+                   R"({"match":"^Question: ","reply":"{\"ranking\": [3, 2, 1]}"}]})");
+  auto steps = [](const json& retrieve) {
+    std::vector<std::string> out;
+    for (auto& t : retrieve.items("/output/trace"))
+      out.push_back(t.str("/step"));
+    return out;
+  };
+  auto has = [](const std::vector<std::string>& v, const std::string& s) {
+    return std::find(v.begin(), v.end(), s) != v.end();
+  };
+  auto plain = turn("plain", "s1", "Lumenlatch battery kettles");
+  EXPECT_FALSE(has(steps(node(plain, "retrieve")), "rerank"));
+  auto ranked = turn("ranked", "s2", "Lumenlatch battery kettles");
+  auto ranked_steps = steps(node(ranked, "retrieve"));
+  EXPECT_TRUE(has(ranked_steps, "rerank")) << node(ranked, "retrieve").dump();
+  // Fewer than 4 results: the reranker is not asked (3 documents here).
+  for (auto& t : node(ranked, "retrieve").items("/output/trace"))
+    if (t.str("/step") == "rerank")
+      EXPECT_NE(t.str("/detail").find("skipped"), std::string::npos) << t.dump();
 }
 
 TEST_F(pipeline_switch_test, citations_and_sampling_follow_the_kb) {

@@ -28,6 +28,49 @@ TEST(sse_parser, events_survive_every_split_point) {
   }
 }
 
+TEST(openai_wire, tool_calls_are_parsed_leniently) {
+  auto c = parse_completion(
+      R"({"choices":[{"message":{"role":"assistant","content":null,"tool_calls":[)"
+      R"({"id":"a","type":"function","function":{"name":"grade","arguments":"{\"query\":\"x\"}"}},)"
+      R"({"type":"function","function":{"name":"rerank","arguments":{"query":"y"}}},)"
+      R"({"id":"z","type":"function","function":{"arguments":"{}"}}]},"finish_reason":"tool_calls"}]})");
+  ASSERT_TRUE(c);
+  EXPECT_EQ(c->text, "");
+  EXPECT_EQ(c->finish_reason, "tool_calls");
+  ASSERT_EQ(c->tool_calls.size(), 2u) << "a call without a function name is skipped";
+  EXPECT_EQ(c->tool_calls[0].id, "a");
+  EXPECT_EQ(c->tool_calls[0].arguments, R"({"query":"x"})");
+  EXPECT_EQ(c->tool_calls[1].name, "rerank");
+  EXPECT_EQ(c->tool_calls[1].arguments, R"({"query":"y"})") << "object arguments become JSON text";
+  EXPECT_EQ(c->tool_calls[1].id, "call_2");
+  auto plain = parse_completion(R"({"choices":[{"message":{"content":"hi"}}]})");
+  ASSERT_TRUE(plain);
+  EXPECT_TRUE(plain->tool_calls.empty());
+
+  chat_params p;
+  p.messages = {{"user", "q"}};
+  chat_message a{"assistant", ""};
+  a.tool_calls = {{"c1", "grade", R"({"query":"q"})"}};
+  p.messages.push_back(a);
+  chat_message t{"tool", "ok"};
+  t.tool_call_id = "c1";
+  p.messages.push_back(t);
+  p.tools_json = R"([{"type":"function"}])";
+  p.tool_choice = "required";
+  auto body = build_chat_body("m", p, false);
+  EXPECT_NE(body.find(R"({"role":"assistant","content":null,"tool_calls":[{"id":"c1","type":"function","function":{"name":"grade","arguments":"{\"query\":\"q\"}"}}]})"),
+            std::string::npos)
+      << body;
+  EXPECT_NE(body.find(R"({"role":"tool","content":"ok","tool_call_id":"c1"})"), std::string::npos)
+      << body;
+  EXPECT_NE(body.find(R"("tools":[{"type":"function"}],"tool_choice":"required")"),
+            std::string::npos)
+      << body;
+  chat_params none;
+  none.messages = {{"user", "q"}};
+  EXPECT_EQ(build_chat_body("m", none, false).find("tools"), std::string::npos);
+}
+
 TEST(openai_wire, chunks_completions_embeddings_and_errors) {
   auto c = parse_stream_chunk(
       R"({"choices":[{"index":0,"delta":{"content":"Hi"},"finish_reason":null}]})");

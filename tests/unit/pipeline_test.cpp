@@ -8,6 +8,7 @@
 #include "llm/extractive_generator.hpp"
 #include "llm/query_rewrite.hpp"
 #include "pipeline/graph.hpp"
+#include "pipeline/tool_agent.hpp"
 #include "pipeline/workflow.hpp"
 #include "protocol/errc.hpp"
 #include "retrieval/kb_settings.hpp"
@@ -190,6 +191,50 @@ TEST(extractive_generator, citations_can_be_switched_off) {
   EXPECT_EQ(b.text.find("Sources:"), std::string::npos) << b.text;
   EXPECT_TRUE(b.citations.empty());
   EXPECT_NE(b.text.find("fourteen months"), std::string::npos) << b.text;
+}
+
+TEST(tool_agent, tools_are_offered_in_the_openai_format) {
+  auto& tools = agent::tools_json();
+  for (auto name : agent::tool_names) {
+    EXPECT_NE(tools.find("\"name\":\"" + std::string{name} + "\""), std::string::npos) << name;
+    EXPECT_TRUE(agent::is_tool(name));
+  }
+  EXPECT_NE(tools.find("\"type\":\"function\""), std::string::npos);
+  EXPECT_NE(tools.find("\"required\":[\"question\"]"), std::string::npos);
+  EXPECT_FALSE(agent::is_tool("web_search"));
+  EXPECT_NE(agent::system_prompt("door locks", 4).find("at most 4 tool calls"), std::string::npos);
+}
+
+TEST(tool_agent, arguments_are_checked) {
+  EXPECT_EQ(agent::argument_of("vector_retrieve", R"({"query":"K7 battery"})"), "K7 battery");
+  EXPECT_EQ(agent::argument_of("query_rewrite", R"({"question":"and its price?"})"),
+            "and its price?");
+  EXPECT_FALSE(agent::argument_of("query_rewrite", R"({"query":"x"})"));
+  EXPECT_FALSE(agent::argument_of("vector_retrieve", R"({"query":"  "})"));
+  EXPECT_FALSE(agent::argument_of("vector_retrieve", R"({"query":42})"));
+  EXPECT_FALSE(agent::argument_of("vector_retrieve", "{query: K7"));
+  EXPECT_FALSE(agent::argument_of("vector_retrieve", ""));
+}
+
+TEST(tool_agent, small_talk_takes_the_fast_path) {
+  EXPECT_TRUE(agent::fast_path("Hello!"));
+  EXPECT_TRUE(agent::fast_path("  thank you. "));
+  EXPECT_TRUE(agent::fast_path("谢谢"));
+  EXPECT_FALSE(agent::fast_path("Hello, how long do K7 batteries last?"));
+  EXPECT_FALSE(agent::fast_path("battery"));
+}
+
+TEST(tool_agent, grade_replies_pick_passages) {
+  EXPECT_EQ(agent::parse_grade_reply(R"({"relevant":[3,1,3,9]})", 4),
+            (std::vector<size_t>{2, 0}));
+  EXPECT_EQ(agent::parse_grade_reply(R"(Sure: {"relevant":["2"]})", 4), (std::vector<size_t>{1}));
+  EXPECT_EQ(agent::parse_grade_reply(R"({"relevant":[]})", 4), (std::vector<size_t>{}));
+  EXPECT_FALSE(agent::parse_grade_reply("all of them", 4));
+  retrieval_item a;
+  a.doc_id = "d1";
+  a.evidence = "The K7 runs on AA batteries.";
+  EXPECT_NE(agent::evidence_summary({a}).find("[1] (d1) The K7"), std::string::npos);
+  EXPECT_EQ(agent::evidence_summary({}), "The evidence is empty.");
 }
 
 }  // namespace
