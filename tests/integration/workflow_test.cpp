@@ -233,6 +233,65 @@ TEST_F(workflow_test, malformed_model_json_never_breaks_a_turn) {
   EXPECT_NE(r.done->str("/content/reason").find("could not be verified"), std::string::npos);
 }
 
+TEST_F(workflow_test, http_json_tools_are_a_source) {
+  // An "orders" intent answered by an HTTP JSON tool (the fake's /_fake/tool).
+  auto url = "http://127.0.0.1:" + std::to_string(fake_.port()) + "/_fake/tool";
+  call("POST", "/api/v1/kbs",
+       R"({"name":"shop","answer_mode":"workflow","workflow":{"model_retries":0,)"
+       R"("tools":[{"name":"orders","url":")" + url + R"("}],)"
+       R"("intents":[{"l2":"order_status","description":"where is my order",)"
+       R"("slots":[{"name":"order_id","description":"order number"}],"sources":["tool:orders"]}]}})",
+       201);
+  call("POST", "/api/v1/kbs/shop/documents",
+       R"({"documents":[{"id":"p1","text":"Parcels are shipped within two days."}]})", 200);
+  auto rules = rule(intent_sys, "", R"({"intent": "order_status"})") + ","
+               + rule(slots_sys, "A-77", R"({"slots": {"order_id": "A-77"}})") + ","
+               + rule(evaluate_sys, "left the depot",
+                      R"({"is_sufficient": true, "suggestion": "pass"})")
+               + "," + rule(verify_sys, "", R"({"answers": true, "reason": "ok"})");
+  fake_.set_script(
+      R"({"tool_reply":{"results":[{"id":"A-77","title":"Order A-77","text":"Order A-77 left the depot on Monday."}]},)"
+      R"("default":{"reply":"It left the depot on Monday."},"rules":[)"
+      + rules + "]}");
+  auto r = chat_stream(port(), chat_body("wanda", "s1", "Where is my order A-77?", "shop",
+                                         {{"debug", "true", true}}));
+  ASSERT_TRUE(well_formed_stream(r));
+  EXPECT_EQ(r.answer(), "It left the depot on Monday.");
+  EXPECT_FALSE(needs_human(r));
+  auto rounds = logs(r, "retrieval");
+  ASSERT_EQ(rounds.size(), 1u);
+  EXPECT_EQ(rounds[0].str("/output/source"), "tool:orders");
+  EXPECT_EQ(rounds[0].integer("/output/results"), 1);
+  EXPECT_EQ(fake_.stat("tool_requests"), 1);
+  auto sent = json::parse(fake_.stats().str("/last_tool_request"));
+  EXPECT_EQ(sent.str("/intent"), "order_status");
+  EXPECT_EQ(sent.str("/slots/order_id"), "A-77");
+  EXPECT_NE(sent.str("/query").find("Where is my order A-77?"), std::string::npos);
+  auto gen = json::parse(fake_.stats().str("/last_chat_request"));
+  EXPECT_NE(gen.dump().find("left the depot on Monday"), std::string::npos);
+}
+
+TEST_F(workflow_test, model_calls_are_retried_with_backoff) {
+  // The intent call fails once (HTTP 500); model_retries 1 retries it.
+  call("POST", "/api/v1/kbs",
+       R"({"name":"lock","answer_mode":"workflow","workflow":{"model_retries":1,)"
+       R"("intents":[{"l2":"battery","description":"battery life"},{"l2":"pairing","description":"pairing"}]}})",
+       201);
+  call("POST", "/api/v1/kbs/lock/documents",
+       R"({"documents":[{"id":"b1","text":"The Lumenlatch K7 runs on four AA batteries that last about fourteen months."}]})",
+       200);
+  fake_.set_script(script(
+      R"({"system":"classify the user's latest message","fault":"http_500","fault_times":1,)"
+      R"("reply":"{\"intent\": \"battery\"}"},)"
+      + base_rules()));
+  auto r = turn("s1", "How long do the batteries of the K7 last?");
+  auto intent = logs(r, "intent");
+  ASSERT_EQ(intent.size(), 1u);
+  EXPECT_EQ(intent[0].str("/output/intent"), "battery");
+  EXPECT_EQ(intent[0].str("/output/attempts"), "2");
+  EXPECT_EQ(r.answer(), "The batteries last about fourteen months [1].");
+}
+
 TEST_F(workflow_test, bad_workflows_are_refused_with_the_field_named) {
   auto res = request(port(), "POST", "/api/v1/kbs",
                      R"({"name":"w","answer_mode":"workflow","workflow":{"intents":[]}})");
