@@ -1,0 +1,144 @@
+// Answer modes side by side: the same question and documents on three KBs
+// — "pipeline" (rewrite on), "workflow" (intent, slots, evaluate, verify)
+// and "tool_agent" (one vector_retrieve, then READY) — against a real
+// `ragtor serve` with the fake OpenAI-compatible model answering at once
+// (so the numbers are ragtor's orchestration plus loopback HTTP, not model
+// time). Prints per mode the median and p90 of a whole turn (POST
+// /api/v1/chat) and the model calls per turn. Sequential, bounded; never
+// asserts.
+//
+//   build/bench/bench_pipelines [--turns 30]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <boost/asio.hpp>
+#include <boost/beast/core.hpp>
+#include <boost/beast/http.hpp>
+
+#include "bench/bench_proc.hpp"
+#include "bench/bench_util.hpp"
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = beast::http;
+namespace fs = std::filesystem;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+struct reply {
+  unsigned status = 0;
+  std::string body;
+};
+
+reply call(uint16_t port, http::verb verb, const std::string& target, const std::string& body) {
+  net::io_context ioc;
+  beast::tcp_stream s{ioc};
+  s.expires_after(std::chrono::seconds(60));
+  s.connect(net::ip::tcp::endpoint{net::ip::make_address("127.0.0.1"), port});
+  http::request<http::string_body> req{verb, target, 11};
+  req.set(http::field::host, "127.0.0.1");
+  req.set(http::field::content_type, "application/json");
+  req.body() = body;
+  req.prepare_payload();
+  http::write(s, req);
+  beast::flat_buffer buf;
+  http::response<http::string_body> res;
+  http::read(s, buf, res);
+  return {res.result_int(), res.body()};
+}
+
+// The value of "key":<integer> in a flat JSON text (the fake's stats).
+long counter(const std::string& json, const std::string& key) {
+  auto at = json.find("\"" + key + "\":");
+  return at == std::string::npos ? -1 : std::stol(json.substr(at + key.size() + 3));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int turns = 30;
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (std::string{argv[i]} == "--turns")
+      turns = std::max(1, std::stoi(argv[i + 1]));
+  std::signal(SIGPIPE, SIG_IGN);
+  auto bin_dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  auto scratch = fs::temp_directory_path() / ("ragtor-pipelines-" + std::to_string(getpid()));
+  fs::create_directories(scratch);
+  std::ofstream{scratch / "script.json"} << R"({"default":{"reply":"Four AA batteries [1]."},"rules":[
+    {"system":"rewrite a user's latest question","reply":"Lumenlatch K7 battery life"},
+    {"system":"classify the user's latest message","reply":"{\"intent\":\"battery\"}"},
+    {"system":"extract information","reply":"{\"slots\":{\"model\":\"K7\"}}"},
+    {"system":"judge whether search results","reply":"{\"is_sufficient\":true,\"suggestion\":\"pass\"}"},
+    {"system":"check the quality of evidence","reply":"{\"answers\":true,\"reason\":\"ok\"}"},
+    {"system":"You are a retrieval agent","tool_results":1,"reply":"READY"},
+    {"system":"You are a retrieval agent","tool_calls":[{"name":"vector_retrieve","arguments":{"query":"K7 battery"}}]}]})";
+  auto fake = spawn({(bin_dir / "tests/fake_openai").string(), "--port", "0", "--threads", "2",
+                     "--script", (scratch / "script.json").string()},
+                    "fake_openai listening on http://", {}, scratch / "fake.log");
+  std::vector<std::string> env{
+      "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
+      "RAGTOR_LLM__MODEL=fake-model", "RAGTOR_LOG__LEVEL=warn"};
+  auto ragtor = spawn({(bin_dir / "ragtor").string(), "serve", "--listen", "127.0.0.1:0",
+                       "--data-dir", (scratch / "data").string()},
+                      "ragtor listening on http://", env, scratch / "ragtor.log");
+  const std::string docs =
+      R"({"documents":[{"id":"b1","text":"The Lumenlatch K7 runs on four AA batteries that last about fourteen months."},)"
+      R"({"id":"b2","text":"The Lumenlatch K5 battery pack is charged over USB in two hours."},)"
+      R"({"id":"p1","text":"To pair the K7, hold the cog button for six seconds."}]})";
+  const std::string workflow =
+      R"({"model_retries":0,"intents":[{"l2":"battery","description":"battery life",)"
+      R"("slots":[{"name":"model","description":"lock model"}]},{"l2":"pairing","description":"pairing"}]})";
+  struct mode {
+    std::string kb, settings;
+  };
+  std::vector<mode> modes{
+      {"plain", R"("answer_mode":"pipeline")"},
+      {"rewrite", R"("answer_mode":"pipeline","enable_query_rewrite":true)"},
+      {"workflow", R"("answer_mode":"workflow","workflow":)" + workflow},
+      {"agent", R"("answer_mode":"tool_agent")"}};
+  for (auto& m : modes) {
+    auto r = call(ragtor.port, http::verb::post, "/api/v1/kbs",
+                  R"({"name":")" + m.kb + "\"," + m.settings + "}");
+    auto d = call(ragtor.port, http::verb::post, "/api/v1/kbs/" + m.kb + "/documents", docs);
+    if (r.status != 201 || d.status != 200) {
+      std::fprintf(stderr, "setup of %s failed: %s %s\n", m.kb.c_str(), r.body.c_str(),
+                   d.body.c_str());
+      stop(ragtor);
+      stop(fake);
+      return 1;
+    }
+  }
+  std::printf("%d sequential turns per mode; the fake model answers without delay\n", turns);
+  std::printf("| KB (answer mode) | turn p50 ms | turn p90 ms | model calls / turn | errors |\n");
+  std::printf("|---|---|---|---|---|\n");
+  for (auto& m : modes) {
+    std::vector<double> ms;
+    int errors = 0;
+    auto before = counter(call(fake.port, http::verb::get, "/_fake/stats", "").body, "chat_requests");
+    for (int t = 0; t < turns; ++t) {
+      auto body = R"({"user_id":"bench","session_id":")" + m.kb + std::to_string(t)
+                  + R"(","kb_prefix":")" + m.kb
+                  + R"(","message":"How long do the batteries of the K7 last?"})";
+      auto t0 = steady::now();
+      auto r = call(ragtor.port, http::verb::post, "/api/v1/chat", body);
+      ms.push_back(std::chrono::duration<double, std::milli>(steady::now() - t0).count());
+      if (r.status != 200 || r.body.find("\"error\"") != std::string::npos)
+        ++errors;
+    }
+    auto after = counter(call(fake.port, http::verb::get, "/_fake/stats", "").body, "chat_requests");
+    std::printf("| %s (%s) | %.1f | %.1f | %.1f | %d |\n", m.kb.c_str(),
+                m.settings.substr(15, m.settings.find('"', 15) - 15).c_str(), ragtor::bench::percentile(ms, 0.5),
+                ragtor::bench::percentile(ms, 0.9), static_cast<double>(after - before) / turns, errors);
+    std::fflush(stdout);
+  }
+  stop(ragtor);
+  stop(fake);
+  fs::remove_all(scratch);
+  return 0;
+}
