@@ -1,6 +1,7 @@
-// Answer modes side by side: the same question and documents on three KBs
-// — "pipeline" (rewrite on), "workflow" (intent, slots, evaluate, verify)
-// and "tool_agent" (one vector_retrieve, then READY) — against a real
+// Answer modes side by side: the same question and documents on five KBs
+// — "pipeline" (plain; rewrite on; rerank on, by the fake's /v1/rerank
+// endpoint), "workflow" (intent, slots, evaluate, verify) and
+// "tool_agent" (one vector_retrieve, then READY) — against a real
 // `ragtor serve` with the fake OpenAI-compatible model answering at once
 // (so the numbers are ragtor's orchestration plus loopback HTTP, not model
 // time). Prints per mode the median and p90 of a whole turn (POST
@@ -83,13 +84,17 @@ int main(int argc, char** argv) {
                     "fake_openai listening on http://", {}, scratch / "fake.log");
   std::vector<std::string> env{
       "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
-      "RAGTOR_LLM__MODEL=fake-model", "RAGTOR_LOG__LEVEL=warn"};
+      "RAGTOR_LLM__MODEL=fake-model", "RAGTOR_LOG__LEVEL=warn",
+      "RAGTOR_RETRIEVAL__RERANK_BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
+      "RAGTOR_RETRIEVAL__RERANK_MODEL=fake-reranker"};
   auto ragtor = spawn({(bin_dir / "ragtor").string(), "serve", "--listen", "127.0.0.1:0",
                        "--data-dir", (scratch / "data").string()},
                       "ragtor listening on http://", env, scratch / "ragtor.log");
   const std::string docs =
       R"({"documents":[{"id":"b1","text":"The Lumenlatch K7 runs on four AA batteries that last about fourteen months."},)"
       R"({"id":"b2","text":"The Lumenlatch K5 battery pack is charged over USB in two hours."},)"
+      R"({"id":"b3","text":"K7 batteries are replaced by sliding the back cover of the lock down."},)"
+      R"({"id":"b4","text":"Low battery: the K7 beeps three times when the batteries need replacing."},)"
       R"({"id":"p1","text":"To pair the K7, hold the cog button for six seconds."}]})";
   const std::string workflow =
       R"({"model_retries":0,"intents":[{"l2":"battery","description":"battery life",)"
@@ -100,6 +105,7 @@ int main(int argc, char** argv) {
   std::vector<mode> modes{
       {"plain", R"("answer_mode":"pipeline")"},
       {"rewrite", R"("answer_mode":"pipeline","enable_query_rewrite":true)"},
+      {"reranked", R"("answer_mode":"pipeline","enable_rerank":true)"},
       {"workflow", R"("answer_mode":"workflow","workflow":)" + workflow},
       {"agent", R"("answer_mode":"tool_agent")"}};
   for (auto& m : modes) {
@@ -115,12 +121,14 @@ int main(int argc, char** argv) {
     }
   }
   std::printf("%d sequential turns per mode; the fake model answers without delay\n", turns);
-  std::printf("| KB (answer mode) | turn p50 ms | turn p90 ms | model calls / turn | errors |\n");
-  std::printf("|---|---|---|---|---|\n");
+  std::printf("| KB (answer mode) | turn p50 ms | turn p90 ms | model calls / turn | rerank calls / turn | errors |\n");
+  std::printf("|---|---|---|---|---|---|\n");
   for (auto& m : modes) {
     std::vector<double> ms;
     int errors = 0;
-    auto before = counter(call(fake.port, http::verb::get, "/_fake/stats", "").body, "chat_requests");
+    auto stats = call(fake.port, http::verb::get, "/_fake/stats", "").body;
+    auto before = counter(stats, "chat_requests");
+    auto reranks_before = counter(stats, "rerank_requests");
     for (int t = 0; t < turns; ++t) {
       auto body = R"({"user_id":"bench","session_id":")" + m.kb + std::to_string(t)
                   + R"(","kb_prefix":")" + m.kb
@@ -131,10 +139,14 @@ int main(int argc, char** argv) {
       if (r.status != 200 || r.body.find("\"error\"") != std::string::npos)
         ++errors;
     }
-    auto after = counter(call(fake.port, http::verb::get, "/_fake/stats", "").body, "chat_requests");
-    std::printf("| %s (%s) | %.1f | %.1f | %.1f | %d |\n", m.kb.c_str(),
-                m.settings.substr(15, m.settings.find('"', 15) - 15).c_str(), ragtor::bench::percentile(ms, 0.5),
-                ragtor::bench::percentile(ms, 0.9), static_cast<double>(after - before) / turns, errors);
+    stats = call(fake.port, http::verb::get, "/_fake/stats", "").body;
+    auto after = counter(stats, "chat_requests");
+    auto reranks = counter(stats, "rerank_requests") - reranks_before;
+    std::printf("| %s (%s) | %.1f | %.1f | %.1f | %.1f | %d |\n", m.kb.c_str(),
+                m.settings.substr(15, m.settings.find('"', 15) - 15).c_str(),
+                ragtor::bench::percentile(ms, 0.5), ragtor::bench::percentile(ms, 0.9),
+                static_cast<double>(after - before) / turns,
+                static_cast<double>(reranks) / turns, errors);
     std::fflush(stdout);
   }
   stop(ragtor);

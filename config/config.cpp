@@ -70,6 +70,9 @@ std::vector<binding> bindings_of(config& c) {
       {"retrieval", "embedding_model", &c.retrieval.embedding_model},
       {"retrieval", "embedding_batch", &c.retrieval.embedding_batch},
       {"retrieval", "vector_exact_below", &c.retrieval.vector_exact_below},
+      {"retrieval", "rerank_base_url", &c.retrieval.rerank_base_url},
+      {"retrieval", "rerank_model", &c.retrieval.rerank_model},
+      {"retrieval", "rerank_timeout_ms", &c.retrieval.rerank_timeout_ms},
       {"generator", "provider", &c.generator.provider},
       {"generator", "extractive_max_sentences", &c.generator.extractive_max_sentences},
       {"generator", "extractive_pace_ms", &c.generator.extractive_pace_ms},
@@ -449,6 +452,14 @@ caf::error validate(const config& c) {
       err = key_error("retrieval.embedding_base_url",
                       "must be set (or llm.base_url) when retrieval.embedder is \"openai\"");
   }
+  if (!err && !c.retrieval.rerank_base_url.empty()) {
+    if (!c.retrieval.rerank_base_url.starts_with("http://")
+        && !c.retrieval.rerank_base_url.starts_with("https://"))
+      err = key_error("retrieval.rerank_base_url", "must start with http:// or https://");
+    else if (c.retrieval.rerank_model.empty())
+      err = key_error("retrieval.rerank_model", "must be set when retrieval.rerank_base_url is set");
+  }
+  first(at_least("retrieval.rerank_timeout_ms", c.retrieval.rerank_timeout_ms, 1));
   constexpr std::array<std::string_view, 3> providers = {"auto", "extractive", "openai"};
   first(one_of("generator.provider", c.generator.provider, providers));
   if (!err && c.generator.provider == "openai" && c.llm.base_url.empty())

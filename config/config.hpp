@@ -65,6 +65,11 @@ struct retrieval_config {
   std::string embedding_model;
   int embedding_batch = 64;
   size_t vector_exact_below = 20000;
+  // An OpenAI-compatible /rerank endpoint for KBs with enable_rerank;
+  // "" = the model in [llm] reranks listwise.
+  std::string rerank_base_url;
+  std::string rerank_model;
+  int rerank_timeout_ms = 10000;
   bool operator==(const retrieval_config&) const = default;
 };
 

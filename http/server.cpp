@@ -588,7 +588,7 @@ struct server::impl : std::enable_shared_from_this<server::impl> {
     if (suffix == "/pipeline") {
       if (method != bhttp::verb::get)
         co_return co_await method_not_allowed(stream, keep);
-      co_await write_json(stream, 200, pipeline_json(snap->settings), keep);
+      co_await write_json(stream, 200, pipeline_json(snap->settings, settings.reranker), keep);
       co_return keep;
     }
     if (suffix == "/documents") {

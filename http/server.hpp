@@ -42,6 +42,9 @@ struct server_settings {
   kb_admin_actor kb_admin;
   summarizer_actor summarizer;  // for GET .../summary?wait_version=N
   agent_pool_actor pool;
+  // Who reranks for KBs with enable_rerank, as the pipeline graph shows it
+  // ("" = nobody: results keep their fused order).
+  std::string reranker;
   size_t max_ingest_bytes = 64 << 20;    // body limit of POST .../documents
   size_t max_ingest_documents = 100000;  // documents per ingest request
   std::string default_agent_type = "hybrid_agent";

@@ -648,48 +648,71 @@ std::shared_ptr<call_handle> openai_client::stream_chat(chat_params p, stream_ca
   return st;
 }
 
+namespace {
+
+// Starts a non-streaming POST to `path`; `parse` turns the response body
+// into the caller's result (a value or an llm_error).
+template <class Result, class Parse>
+std::shared_ptr<call_handle> post_unary(openai_client::impl& im, std::string path,
+                                        std::string body, Parse parse,
+                                        std::function<void(Result)> cb) {
+  auto st = im.new_call();
+  st->on_cancel = [cb](llm_error e) { cb(std::move(e)); };
+  net::co_spawn(st->strand,
+                im.run_unary(st, std::move(path), std::move(body),
+                             [cb, parse](std::variant<std::string, llm_error> r) {
+                               if (auto* e = std::get_if<llm_error>(&r))
+                                 return cb(std::move(*e));
+                               cb(parse(std::get<std::string>(r)));
+                             }),
+                net::detached);
+  return st;
+}
+
+}  // namespace
+
 std::shared_ptr<call_handle> openai_client::chat(chat_params p,
                                                  std::function<void(chat_result)> cb) {
-  auto st = impl_->new_call();
-  st->on_cancel = [cb](llm_error e) { cb(std::move(e)); };
-  auto body = build_chat_body(impl_->cfg.model, p, false);
-  net::co_spawn(
-      st->strand,
-      impl_->run_unary(
-          st, "/chat/completions", std::move(body),
-          [cb](std::variant<std::string, llm_error> r) {
-            if (auto* e = std::get_if<llm_error>(&r))
-              return cb(std::move(*e));
-            auto parsed = parse_completion(std::get<std::string>(r));
-            if (!parsed)
-              return cb(llm_error{failure::protocol, 0, "malformed completion response"});
-            cb(completion{std::move(parsed->text),
+  return post_unary<chat_result>(
+      *impl_, "/chat/completions", build_chat_body(impl_->cfg.model, p, false),
+      [](const std::string& body) -> chat_result {
+        auto parsed = parse_completion(body);
+        if (!parsed)
+          return llm_error{failure::protocol, 0, "malformed completion response"};
+        return completion{std::move(parsed->text),
                           parsed->finish_reason.empty() ? "stop" : std::move(parsed->finish_reason),
-                          parsed->tokens, std::move(parsed->tool_calls)});
-          }),
-      net::detached);
-  return st;
+                          parsed->tokens, std::move(parsed->tool_calls)};
+      },
+      std::move(cb));
 }
 
 std::shared_ptr<call_handle> openai_client::embed(std::vector<std::string> inputs,
                                                   std::function<void(embed_result)> cb) {
-  auto st = impl_->new_call();
-  st->on_cancel = [cb](llm_error e) { cb(std::move(e)); };
   auto count = inputs.size();
-  auto body = build_embeddings_body(impl_->cfg.model, inputs);
-  net::co_spawn(st->strand,
-                impl_->run_unary(
-                    st, "/embeddings", std::move(body),
-                    [cb, count](std::variant<std::string, llm_error> r) {
-                      if (auto* e = std::get_if<llm_error>(&r))
-                        return cb(std::move(*e));
-                      auto parsed = parse_embeddings(std::get<std::string>(r));
-                      if (!parsed || parsed->size() != count)
-                        return cb(llm_error{failure::protocol, 0, "malformed embeddings response"});
-                      cb(std::move(*parsed));
-                    }),
-                net::detached);
-  return st;
+  return post_unary<embed_result>(
+      *impl_, "/embeddings", build_embeddings_body(impl_->cfg.model, inputs),
+      [count](const std::string& body) -> embed_result {
+        auto parsed = parse_embeddings(body);
+        if (!parsed || parsed->size() != count)
+          return llm_error{failure::protocol, 0, "malformed embeddings response"};
+        return std::move(*parsed);
+      },
+      std::move(cb));
+}
+
+std::shared_ptr<call_handle> openai_client::rerank(std::string query,
+                                                   std::vector<std::string> documents,
+                                                   std::function<void(rerank_result)> cb) {
+  auto count = documents.size();
+  return post_unary<rerank_result>(
+      *impl_, "/rerank", build_rerank_body(impl_->cfg.model, query, documents, count),
+      [count](const std::string& body) -> rerank_result {
+        auto parsed = parse_rerank(body, count);
+        if (!parsed)
+          return llm_error{failure::protocol, 0, "malformed rerank response"};
+        return std::move(*parsed);
+      },
+      std::move(cb));
 }
 
 embed_result openai_client::embed_sync(std::vector<std::string> inputs) {

@@ -1,6 +1,6 @@
 // An HTTP/1.1 client for OpenAI-compatible servers (vLLM, llama.cpp
-// server, hosted APIs): streaming and non-streaming chat completions and
-// embeddings over http or https (OpenSSL, SNI, peer verification), with a
+// server, hosted APIs): streaming and non-streaming chat completions,
+// embeddings and reranking (/rerank) over http or https (OpenSSL, SNI, peer verification), with a
 // keep-alive connection pool. It owns its I/O thread and never blocks the
 // caller: results arrive through callbacks on that thread, so they must be
 // cheap (ragtor forwards them as actor messages).
@@ -87,6 +87,7 @@ public:
 
 using chat_result = std::variant<completion, llm_error>;
 using embed_result = std::variant<std::vector<std::vector<float>>, llm_error>;
+using rerank_result = std::variant<std::vector<rerank_hit>, llm_error>;
 
 class openai_client {
 public:
@@ -100,6 +101,9 @@ public:
   std::shared_ptr<call_handle> chat(chat_params p, std::function<void(chat_result)> cb);
   std::shared_ptr<call_handle> embed(std::vector<std::string> inputs,
                                      std::function<void(embed_result)> cb);
+  // POST {base_url}/rerank: the documents' relevance to `query`, best first.
+  std::shared_ptr<call_handle> rerank(std::string query, std::vector<std::string> documents,
+                                      std::function<void(rerank_result)> cb);
   // Blocking; for CLI code only (never from an I/O or actor thread).
   embed_result embed_sync(std::vector<std::string> inputs);
 

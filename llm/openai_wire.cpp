@@ -64,6 +64,17 @@ std::string build_embeddings_body(std::string_view model, const std::vector<std:
   return w.take();
 }
 
+std::string build_rerank_body(std::string_view model, std::string_view query,
+                              const std::vector<std::string>& documents, size_t top_n) {
+  json_writer w;
+  w.begin_object().field("model", model).field("query", query);
+  w.key("documents").begin_array();
+  for (auto& d : documents)
+    w.value(d);
+  w.end_array().field("top_n", static_cast<int64_t>(top_n)).end_object();
+  return w.take();
+}
+
 std::vector<std::string> sse_parser::push(std::string_view bytes) {
   std::vector<std::string> events;
   for (char c : bytes) {
@@ -228,6 +239,36 @@ std::optional<std::vector<std::vector<float>>> parse_embeddings(std::string_view
   for (auto& [i, v] : rows)
     out.push_back(std::move(v));
   return out;
+}
+
+std::optional<std::vector<rerank_hit>> parse_rerank(std::string_view body, size_t documents) {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  if (parser.parse(simdjson::padded_string{body}).get(root) != simdjson::SUCCESS)
+    return std::nullopt;
+  simdjson::dom::array results;
+  if (root.get_array().get(results) != simdjson::SUCCESS
+      && root["results"].get_array().get(results) != simdjson::SUCCESS)
+    return std::nullopt;
+  std::vector<rerank_hit> hits;
+  std::vector<bool> seen(documents, false);
+  for (auto item : results) {
+    int64_t index = -1;
+    double score = 0;
+    if (item["index"].get_int64().get(index) != simdjson::SUCCESS || index < 0
+        || static_cast<size_t>(index) >= documents || seen[static_cast<size_t>(index)])
+      continue;
+    if (item["relevance_score"].get_double().get(score) != simdjson::SUCCESS
+        && item["score"].get_double().get(score) != simdjson::SUCCESS)
+      continue;
+    seen[static_cast<size_t>(index)] = true;
+    hits.push_back({static_cast<size_t>(index), score});
+  }
+  if (hits.empty())
+    return std::nullopt;
+  std::stable_sort(hits.begin(), hits.end(),
+                   [](const rerank_hit& a, const rerank_hit& b) { return a.score > b.score; });
+  return hits;
 }
 
 std::string parse_error_body(std::string_view body) {

@@ -30,6 +30,11 @@ struct usage {
 std::string build_chat_body(std::string_view model, const chat_params& p, bool stream);
 // POST /embeddings body.
 std::string build_embeddings_body(std::string_view model, const std::vector<std::string>& inputs);
+// POST /rerank body (the Cohere/Jina format served by vLLM, llama.cpp
+// server, TEI-compatible gateways and hosted rerankers):
+// {"model","query","documents":[...],"top_n"}.
+std::string build_rerank_body(std::string_view model, std::string_view query,
+                              const std::vector<std::string>& documents, size_t top_n);
 
 // Server-sent events: push bytes as they arrive, get complete events.
 // Handles LF and CRLF, "data:" with or without a space, multi-line data,
@@ -68,6 +73,16 @@ std::optional<completion_body> parse_completion(std::string_view body);
 
 // data[i].embedding ordered by index; nullopt when malformed.
 std::optional<std::vector<std::vector<float>>> parse_embeddings(std::string_view body);
+
+// A reranker's verdict on one document: its index in the request and score.
+struct rerank_hit {
+  size_t index = 0;
+  double score = 0;
+};
+// {"results":[{"index","relevance_score"|"score"}]} or a bare array of such
+// objects, sorted best first; out-of-range and repeated indexes are
+// dropped. nullopt when malformed or when no valid hit remains.
+std::optional<std::vector<rerank_hit>> parse_rerank(std::string_view body, size_t documents);
 
 // The message of an OpenAI error body ({"error":{"message":...}}), else
 // the body itself (truncated).

@@ -15,8 +15,8 @@ void edge(pipeline_graph& g, std::string from, std::string to, std::string label
   g.edges.push_back({std::move(from), std::move(to), std::move(label)});
 }
 
-void plain_pipeline(pipeline_graph& g, const kb_settings& s, const std::string& from,
-                    const std::string& label) {
+void plain_pipeline(pipeline_graph& g, const kb_settings& s, std::string_view reranker,
+                    const std::string& from, const std::string& label) {
   node(g, "rewrite", "rewrite query", s.enable_query_rewrite,
        s.enable_query_rewrite ? "the model rewrites the question with the conversation window; "
                                 "skipped without a model"
@@ -26,9 +26,12 @@ void plain_pipeline(pipeline_graph& g, const kb_settings& s, const std::string& 
                                                 : s.default_agent_type)
            + ", top_k " + (s.top_k > 0 ? std::to_string(s.top_k) : std::string{"(default)"})
            + "; a failure yields no documents and an honest answer");
-  node(g, "rerank", "rerank", s.enable_rerank,
-       s.enable_rerank ? "LLM listwise when more than 3 results; failure keeps the fused order"
-                       : "off (enable_rerank = false)");
+  bool reranks = s.enable_rerank && !reranker.empty();
+  node(g, "rerank", "rerank", reranks,
+       !s.enable_rerank ? std::string{"off (enable_rerank = false)"}
+       : reranks ? "by " + std::string{reranker}
+                       + " when more than 3 results; failure keeps the fused order"
+                 : std::string{"skipped: no model or rerank endpoint is configured"});
   node(g, "generate", "generate", true,
        s.enable_source_citation ? "answer with citations" : "answer without citations");
   edge(g, from, "rewrite", label);
@@ -37,7 +40,7 @@ void plain_pipeline(pipeline_graph& g, const kb_settings& s, const std::string& 
   edge(g, "rerank", "generate");
 }
 
-void workflow(pipeline_graph& g, const kb_settings& s) {
+void workflow(pipeline_graph& g, const kb_settings& s, std::string_view reranker) {
   auto def = wf::parse_workflow(s.workflow_json);
   auto ask = def ? def->max_ask_rounds : 3;
   auto rounds = def ? def->max_retrieval_rounds : 3;
@@ -67,10 +70,10 @@ void workflow(pipeline_graph& g, const kb_settings& s) {
   edge(g, "verify", "escalate", "does not answer");
   // Without a model (or an unusable intent) the plain pipeline answers;
   // its generate node is the workflow's too.
-  plain_pipeline(g, s, "intent", "no model");
+  plain_pipeline(g, s, reranker, "intent", "no model");
 }
 
-void tool_agent(pipeline_graph& g, const kb_settings& s) {
+void tool_agent(pipeline_graph& g, const kb_settings& s, std::string_view reranker) {
   node(g, "agent", "tool-calling agent", true,
        "the model calls vector_retrieve, rerank, grade, query_rewrite, memory_retrieve; at most "
            + std::to_string(s.max_tool_calls) + " calls");
@@ -79,7 +82,7 @@ void tool_agent(pipeline_graph& g, const kb_settings& s) {
   edge(g, "agent", "tools", "tool calls");
   edge(g, "tools", "agent", "results");
   edge(g, "agent", "generate", "answer (or the limit)");
-  plain_pipeline(g, s, "agent", "no model");
+  plain_pipeline(g, s, reranker, "agent", "no model");
 }
 
 // Mermaid ids and labels: ids are ours ([a-z_]); labels are quoted.
@@ -92,15 +95,15 @@ std::string label_text(std::string_view s) {
 
 }  // namespace
 
-pipeline_graph pipeline_graph_of(const kb_settings& s) {
+pipeline_graph pipeline_graph_of(const kb_settings& s, std::string_view reranker) {
   pipeline_graph g;
   node(g, "history", "load history", true, "conversation window, summary, memories");
   if (s.answer_mode == "workflow")
-    workflow(g, s);
+    workflow(g, s, reranker);
   else if (s.answer_mode == "tool_agent")
-    tool_agent(g, s);
+    tool_agent(g, s, reranker);
   else
-    plain_pipeline(g, s, "history", "");
+    plain_pipeline(g, s, reranker, "history", "");
   return g;
 }
 
@@ -117,8 +120,8 @@ std::string to_mermaid(const pipeline_graph& g) {
   return m;
 }
 
-std::string pipeline_json(const kb_settings& s) {
-  auto g = pipeline_graph_of(s);
+std::string pipeline_json(const kb_settings& s, std::string_view reranker) {
+  auto g = pipeline_graph_of(s, reranker);
   json_writer w;
   w.begin_object().field("kb", s.name).field("answer_mode", s.answer_mode);
   w.key("switches").begin_object()

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <string>
+#include <string_view>
 
 #include "retrieval/kb_settings.hpp"
 
@@ -27,13 +28,14 @@ struct pipeline_graph {
   std::vector<pipeline_edge> edges;
 };
 
-// The graph of `s.answer_mode` under the settings' switches.
-pipeline_graph pipeline_graph_of(const kb_settings& s);
+// The graph of `s.answer_mode` under the settings' switches. `reranker`
+// says who reranks ("" = nobody is configured to).
+pipeline_graph pipeline_graph_of(const kb_settings& s, std::string_view reranker = "the model, listwise");
 
 // Mermaid "flowchart TD" text; disabled nodes are drawn dashed.
 std::string to_mermaid(const pipeline_graph& g);
 
 // {"kb","answer_mode","switches":{...},"nodes":[...],"edges":[...],"mermaid"}.
-std::string pipeline_json(const kb_settings& s);
+std::string pipeline_json(const kb_settings& s, std::string_view reranker = "the model, listwise");
 
 }  // namespace ragtor

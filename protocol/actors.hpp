@@ -105,7 +105,10 @@ using router_actor = caf::typed_actor<
 using retrieval_agent_actor = caf::typed_actor<
     // Top evidence for `query`; thread_id is for traces only.
     caf::replies_to<atom::retrieve, std::string /*query*/, std::string /*thread_id*/,
-                    retrieve_options>::with<retrieval_result>>::extend_with<status_api>;
+                    retrieve_options>::with<retrieval_result>,
+    // INTERNAL (from the HTTP client's thread): the rerank endpoint answered
+    // call `call`.
+    caf::reacts_to<atom::rerank, uint64_t /*call*/, rerank_reply>>::extend_with<status_api>;
 
 // One per node (RAGAgentManager): worker_name -> resident agent.
 using agent_pool_actor = caf::typed_actor<

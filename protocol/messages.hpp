@@ -424,6 +424,19 @@ typename Inspector::result_type inspect(Inspector& f, upstream_event& x) {
            x.error_kind, x.http_status, x.after_first_token, x.tool_calls);
 }
 
+// What a rerank endpoint answered (retrieval agents, INTERNAL): document
+// indexes best first with their relevance scores, or why it failed.
+struct rerank_reply {
+  std::vector<int32_t> order;
+  std::vector<double> scores;
+  std::string error;  // "" = it answered
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, rerank_reply& x) {
+  return f(caf::meta::type_name("rerank_reply"), x.order, x.scores, x.error);
+}
+
 // One node of a turn's work as shown in debug execution logs (DESIGN
 // §5.1): inputs and outputs are JSON objects.
 struct node_log {

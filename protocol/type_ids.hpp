@@ -59,6 +59,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::graph_entity_row>))
   CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::graph_relation_row>))
   CAF_ADD_TYPE_ID(ragtor, (ragtor::kb_graph_rows))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::rerank_reply))
 
   CAF_ADD_ATOM(ragtor, ragtor::atom, status, "status")
   CAF_ADD_ATOM(ragtor, ragtor::atom, open_turn, "openturn")
@@ -98,6 +99,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, kb_graph, "kbgraph")
   CAF_ADD_ATOM(ragtor, ragtor::atom, plan, "plan")
   CAF_ADD_ATOM(ragtor, ragtor::atom, flow_state, "flowstate")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, rerank, "rerank")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
 // clang-format on

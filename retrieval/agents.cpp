@@ -66,6 +66,10 @@ ranked_list vector_leg(const kb_snapshot& snap, std::string_view query, size_t d
   if (!snap.embed || snap.vectors.size() == 0)
     return l;
   auto v = snap.embed->embed({std::string{query}});
+  if (auto* err = std::get_if<std::string>(&v)) {
+    l.error = *err;
+    return l;
+  }
   auto* rows = std::get_if<embedding_batch>(&v);
   if (!rows || rows->empty())
     return l;
@@ -97,6 +101,8 @@ std::vector<retrieval_item> from_fused(const kb_snapshot& snap, const std::vecto
 }
 
 std::string leg_detail(const ranked_list& l) {
+  if (!l.error.empty())
+    return l.leg + " failed: " + l.error;
   return l.leg + " hits=" + std::to_string(l.items.size());
 }
 
@@ -110,6 +116,8 @@ retrieval_result naive(const kb_snapshot& snap, std::string_view query, size_t k
     r.trace.push_back({"bm25", "no vector index for this KB; " + leg_detail(b), ms_since(t)});
     return r;
   }
+  if (!v.error.empty())
+    throw search_error{v.error};
   std::erase_if(v.items, [&](auto& it) { return v.min_score && it.second < *v.min_score; });
   r.retrieval_results = from_list(snap, v, k);
   r.trace.push_back({"vector", snap.embed->name() + " " + leg_detail(v), ms_since(t)});
@@ -126,12 +134,17 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
   bool use_bm25 = mode != "vector" || !snap.embed;
   std::vector<ranked_list> legs;
   auto t = steady::now();
-  auto b = use_bm25 ? bm25_leg(snap, query, depth) : ranked_list{};
-  trace.push_back({"bm25", use_bm25 ? leg_detail(b) : "skipped: search_mode=" + mode, ms_since(t)});
-  t = steady::now();
   auto v = use_vector ? vector_leg(snap, query, depth) : ranked_list{};
   trace.push_back(
       {"vector", use_vector ? leg_detail(v) : "skipped: search_mode=" + mode, ms_since(t)});
+  if (!v.error.empty()) {
+    // The embedding model failed: BM25 alone, whatever the search_mode.
+    use_vector = false;
+    use_bm25 = true;
+  }
+  t = steady::now();
+  auto b = use_bm25 ? bm25_leg(snap, query, depth) : ranked_list{};
+  trace.push_back({"bm25", use_bm25 ? leg_detail(b) : "skipped: search_mode=" + mode, ms_since(t)});
   if (use_bm25)
     legs.push_back(b);
   if (use_vector)
@@ -225,8 +238,10 @@ retrieval_result research(const kb_snapshot& snap, std::string_view query, size_
   rounds.push_back(vec);
   auto fused = weighted_rrf(rounds, depth);
   auto coverage = query_coverage(query, evidence_of(fused), idf);
-  r.trace.push_back(
-      {"round 1", "hybrid coverage=" + std::to_string(coverage).substr(0, 4), ms_since(t)});
+  r.trace.push_back({"round 1",
+                     (vec.error.empty() ? "hybrid" : "bm25 only (" + leg_detail(vec) + ")")
+                         + " coverage=" + std::to_string(coverage).substr(0, 4),
+                     ms_since(t)});
   for (int round = 2; round <= max_rounds && coverage < sufficient; ++round) {
     t = steady::now();
     std::vector<std::pair<std::string, double>> feedback;
@@ -282,7 +297,11 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, size_t 
   auto f_graph = std::async(std::launch::async, [&] { return graph(snap, query, depth); });
   auto f_research = std::async(std::launch::async, [&] { return research(snap, query, depth, 2); });
   auto hybrid_result = hybrid(snap, query, depth);
-  add("naive_rag_agent", f_naive.get());
+  try {
+    add("naive_rag_agent", f_naive.get());
+  } catch (const search_error& e) {
+    r.trace.push_back({"naive_rag_agent", std::string{"failed: "} + e.what(), 0});
+  }
   add("hybrid_agent", std::move(hybrid_result));
   add("graph_agent", f_graph.get());
   add("deep_research_agent", f_research.get());

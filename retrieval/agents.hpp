@@ -1,7 +1,9 @@
 // The five retrieval strategies (DESIGN §4.1, §6) as plain functions over a
 // KB snapshot, so actors, the /search API and the evaluation bench share
-// them. Each returns a RetrievalResult with a trace of what it did.
-//   naive_rag_agent      vector leg only
+// them. Each returns a RetrievalResult with a trace of what it did. When
+// the embedding model fails at query time, agents with a BM25 leg go on
+// without vectors and say so in the trace ("vector failed: ...").
+//   naive_rag_agent      vector leg only (fails if the embedding model does)
 //   hybrid_agent         BM25 + vectors, thresholded per leg, weighted RRF
 //   graph_agent          entity graph: query entities -> neighbours ->
 //                        chunks; topics when no entity matches; hybrid last
@@ -13,6 +15,7 @@
 // Agents never generate answers, hold state or cache results.
 #pragma once
 
+#include <stdexcept>
 #include <string_view>
 
 #include "protocol/messages.hpp"
@@ -23,6 +26,13 @@ namespace ragtor {
 // chunk_ids and context from retrieval_results (in their order).
 void fill_ids_and_context(retrieval_result& r);
 
+// A search that cannot run: the vector-only agent when the embedding model
+// fails. Agents with another leg degrade to it instead (noted in the trace).
+struct search_error : std::runtime_error {
+  using std::runtime_error::runtime_error;
+};
+
+// Throws search_error (above).
 retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                            std::string_view query, size_t top_k);
 

@@ -21,6 +21,7 @@ struct ranked_list {
   double weight = 1.0;
   std::optional<double> min_score;  // applied to the leg's own scores, before fusion
   std::vector<std::pair<std::string, double>> items;  // (id, leg score), best first
+  std::string error;  // why the leg could not run ("" = it ran); items is then empty
 };
 
 struct fused_item {

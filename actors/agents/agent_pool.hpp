@@ -14,12 +14,22 @@ namespace ragtor {
 
 class kb_catalog;
 
+namespace llm {
+class openai_client;
+}
+
+// Who reranks the results of KBs with enable_rerank: an OpenAI-compatible
+// /rerank endpoint when configured (retrieval.rerank_base_url), else the
+// model, listwise; neither = results stay in fused order.
+struct reranker {
+  std::shared_ptr<llm::openai_client> endpoint;
+  llm_actor model;
+};
+
 // `detached_agents`: agents get their own threads because their work blocks
 // (query embedding over the network with a remote embedder).
-// `llm`: the model that reranks results of KBs with enable_rerank (null:
-// no model configured, results stay in fused order).
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
-                                  bool detached_agents = false, llm_actor llm = {});
+                                  bool detached_agents = false, reranker rr = {});
 
 // A retrieval agent of `agent_type` (retrieval/agents.hpp) over the latest
 // snapshot of `kb`: each request uses the snapshot current at that moment,
@@ -27,6 +37,6 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
 retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
                                             std::shared_ptr<kb_catalog> catalog, std::string kb,
                                             std::string agent_type, bool detached = false,
-                                            llm_actor llm = {});
+                                            reranker rr = {});
 
 }  // namespace ragtor

@@ -244,12 +244,25 @@ std::vector<kb_route_profile> route_profiles(const kb_catalog& catalog) {
 }
 
 // Attaches the chosen KB's settings: the stream runs that KB's pipeline.
-route_decision with_kb(route_decision rd, const kb_catalog* catalog) {
+// Attaches the chosen KB's settings. A KB named by the request (or
+// router.default_kb) is searched with its own default_agent_type unless
+// the request names an agent type.
+route_decision with_kb(route_decision rd, const chat_request& req, const kb_catalog* catalog) {
   if (!catalog || rd.worker_name.empty())
     return rd;
-  if (auto parsed = parse_worker_name(rd.worker_name))
-    if (auto snap = catalog->get(kb_of(*parsed)))
-      rd.kb = snap->settings;
+  auto parsed = parse_worker_name(rd.worker_name);
+  if (!parsed)
+    return rd;
+  auto snap = catalog->get(kb_of(*parsed));
+  if (!snap)
+    return rd;
+  rd.kb = snap->settings;
+  auto& own = snap->settings.default_agent_type;
+  if (req.agent_type.empty() && (rd.method == "requested" || rd.method == "default")
+      && is_agent_type(own) && own != rd.agent_type) {
+    rd.agent_type = own;
+    rd.worker_name = format_worker_name(rd.kb_prefix, own);
+  }
   return rd;
 }
 
@@ -264,11 +277,11 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
           auto& st = self->state;
           ++st.routed;
           if (st.settings.mode == "off" || !st.catalog)
-            return with_kb(decide_route(req, st.settings), st.catalog.get());
+            return with_kb(decide_route(req, st.settings), req, st.catalog.get());
           auto profiles = route_profiles(*st.catalog);
           auto heuristic = detect_intent(req.message, profiles);
           if (st.settings.mode != "llm" || !st.llm || heuristic.intent == "chitchat")
-            return with_kb(decide_route(req, st.settings, heuristic), st.catalog.get());
+            return with_kb(decide_route(req, st.settings, heuristic), req, st.catalog.get());
           std::vector<llm::kb_profile> kbs;
           for (auto& p : profiles)
             kbs.push_back({p.name, p.description, p.keywords});
@@ -290,7 +303,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
                       auto d = heuristic;
                       d.method = "fallback";
                       d.reason = "model reply unusable (" + parsed.error + "); " + d.reason;
-                      rp.deliver(with_kb(decide_route(req, st.settings, d), st.catalog.get()));
+                      rp.deliver(with_kb(decide_route(req, st.settings, d), req, st.catalog.get()));
                       return;
                     }
                     ++st.llm_routed;
@@ -301,7 +314,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
                     d.reason = parsed.reason;
                     d.intent = parsed.intent;
                     d.agent_type = parsed.agent_type;
-                    rp.deliver(with_kb(decide_route(req, st.settings, d), st.catalog.get()));
+                    rp.deliver(with_kb(decide_route(req, st.settings, d), req, st.catalog.get()));
                   },
                   [=](caf::error& err) mutable {
                     auto& st = self->state;
@@ -311,7 +324,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
                                    ? "timeout"
                                    : "fallback";
                     d.reason = "model unavailable (" + error_message(err) + "); " + d.reason;
-                    rp.deliver(with_kb(decide_route(req, st.settings, d), st.catalog.get()));
+                    rp.deliver(with_kb(decide_route(req, st.settings, d), req, st.catalog.get()));
                   });
           return rp;
         },

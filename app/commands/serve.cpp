@@ -54,6 +54,29 @@ bool generator_uses_model(const config& cfg) {
          || (cfg.generator.provider == "auto" && !cfg.llm.base_url.empty());
 }
 
+// Who reranks for KBs with enable_rerank: the /rerank endpoint when one is
+// configured, else the model (listwise), else nobody.
+reranker reranker_of(const config& cfg, llm_actor model) {
+  reranker rr;
+  if (generator_uses_model(cfg))
+    rr.model = std::move(model);
+  if (cfg.retrieval.rerank_base_url.empty())
+    return rr;
+  auto ec = endpoint_of(cfg, cfg.retrieval.rerank_base_url, cfg.retrieval.rerank_model);
+  ec.first_token_timeout = std::chrono::milliseconds{cfg.retrieval.rerank_timeout_ms};
+  ec.total_timeout = ec.first_token_timeout;
+  rr.endpoint = std::make_shared<llm::openai_client>(ec, 1);
+  spdlog::info("reranker: model \"{}\" at {}", cfg.retrieval.rerank_model,
+               cfg.retrieval.rerank_base_url);
+  return rr;
+}
+
+std::string describe(const reranker& rr) {
+  if (rr.endpoint)
+    return "the rerank endpoint (model " + rr.endpoint->config().model + ")";
+  return rr.model ? "the model, listwise" : "";
+}
+
 // The answer generator the configuration asks for: the OpenAI-compatible
 // gateway when a model is configured, otherwise the extractive generator.
 llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
@@ -157,8 +180,8 @@ int run_serve(const serve_options& opts) {
   rs.mode = cfg->router.mode;
   rs.llm_timeout = std::chrono::milliseconds{cfg->router.llm_timeout_ms};
   auto llm = spawn_generator(sys, *cfg);
-  auto pool = spawn_agent_pool(sys, *catalog, build_opts.remote_embedder,
-                               generator_uses_model(*cfg) ? llm : llm_actor{});
+  auto rr = reranker_of(*cfg, llm);
+  auto pool = spawn_agent_pool(sys, *catalog, build_opts.remote_embedder, rr);
   auto router = spawn_router(sys, rs, *catalog, llm);
 
   summarizer_settings sum;
@@ -215,6 +238,7 @@ int run_serve(const serve_options& opts) {
   hs.kb_admin = kb_admin;
   hs.summarizer = summarizer;
   hs.pool = pool;
+  hs.reranker = describe(rr);
   hs.max_ingest_bytes = cfg->server.max_ingest_bytes;
   hs.default_agent_type = cfg->router.default_agent_type;
   hs.default_top_k = cfg->retrieval.top_k;

@@ -138,6 +138,40 @@ TEST(openai_client, non_streaming_chat_and_embeddings) {
   EXPECT_NE(v[0], v[2]);
 }
 
+TEST(openai_client, rerank_over_the_wire) {
+  fake_openai fake{R"({"rerank_boost":"pier"})"};
+  auto cfg = config_for(fake);
+  cfg.model = "fake-reranker";
+  llm::openai_client client{cfg};
+  auto rerank = [&](std::vector<std::string> docs) {
+    std::promise<llm::rerank_result> p;
+    client.rerank("north gulls", std::move(docs),
+                  [&](llm::rerank_result r) { p.set_value(std::move(r)); });
+    return p.get_future().get();
+  };
+  auto r = rerank({"Bells ring at noon.", "Gulls nest on the north pier.", "North winds."});
+  ASSERT_TRUE(std::holds_alternative<std::vector<llm::rerank_hit>>(r))
+      << std::get<llm::llm_error>(r).message;
+  auto& hits = std::get<std::vector<llm::rerank_hit>>(r);
+  ASSERT_EQ(hits.size(), 3u);
+  EXPECT_EQ(hits[0].index, 1u) << "both words and the boost";
+  EXPECT_DOUBLE_EQ(hits[0].score, 2.0);
+  EXPECT_EQ(hits[1].index, 2u);
+  EXPECT_EQ(hits[2].index, 0u);
+  auto body = json::parse(fake.stats().str("/last_rerank_request"));
+  EXPECT_EQ(body.str("/model"), "fake-reranker");
+  EXPECT_EQ(body.str("/query"), "north gulls");
+  EXPECT_EQ(body.items("/documents").size(), 3u);
+  EXPECT_EQ(body.integer("/top_n"), 3);
+  // A failing endpoint is an http_status failure, retried like any call.
+  fake.set_script(R"({"rerank_status":503})");
+  auto failed = rerank({"a", "b"});
+  ASSERT_TRUE(std::holds_alternative<llm::llm_error>(failed));
+  EXPECT_EQ(std::get<llm::llm_error>(failed).kind, failure::http_status);
+  EXPECT_EQ(std::get<llm::llm_error>(failed).http_status, 503);
+  EXPECT_EQ(fake.stat("rerank_requests"), 1 + 1 + cfg.max_retries);
+}
+
 TEST(openai_client, tool_calls_round_trip_over_the_wire) {
   fake_openai fake{R"({"rules":[)"
                    R"({"system":"agent","tool_results":1,"reply":"READY"},)"

@@ -2,9 +2,12 @@
 // /v1/embeddings): the fixture KB and API-ingested documents are embedded in
 // batches at ingestion, queries are embedded by retrieval agents, and the
 // server still shuts down cleanly (agents run detached with a remote
-// embedder).
+// embedder). When the embedding model fails at query time, the vector-only
+// agent's search fails (a chat turn then answers from no documents, with a
+// "search failed" progress event), and hybrid search goes on with BM25.
 #include <gtest/gtest.h>
 
+#include "tests/support/chat_client.hpp"
 #include "tests/support/fake_openai.hpp"
 #include "tests/support/server_fixture.hpp"
 
@@ -74,6 +77,57 @@ TEST_F(remote_embedder_test, documents_and_queries_are_embedded_by_the_model) {
   auto again = request(port(), "POST", "/api/v1/kbs/harbour/search",
                        R"({"query":"schooner saffron","agent_type":"naive_rag_agent"})");
   EXPECT_EQ(json::parse(again.body).items("/retrieval_results")[0].str("/source"), "vector");
+}
+
+TEST_F(remote_embedder_test, a_failing_embedding_model_fails_search_honestly) {
+  ASSERT_EQ(request(port(), "POST", "/api/v1/kbs",
+                    R"({"name":"harbour","default_agent_type":"naive_rag_agent"})")
+                .status,
+            201);
+  ASSERT_EQ(request(port(), "POST", "/api/v1/kbs/harbour/documents",
+                    R"({"documents":[{"id":"ships","text":"The schooner Marigold carries )"
+                    R"(saffron from Port Quellin."}]})")
+                .status,
+            200);
+  fake_.set_script(R"({"embedding_dims":48,"embedding_status":503})");
+  auto naive = request(port(), "POST", "/api/v1/kbs/harbour/search",
+                       R"({"query":"schooner saffron","agent_type":"naive_rag_agent"})");
+  EXPECT_EQ(naive.status, 502) << naive.body;
+  EXPECT_NE(naive.body.find("embedding model failed"), std::string::npos) << naive.body;
+
+  auto hybrid = request(port(), "POST", "/api/v1/kbs/harbour/search",
+                        R"({"query":"schooner saffron","agent_type":"hybrid_agent"})");
+  ASSERT_EQ(hybrid.status, 200) << hybrid.body;
+  auto hits = json::parse(hybrid.body);
+  ASSERT_FALSE(hits.items("/retrieval_results").empty()) << "BM25 alone";
+  EXPECT_EQ(hits.items("/retrieval_results")[0].str("/source"), "bm25");
+  EXPECT_NE(hybrid.body.find("vector failed: embedding model failed"), std::string::npos)
+      << hybrid.body;
+
+  // A chat turn on the vector-only KB: the search fails, the turn answers
+  // from no documents and says why in its progress and execution log.
+  auto r = chat_stream(port(), chat_body("ann", "s1", "What does the schooner carry?", "harbour",
+                                         {{"debug", "true", true}}));
+  ASSERT_TRUE(well_formed_stream(r));
+  EXPECT_TRUE(r.errors.empty()) << "a search failure is not a turn failure";
+  bool progress = false, degraded = false;
+  for (auto& ev : r.events) {
+    if (ev.str("/status") == "progress" && ev.at("/content").is_string("/error")
+        && ev.str("/content/error").find("search failed") != std::string::npos)
+      progress = true;
+    if (ev.str("/status") == "execution_log" && ev.str("/content/node") == "retrieve") {
+      EXPECT_EQ(ev.str("/content/input/worker_name"), "harbour:naive_rag_agent:retrieve_only")
+          << "the KB's default_agent_type serves a request that names the KB";
+      degraded = ev.at("/content/output").has("/degraded")
+                 && ev.str("/content/output/degraded").find("embedding model failed")
+                        != std::string::npos;
+    }
+  }
+  EXPECT_TRUE(progress);
+  EXPECT_TRUE(degraded);
+  auto prompt = fake_.stats().str("/last_chat_request");
+  EXPECT_EQ(prompt.find("<documents>"), std::string::npos) << "no documents reach the model";
+  EXPECT_EQ(prompt.find("Marigold carries"), std::string::npos);
 }
 
 }  // namespace

@@ -1,7 +1,9 @@
 // Reranking (seed 004's rerank node): a KB with enable_rerank has its fused
 // results reordered by the model (listwise, the fake model scripts the
 // ranking), keeps rerank_top_k, and falls back to the fused order when the
-// model fails or answers nonsense — visible in the result's trace.
+// model fails or answers nonsense — visible in the result's trace. With
+// retrieval.rerank_base_url an OpenAI-compatible /rerank endpoint (the
+// fake's /v1/rerank) reranks instead of the chat model.
 #include <gtest/gtest.h>
 
 #include "tests/support/fake_openai.hpp"
@@ -100,6 +102,81 @@ TEST_F(rerank_test, failures_keep_the_fused_order) {
   EXPECT_EQ(doc_ids(nonsense), plain);
   EXPECT_NE(rerank_trace(nonsense).find("unusable"), std::string::npos) << nonsense.dump();
   // A chat turn over the KB still answers.
+  auto r =
+      chat_stream(port(), chat_body("ann", "s1", "Which lighthouse guards the coast?", "ranked"));
+  EXPECT_TRUE(well_formed_stream(r));
+}
+
+TEST_F(rerank_test, the_pipeline_graph_names_the_model_as_reranker) {
+  make_kb("ranked", R"(,"enable_rerank":true)");
+  auto graph = call("GET", "/api/v1/kbs/ranked/pipeline", "", 200);
+  for (auto& n : graph.items("/nodes"))
+    if (n.str("/id") == "rerank") {
+      EXPECT_TRUE(n.boolean("/enabled"));
+      EXPECT_NE(n.str("/note").find("the model, listwise"), std::string::npos) << n.dump();
+    }
+}
+
+// The same KBs with a rerank endpoint configured.
+class rerank_endpoint_test : public rerank_test {
+protected:
+  env_vars server_env() const override {
+    auto env = rerank_test::server_env();
+    env["RAGTOR_RETRIEVAL__RERANK_BASE_URL"] = fake_.base_url();
+    env["RAGTOR_RETRIEVAL__RERANK_MODEL"] = "fake-reranker";
+    return env;
+  }
+};
+
+TEST_F(rerank_endpoint_test, the_endpoint_reranks_instead_of_the_model) {
+  make_kb("plain", "");
+  make_kb("ranked", R"(,"enable_rerank":true)");
+  // Every document has both query words; the boost lifts l5 to the top and
+  // the others keep their fused order.
+  fake_.set_script(R"({"rerank_boost":"number 5 "})");
+  auto all = doc_ids(call("POST", "/api/v1/kbs/plain/search",
+                          R"({"query":"lighthouse coast","agent_type":"hybrid_agent","top_k":6})",
+                          200));
+  ASSERT_EQ(all.size(), 6u);
+  std::vector<std::string> expected{"l5"};
+  for (auto& id : all)
+    if (id != "l5" && expected.size() < 4)
+      expected.push_back(id);
+  auto ranked = search("ranked");
+  EXPECT_EQ(doc_ids(ranked), expected) << ranked.dump();
+  EXPECT_NE(rerank_trace(ranked).find("endpoint fake-reranker: 6 candidates"), std::string::npos)
+      << ranked.dump();
+  EXPECT_DOUBLE_EQ(ranked.items("/retrieval_results")[0].number("/score"), 2.0)
+      << "the reranker's relevance score";
+  EXPECT_EQ(fake_.stat("chat_requests"), 0) << "the chat model is not asked";
+  EXPECT_EQ(fake_.stat("rerank_requests"), 1);
+  auto sent = json::parse(fake_.stats().str("/last_rerank_request"));
+  EXPECT_EQ(sent.str("/model"), "fake-reranker");
+  EXPECT_EQ(sent.str("/query"), "lighthouse coast");
+  EXPECT_EQ(sent.items("/documents").size(), 6u);
+
+  auto graph = call("GET", "/api/v1/kbs/ranked/pipeline", "", 200);
+  bool seen = false;
+  for (auto& n : graph.items("/nodes"))
+    if (n.str("/id") == "rerank") {
+      seen = true;
+      EXPECT_NE(n.str("/note").find("rerank endpoint (model fake-reranker)"), std::string::npos)
+          << n.dump();
+    }
+  EXPECT_TRUE(seen);
+}
+
+TEST_F(rerank_endpoint_test, endpoint_failures_keep_the_fused_order) {
+  make_kb("plain", "");
+  make_kb("ranked", R"(,"enable_rerank":true)");
+  auto plain = doc_ids(search("plain"));
+  fake_.set_script(R"({"rerank_status":503})");
+  auto failed = search("ranked");
+  EXPECT_EQ(doc_ids(failed), plain);
+  EXPECT_NE(rerank_trace(failed).find("rerank endpoint failed"), std::string::npos)
+      << failed.dump();
+  EXPECT_GE(fake_.stat("rerank_requests"), 1);
+  EXPECT_EQ(fake_.stat("chat_requests"), 0) << "no fallback to the chat model";
   auto r =
       chat_stream(port(), chat_body("ann", "s1", "Which lighthouse guards the coast?", "ranked"));
   EXPECT_TRUE(well_formed_stream(r));

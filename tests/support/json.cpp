@@ -80,6 +80,14 @@ int64_t json::integer(std::string_view pointer) const {
   fail(pointer, "is not an integer");
 }
 
+double json::number(std::string_view pointer) const {
+  auto v = lookup(pointer);
+  double d = 0;
+  if (v.get_double().get(d) == simdjson::SUCCESS)
+    return d;
+  fail(pointer, "is not a number");
+}
+
 std::vector<json> json::items(std::string_view pointer) const {
   simdjson::dom::array arr;
   if (lookup(pointer).get_array().get(arr) != simdjson::SUCCESS)

@@ -35,6 +35,8 @@ public:
   std::string str(std::string_view pointer = "") const;
   bool boolean(std::string_view pointer = "") const;
   int64_t integer(std::string_view pointer = "") const;
+  // Integers too.
+  double number(std::string_view pointer = "") const;
   // The elements of an array.
   std::vector<json> items(std::string_view pointer = "") const;
   // The keys of an object.

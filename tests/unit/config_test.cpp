@@ -270,6 +270,10 @@ TEST(config, validates_ranges) {
   check("[router]\ndefault_kb = \"a b\"\n", "router.default_kb");
   check("[retrieval]\nchunk_overlap_chars = 800\n", "retrieval.chunk_overlap_chars");
   check("[retrieval]\nbm25_b = -0.1\n", "retrieval.bm25_b");
+  check("[retrieval]\nrerank_base_url = \"127.0.0.1:8001\"\nrerank_model = \"r\"\n",
+        "retrieval.rerank_base_url");
+  check("[retrieval]\nrerank_base_url = \"http://127.0.0.1:8001/v1\"\n", "retrieval.rerank_model");
+  check("[retrieval]\nrerank_timeout_ms = 0\n", "retrieval.rerank_timeout_ms");
   check("[session]\nmax_queued_turns = 0\n", "session.max_queued_turns");
   check("[actors]\nscheduler_threads = -1\n", "actors.scheduler_threads");
   check("[log]\nlevel = \"verbose\"\n", "log.level");

@@ -102,6 +102,29 @@ TEST(openai_wire, chunks_completions_embeddings_and_errors) {
   EXPECT_NE(body.find(R"(quote \" and \n newline)"), std::string::npos);
 }
 
+TEST(openai_wire, rerank_bodies_both_ways) {
+  EXPECT_EQ(build_rerank_body("r", "tea \"hot\"", {"a", "b"}, 2),
+            R"({"model":"r","query":"tea \"hot\"","documents":["a","b"],"top_n":2})");
+  // Cohere/Jina/vLLM: {"results": [...]}, sorted best first whatever the
+  // server's order; out-of-range, repeated and scoreless entries dropped.
+  auto hits = parse_rerank(
+      R"({"id":"x","results":[{"index":0,"relevance_score":0.1},{"index":2,"relevance_score":0.9},)"
+      R"({"index":2,"relevance_score":0.95},{"index":7,"relevance_score":1.0},{"index":1}]})",
+      3);
+  ASSERT_TRUE(hits);
+  ASSERT_EQ(hits->size(), 2u);
+  EXPECT_EQ((*hits)[0].index, 2u);
+  EXPECT_DOUBLE_EQ((*hits)[0].score, 0.9);
+  EXPECT_EQ((*hits)[1].index, 0u);
+  // TEI: a bare array with "score".
+  auto tei = parse_rerank(R"([{"index":1,"score":2.5},{"index":0,"score":-1}])", 2);
+  ASSERT_TRUE(tei);
+  EXPECT_EQ((*tei)[0].index, 1u);
+  EXPECT_FALSE(parse_rerank(R"({"results":[]})", 2));
+  EXPECT_FALSE(parse_rerank(R"({"data":[{"index":0,"relevance_score":1}]})", 2));
+  EXPECT_FALSE(parse_rerank("not json", 2));
+}
+
 TEST(token_count, counts_words_cjk_and_symbols) {
   EXPECT_EQ(approx_tokens(""), 0u);
   EXPECT_EQ(approx_tokens("tea"), 1u);
