@@ -13,9 +13,12 @@
 // KB is served by the plain rewrite -> search -> generate pipeline.
 #pragma once
 
+#include <atomic>
+#include <memory>
 #include <string_view>
 
 #include <caf/actor_system.hpp>
+#include <caf/expected.hpp>
 
 #include "protocol/actors.hpp"
 
@@ -27,10 +30,30 @@ struct planner_deps {
   store_actor store;
 };
 
-planner_actor spawn_planner(caf::actor_system& sys, std::string_view mode, planner_deps deps);
+// One of the `max_planner_turns` places for a planner in this process,
+// given back once (release() or destruction, whichever comes first).
+class planner_slot {
+public:
+  // nullptr when `max` planners are running.
+  static std::shared_ptr<planner_slot> acquire(int32_t max);
+  ~planner_slot() { release(); }
+  void release();
+  static int32_t in_use();
 
-// The planners (actors/pipeline/workflow_turn.cpp, tool_agent.cpp).
-planner_actor spawn_workflow_planner(caf::actor_system& sys, planner_deps deps);
-planner_actor spawn_tool_agent_planner(caf::actor_system& sys, planner_deps deps);
+private:
+  planner_slot() = default;
+  std::atomic<bool> held_{true};
+};
+
+// A planner for `mode`, or `overloaded` when `max_planners` are running.
+caf::expected<planner_actor> spawn_planner(caf::actor_system& sys, std::string_view mode,
+                                           planner_deps deps, int32_t max_planners);
+
+// The planners (actors/pipeline/workflow_turn.cpp, tool_agent.cpp); each
+// holds `slot` while it runs.
+planner_actor spawn_workflow_planner(caf::actor_system& sys, planner_deps deps,
+                                     std::shared_ptr<planner_slot> slot);
+planner_actor spawn_tool_agent_planner(caf::actor_system& sys, planner_deps deps,
+                                       std::shared_ptr<planner_slot> slot);
 
 }  // namespace ragtor

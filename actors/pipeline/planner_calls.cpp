@@ -99,10 +99,41 @@ void planner_calls::log(std::string node, clock::time_point started, std::string
   logs_.push_back(std::move(l));
 }
 
-planner_actor spawn_planner(caf::actor_system& sys, std::string_view mode, planner_deps deps) {
+namespace {
+
+std::atomic<int32_t> planners_running{0};
+
+}  // namespace
+
+std::shared_ptr<planner_slot> planner_slot::acquire(int32_t max) {
+  auto n = planners_running.load();
+  do {
+    if (n >= max)
+      return nullptr;
+  } while (!planners_running.compare_exchange_weak(n, n + 1));
+  return std::shared_ptr<planner_slot>{new planner_slot};
+}
+
+void planner_slot::release() {
+  if (held_.exchange(false))
+    --planners_running;
+}
+
+int32_t planner_slot::in_use() {
+  return planners_running.load();
+}
+
+caf::expected<planner_actor> spawn_planner(caf::actor_system& sys, std::string_view mode,
+                                           planner_deps deps, int32_t max_planners) {
+  auto slot = planner_slot::acquire(max_planners);
+  if (!slot)
+    return make_error(errc::overloaded,
+                      std::to_string(max_planners)
+                          + " workflow or tool-agent turns are planning already "
+                            "(server.max_planner_turns); retry later");
   if (mode == "tool_agent")
-    return spawn_tool_agent_planner(sys, std::move(deps));
-  return spawn_workflow_planner(sys, std::move(deps));
+    return spawn_tool_agent_planner(sys, std::move(deps), std::move(slot));
+  return spawn_workflow_planner(sys, std::move(deps), std::move(slot));
 }
 
 }  // namespace ragtor

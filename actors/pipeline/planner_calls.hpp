@@ -63,21 +63,26 @@ private:
 };
 
 // A detached planner answering one `plan` request with
-// `Turn{sys, deps, input}.run()`, then quitting.
+// `Turn{sys, deps, input}.run()`, then quitting. Its slot is given back
+// before the answer leaves (so a finished turn never holds a place), or
+// when the actor goes away unasked.
 template <class Turn>
-planner_actor spawn_turn_planner(caf::actor_system& sys, planner_deps deps) {
+planner_actor spawn_turn_planner(caf::actor_system& sys, planner_deps deps,
+                                 std::shared_ptr<planner_slot> slot) {
   return sys.spawn<caf::detached>(
-      [](planner_actor::pointer self, planner_deps deps) -> planner_actor::behavior_type {
+      [](planner_actor::pointer self, planner_deps deps,
+         std::shared_ptr<planner_slot> slot) -> planner_actor::behavior_type {
         return {
             [=](atom::plan, const plan_input& in) -> plan_outcome {
               Turn turn{self->system(), deps, in};
               auto out = turn.run();
+              slot->release();
               self->quit();
               return out;
             },
         };
       },
-      std::move(deps));
+      std::move(deps), std::move(slot));
 }
 
 }  // namespace ragtor

@@ -240,8 +240,9 @@ private:
 
 }  // namespace
 
-planner_actor spawn_tool_agent_planner(caf::actor_system& sys, planner_deps deps) {
-  return spawn_turn_planner<agent_turn>(sys, std::move(deps));
+planner_actor spawn_tool_agent_planner(caf::actor_system& sys, planner_deps deps,
+                                       std::shared_ptr<planner_slot> slot) {
+  return spawn_turn_planner<agent_turn>(sys, std::move(deps), std::move(slot));
 }
 
 }  // namespace ragtor

@@ -338,8 +338,9 @@ private:
 
 }  // namespace
 
-planner_actor spawn_workflow_planner(caf::actor_system& sys, planner_deps deps) {
-  return spawn_turn_planner<workflow_turn>(sys, std::move(deps));
+planner_actor spawn_workflow_planner(caf::actor_system& sys, planner_deps deps,
+                                     std::shared_ptr<planner_slot> slot) {
+  return spawn_turn_planner<workflow_turn>(sys, std::move(deps), std::move(slot));
 }
 
 }  // namespace ragtor

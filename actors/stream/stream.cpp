@@ -502,9 +502,13 @@ void plan(self_ptr self) {
   in.settings = st.route.kb;
   in.top_k = top_k_of(self);
   planner_deps pd{st.deps.llm, st.deps.pool, st.deps.store};
-  auto planner = spawn_planner(self->system(), mode, pd);
+  auto planner = spawn_planner(self->system(), mode, pd, st.settings.max_planners);
+  if (!planner) {
+    fail(self, planner.error(), mode);
+    return persist(self);
+  }
   emit(self, make_progress_event(mode, 0, 1, st.route.agent_type, -1, ""));
-  self->request(planner, st.settings.turn_timeout, atom::plan_v, std::move(in))
+  self->request(*planner, st.settings.turn_timeout, atom::plan_v, std::move(in))
       .then(
           [=](plan_outcome& out) {
             auto& st = self->state;

@@ -32,6 +32,7 @@ struct stream_settings {
   // How long a finished or unobserved turn waits for its subscriber.
   caf::timespan subscriber_timeout = std::chrono::seconds(30);
   size_t max_pending_bytes = 1 << 20;  // buffered for a slow subscriber
+  int32_t max_planners = 32;           // workflow / tool-agent turns planning at once
 };
 
 stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened opened,

@@ -204,6 +204,7 @@ int run_serve(const serve_options& opts) {
   ss.stream.window = cfg->memory.window;
   ss.stream.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   ss.stream.max_pending_bytes = cfg->sse.max_pending_bytes;
+  ss.stream.max_planners = cfg->server.max_planner_turns;
   auto sessions =
       spawn_session_manager(sys, session_deps{router, pool, llm, *store, summarizer}, ss);
 

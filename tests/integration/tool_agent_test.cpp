@@ -5,6 +5,8 @@
 // that the answer is generated from the evidence it collected.
 #include <gtest/gtest.h>
 
+#include <future>
+
 #include "tests/support/fake_openai.hpp"
 #include "tests/support/server_fixture.hpp"
 
@@ -157,6 +159,48 @@ TEST_F(tool_agent_offline_test, falls_back_to_the_plain_pipeline) {
   EXPECT_EQ(nodes, (std::vector<std::string>{"route", "history", "memory", "agent", "retrieve",
                                              "generate", "persist"}));
   EXPECT_NE(r.answer().find("fourteen months"), std::string::npos) << r.answer();
+}
+
+// server.max_planner_turns = 1: a second agent turn while the first one
+// plans ends at once with "overloaded" (then done); the place comes back
+// when the first turn ends.
+class planner_limit_test : public tool_agent_test {
+protected:
+  env_vars server_env() const override {
+    auto env = tool_agent_test::server_env();
+    env["RAGTOR_SERVER__MAX_PLANNER_TURNS"] = "1";
+    return env;
+  }
+};
+
+TEST_F(planner_limit_test, a_turn_past_the_limit_is_refused_and_the_place_comes_back) {
+  make_kb("");
+  // The agent's first call takes a while, so the first turn is still
+  // planning when the second arrives.
+  fake_.set_script(script(std::string{"{"} + agent_sys + R"(,"tool_results":1,"reply":"READY"},{)"
+                          + agent_sys
+                          + R"(,"first_token_delay_ms":1500,"tool_calls":[{"name":"vector_retrieve","arguments":{"query":"K7 battery life"}}]})"));
+  auto first = std::async(std::launch::async, [&] {
+    return chat_stream(port(), chat_body("tina", "s1", "How long do the batteries last?", "agentkb"));
+  });
+  ASSERT_TRUE(fake_.wait_for_stat("chat_with_tools", 1)) << "the first turn is planning";
+  auto second =
+      chat_stream(port(), chat_body("tom", "s2", "How long do the batteries last?", "agentkb"));
+  EXPECT_TRUE(well_formed_stream(second));
+  ASSERT_EQ(second.errors.size(), 1u) << second.statuses();
+  EXPECT_EQ(second.errors[0].str("/code"), "overloaded");
+  EXPECT_NE(second.errors[0].str("/message").find("max_planner_turns"), std::string::npos)
+      << second.errors[0].dump();
+  EXPECT_EQ(fake_.stat("chat_with_tools"), 1) << "the refused turn asked nobody";
+
+  auto done = first.get();
+  EXPECT_TRUE(well_formed_stream(done));
+  EXPECT_TRUE(done.errors.empty()) << done.statuses();
+  EXPECT_EQ(done.answer(), answer);
+  auto third =
+      chat_stream(port(), chat_body("tom", "s3", "How long do the batteries last?", "agentkb"));
+  EXPECT_TRUE(third.errors.empty()) << third.statuses();
+  EXPECT_EQ(third.answer(), answer);
 }
 
 }  // namespace
