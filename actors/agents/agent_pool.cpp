@@ -158,14 +158,14 @@ void on_rerank_reply(agent_ptr self, uint64_t call, rerank_reply& reply) {
                                   "rerank endpoint failed: " + reply.error, p.t0));
     return;
   }
+  // The client checked the indexes (llm::parse_rerank); the items take
+  // the reranker's scores.
   std::vector<size_t> order;
-  for (auto x : reply.order)
-    if (x >= 0 && static_cast<size_t>(x) < p.result.retrieval_results.size())
-      order.push_back(static_cast<size_t>(x));
-  // Scores of the kept items become the reranker's.
-  for (size_t i = 0; i < reply.order.size() && i < reply.scores.size(); ++i)
-    if (auto x = reply.order[i]; x >= 0 && static_cast<size_t>(x) < p.result.retrieval_results.size())
-      p.result.retrieval_results[static_cast<size_t>(x)].score = reply.scores[i];
+  for (size_t i = 0; i < reply.order.size(); ++i) {
+    auto x = static_cast<size_t>(reply.order[i]);
+    order.push_back(x);
+    p.result.retrieval_results[x].score = reply.scores[i];
+  }
   p.promise.deliver(reordered(self, std::move(p.result), std::move(order), p.keep,
                               "endpoint " + st.rr.endpoint->config().model, p.t0));
 }

@@ -38,7 +38,6 @@ public:
   static std::shared_ptr<planner_slot> acquire(int32_t max);
   ~planner_slot() { release(); }
   void release();
-  static int32_t in_use();
 
 private:
   planner_slot() = default;

@@ -119,10 +119,6 @@ void planner_slot::release() {
     --planners_running;
 }
 
-int32_t planner_slot::in_use() {
-  return planners_running.load();
-}
-
 caf::expected<planner_actor> spawn_planner(caf::actor_system& sys, std::string_view mode,
                                            planner_deps deps, int32_t max_planners) {
   auto slot = planner_slot::acquire(max_planners);

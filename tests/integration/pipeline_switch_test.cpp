@@ -48,18 +48,12 @@ protected:
     return r;
   }
 
-  static std::vector<std::string> nodes(const stream_result& r) {
-    std::vector<std::string> out;
-    for (auto& ev : r.events)
-      if (ev.str("/status") == "execution_log")
-        out.push_back(ev.str("/content/node"));
-    return out;
-  }
+  static std::vector<std::string> nodes(const stream_result& r) { return r.executed_nodes(); }
 
   static json node(const stream_result& r, const std::string& name) {
-    for (auto& ev : r.events)
-      if (ev.str("/status") == "execution_log" && ev.str("/content/node") == name)
-        return ev.at("/content");
+    auto logs = r.execution_logs(name);
+    if (!logs.empty())
+      return logs.front();
     ADD_FAILURE() << "no node " << name;
     return json::parse("{}");
   }

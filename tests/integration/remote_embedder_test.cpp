@@ -111,17 +111,15 @@ TEST_F(remote_embedder_test, a_failing_embedding_model_fails_search_honestly) {
   ASSERT_TRUE(well_formed_stream(r));
   EXPECT_TRUE(r.errors.empty()) << "a search failure is not a turn failure";
   bool progress = false, degraded = false;
-  for (auto& ev : r.events) {
+  for (auto& ev : r.events)
     if (ev.str("/status") == "progress" && ev.at("/content").is_string("/error")
         && ev.str("/content/error").find("search failed") != std::string::npos)
       progress = true;
-    if (ev.str("/status") == "execution_log" && ev.str("/content/node") == "retrieve") {
-      EXPECT_EQ(ev.str("/content/input/worker_name"), "harbour:naive_rag_agent:retrieve_only")
-          << "the KB's default_agent_type serves a request that names the KB";
-      degraded = ev.at("/content/output").has("/degraded")
-                 && ev.str("/content/output/degraded").find("embedding model failed")
-                        != std::string::npos;
-    }
+  for (auto& log : r.execution_logs("retrieve")) {
+    EXPECT_EQ(log.str("/input/worker_name"), "harbour:naive_rag_agent:retrieve_only")
+        << "the KB's default_agent_type serves a request that names the KB";
+    degraded = log.at("/output").has("/degraded")
+               && log.str("/output/degraded").find("embedding model failed") != std::string::npos;
   }
   EXPECT_TRUE(progress);
   EXPECT_TRUE(degraded);

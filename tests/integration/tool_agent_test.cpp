@@ -52,25 +52,18 @@ protected:
     return r;
   }
 
-  static std::vector<json> logs(const stream_result& r, const std::string& node) {
-    std::vector<json> out;
-    for (auto& ev : r.events)
-      if (ev.str("/status") == "execution_log" && ev.str("/content/node") == node)
-        out.push_back(ev.at("/content"));
-    return out;
-  }
 };
 
 TEST_F(tool_agent_test, runs_the_scripted_tool_calls_then_answers_from_the_evidence) {
   make_kb("");
   auto r = turn("How long do the batteries last?");
   EXPECT_EQ(r.answer(), answer);
-  auto decisions = logs(r, "agent");
+  auto decisions = r.execution_logs("agent");
   ASSERT_EQ(decisions.size(), 2u);
   EXPECT_EQ(decisions[0].str("/output/decision"), "tool calls");
   EXPECT_EQ(decisions[0].str("/output/tool_calls/0/name"), "vector_retrieve");
   EXPECT_EQ(decisions[1].str("/output/decision"), "ready: no more tool calls");
-  auto tools = logs(r, "tool");
+  auto tools = r.execution_logs("tool");
   ASSERT_EQ(tools.size(), 1u);
   EXPECT_EQ(tools[0].str("/input/name"), "vector_retrieve");
   EXPECT_GT(tools[0].integer("/output/evidence"), 0);
@@ -93,11 +86,11 @@ TEST_F(tool_agent_test, stops_at_the_tool_call_limit) {
         R"({"name":"vector_retrieve","arguments":{"query":"K5"}}]})"));
   auto r = turn("How long do the batteries last?");
   EXPECT_EQ(r.answer(), answer);
-  auto tools = logs(r, "tool");
+  auto tools = r.execution_logs("tool");
   ASSERT_EQ(tools.size(), 3u);
   EXPECT_NE(tools[0].str("/output/outcome").find("new results"), std::string::npos);
   EXPECT_EQ(tools[2].str("/output/outcome"), "refused: tool call limit reached");
-  auto decisions = logs(r, "agent");
+  auto decisions = r.execution_logs("agent");
   ASSERT_EQ(decisions.size(), 2u);
   EXPECT_EQ(decisions[1].str("/output/decision"), "limit of 2 tool calls reached");
   EXPECT_EQ(fake_.stat("chat_with_tools"), 1) << "the model is not asked again after the limit";
@@ -111,7 +104,7 @@ TEST_F(tool_agent_test, refuses_unknown_tools_and_malformed_arguments) {
         R"({"name":"vector_retrieve","arguments_raw":"{query: K7"}]})"));
   auto r = turn("How long do the batteries last?");
   EXPECT_EQ(r.answer(), answer);
-  auto tools = logs(r, "tool");
+  auto tools = r.execution_logs("tool");
   ASSERT_EQ(tools.size(), 2u);
   EXPECT_EQ(tools[0].str("/output/outcome"), "refused: unknown tool");
   EXPECT_EQ(tools[1].str("/output/outcome"), "refused: malformed arguments");
@@ -123,8 +116,8 @@ TEST_F(tool_agent_test, small_talk_takes_the_fast_path) {
   make_kb("");
   auto r = turn("Hello!");
   EXPECT_EQ(r.answer(), answer);
-  ASSERT_EQ(logs(r, "agent").size(), 1u);
-  EXPECT_NE(logs(r, "agent")[0].str("/output/decision").find("fast path"), std::string::npos);
+  ASSERT_EQ(r.execution_logs("agent").size(), 1u);
+  EXPECT_NE(r.execution_logs("agent")[0].str("/output/decision").find("fast path"), std::string::npos);
   EXPECT_EQ(fake_.stat("chat_with_tools"), 0);
 }
 
@@ -152,11 +145,7 @@ TEST_F(tool_agent_offline_test, falls_back_to_the_plain_pipeline) {
   auto r = chat_stream(port(), chat_body("tina", "s1", "How long do the K7 batteries last?",
                                          "agentkb", {{"debug", "true", true}}));
   ASSERT_TRUE(well_formed_stream(r));
-  std::vector<std::string> nodes;
-  for (auto& ev : r.events)
-    if (ev.str("/status") == "execution_log")
-      nodes.push_back(ev.str("/content/node"));
-  EXPECT_EQ(nodes, (std::vector<std::string>{"route", "history", "memory", "agent", "retrieve",
+  EXPECT_EQ(r.executed_nodes(), (std::vector<std::string>{"route", "history", "memory", "agent", "retrieve",
                                              "generate", "persist"}));
   EXPECT_NE(r.answer().find("fourteen months"), std::string::npos) << r.answer();
 }

@@ -94,14 +94,6 @@ protected:
     return r;
   }
 
-  static std::vector<json> logs(const stream_result& r, const std::string& node) {
-    std::vector<json> out;
-    for (auto& ev : r.events)
-      if (ev.str("/status") == "execution_log" && ev.str("/content/node") == node)
-        out.push_back(ev.at("/content"));
-    return out;
-  }
-
   static bool needs_human(const stream_result& r) {
     return r.done && r.done->has("/content/need_human_help")
            && r.done->boolean("/content/need_human_help");
@@ -114,28 +106,28 @@ TEST_F(workflow_test, asks_for_a_missing_slot_and_merges_it_a_turn_later) {
   EXPECT_NE(first.answer().find("Which lock model do you have?"), std::string::npos)
       << first.answer();
   EXPECT_FALSE(needs_human(first));
-  ASSERT_EQ(logs(first, "ask").size(), 1u);
-  EXPECT_EQ(logs(first, "ask")[0].integer("/output/round"), 1);
-  EXPECT_EQ(logs(first, "intent")[0].str("/output/intent"), "battery");
-  EXPECT_TRUE(logs(first, "retrieval").empty()) << "no search before the slots are known";
+  ASSERT_EQ(first.execution_logs("ask").size(), 1u);
+  EXPECT_EQ(first.execution_logs("ask")[0].integer("/output/round"), 1);
+  EXPECT_EQ(first.execution_logs("intent")[0].str("/output/intent"), "battery");
+  EXPECT_TRUE(first.execution_logs("retrieval").empty()) << "no search before the slots are known";
 
   auto second = turn("s1", "It is the K7.");
   EXPECT_EQ(second.answer(), "The batteries last about fourteen months [1].");
   EXPECT_FALSE(needs_human(second));
-  EXPECT_EQ(logs(second, "intent")[0].str("/output/outcome"), "pending intent kept");
-  auto slots = logs(second, "slots");
+  EXPECT_EQ(second.execution_logs("intent")[0].str("/output/outcome"), "pending intent kept");
+  auto slots = second.execution_logs("slots");
   ASSERT_EQ(slots.size(), 1u);
   EXPECT_EQ(slots[0].str("/output/slots/model"), "Lumenlatch K7");
-  auto retrieval = logs(second, "retrieval");
+  auto retrieval = second.execution_logs("retrieval");
   ASSERT_EQ(retrieval.size(), 1u);
   // The search is for the question that raised the intent, with the slot.
   EXPECT_NE(retrieval[0].str("/output/query").find("How long do the batteries last?"),
             std::string::npos);
   EXPECT_NE(retrieval[0].str("/output/query").find("Lumenlatch K7"), std::string::npos);
   EXPECT_TRUE(retrieval[0].boolean("/output/is_sufficient"));
-  ASSERT_EQ(logs(second, "verify").size(), 1u);
+  ASSERT_EQ(second.execution_logs("verify").size(), 1u);
   for (auto* node : {"intent", "slots", "retrieval", "verify"})
-    EXPECT_TRUE(logs(second, node)[0].has("/duration_ms")) << node;
+    EXPECT_TRUE(second.execution_logs(node)[0].has("/duration_ms")) << node;
   // The generator was asked the full question with the evidence.
   auto sent = json::parse(fake_.stats().str("/last_chat_request"));
   EXPECT_NE(sent.dump().find("model: Lumenlatch K7"), std::string::npos);
@@ -143,34 +135,34 @@ TEST_F(workflow_test, asks_for_a_missing_slot_and_merges_it_a_turn_later) {
 
   // The flow is over: the next battery question starts afresh and asks again.
   auto third = turn("s1", "And how long do the batteries last in winter?");
-  EXPECT_EQ(logs(third, "intent")[0].str("/output/outcome"), "detected");
-  ASSERT_EQ(logs(third, "ask").size(), 1u);
-  EXPECT_EQ(logs(third, "ask")[0].integer("/output/round"), 1);
+  EXPECT_EQ(third.execution_logs("intent")[0].str("/output/outcome"), "detected");
+  ASSERT_EQ(third.execution_logs("ask").size(), 1u);
+  EXPECT_EQ(third.execution_logs("ask")[0].integer("/output/round"), 1);
 }
 
 TEST_F(workflow_test, escalates_after_three_unanswered_questions) {
   make_kbs(R"(["kb"])");
   for (int round = 1; round <= 3; ++round) {
     auto r = turn("s1", round == 1 ? "How long do the batteries last?" : "I don't know.");
-    ASSERT_EQ(logs(r, "ask").size(), 1u) << "round " << round << ": " << r.answer();
-    EXPECT_EQ(logs(r, "ask")[0].integer("/output/round"), round);
+    ASSERT_EQ(r.execution_logs("ask").size(), 1u) << "round " << round << ": " << r.answer();
+    EXPECT_EQ(r.execution_logs("ask")[0].integer("/output/round"), round);
     EXPECT_FALSE(needs_human(r));
   }
   auto last = turn("s1", "No idea, sorry.");
   EXPECT_TRUE(needs_human(last)) << (last.done ? last.done->dump() : "no done");
   EXPECT_NE(last.done->str("/content/reason").find("model"), std::string::npos);
   EXPECT_NE(last.answer().find("human"), std::string::npos);
-  EXPECT_EQ(logs(last, "escalate").size(), 1u);
+  EXPECT_EQ(last.execution_logs("escalate").size(), 1u);
   // Escalation ends the flow: the next question is a new one.
   auto next = turn("s1", "How long do the batteries last?");
-  EXPECT_EQ(logs(next, "ask")[0].integer("/output/round"), 1);
+  EXPECT_EQ(next.execution_logs("ask")[0].integer("/output/round"), 1);
 }
 
 TEST_F(workflow_test, switches_source_after_a_bad_evaluation) {
   make_kbs(R"(["kb:notes","kb:ghost","kb"])");
   auto r = turn("s1", "How long do the batteries of the K7 last?");
   EXPECT_EQ(r.answer(), "The batteries last about fourteen months [1].");
-  auto rounds = logs(r, "retrieval");
+  auto rounds = r.execution_logs("retrieval");
   ASSERT_EQ(rounds.size(), 3u);
   EXPECT_EQ(rounds[0].str("/output/source"), "kb:notes");
   EXPECT_FALSE(rounds[0].boolean("/output/is_sufficient"));
@@ -190,15 +182,15 @@ TEST_F(workflow_test, escalates_when_verification_fails) {
   auto r = turn("s1", "How long do the batteries of the K7 last?");
   EXPECT_TRUE(needs_human(r));
   EXPECT_NE(r.done->str("/content/reason").find("winter"), std::string::npos);
-  EXPECT_EQ(logs(r, "verify").size(), 1u);
-  EXPECT_EQ(logs(r, "verify")[0].str("/output/answers"), "false");
+  EXPECT_EQ(r.execution_logs("verify").size(), 1u);
+  EXPECT_EQ(r.execution_logs("verify")[0].str("/output/answers"), "false");
 }
 
 TEST_F(workflow_test, chitchat_gets_a_general_reply_that_steers_back) {
   make_kbs(R"(["kb"])");
   auto r = turn("s1", "hello there!");
-  EXPECT_EQ(logs(r, "intent")[0].str("/output/intent"), "chitchat");
-  EXPECT_TRUE(logs(r, "slots").empty());
+  EXPECT_EQ(r.execution_logs("intent")[0].str("/output/intent"), "chitchat");
+  EXPECT_TRUE(r.execution_logs("slots").empty());
   EXPECT_FALSE(needs_human(r));
   auto sent = json::parse(fake_.stats().str("/last_chat_request"));
   auto system = sent.items("/messages")[0].str("/content");
@@ -214,15 +206,15 @@ TEST_F(workflow_test, malformed_model_json_never_breaks_a_turn) {
   fake_.set_script(script(rule(intent_sys, "", R"({"intent": "batt)") + ","
                           + rule(slots_sys, "", "{{{")));
   auto r = turn("s1", "How long do the batteries of the K7 last?");
-  EXPECT_EQ(logs(r, "intent")[0].str("/output/outcome"), "unusable reply; the only intent");
-  EXPECT_TRUE(logs(r, "slots")[0].items("/output/set").empty());
+  EXPECT_EQ(r.execution_logs("intent")[0].str("/output/outcome"), "unusable reply; the only intent");
+  EXPECT_TRUE(r.execution_logs("slots")[0].items("/output/set").empty());
   EXPECT_NE(r.answer().find("Which lock model do you have?"), std::string::npos) << r.answer();
 
   // Unreadable evaluations: every round is insufficient, then escalation.
   fake_.set_script(script(rule(slots_sys, "K7", R"({"slots": {"model": "K7"}})") + ","
                           + rule(evaluate_sys, "", "[1,2")));
   r = turn("s1", "The K7.");
-  EXPECT_EQ(logs(r, "retrieval").size(), 3u);
+  EXPECT_EQ(r.execution_logs("retrieval").size(), 3u);
   EXPECT_TRUE(needs_human(r));
   EXPECT_NE(r.done->str("/content/reason").find("not contain enough"), std::string::npos);
 
@@ -258,7 +250,7 @@ TEST_F(workflow_test, http_json_tools_are_a_source) {
   ASSERT_TRUE(well_formed_stream(r));
   EXPECT_EQ(r.answer(), "It left the depot on Monday.");
   EXPECT_FALSE(needs_human(r));
-  auto rounds = logs(r, "retrieval");
+  auto rounds = r.execution_logs("retrieval");
   ASSERT_EQ(rounds.size(), 1u);
   EXPECT_EQ(rounds[0].str("/output/source"), "tool:orders");
   EXPECT_EQ(rounds[0].integer("/output/results"), 1);
@@ -285,7 +277,7 @@ TEST_F(workflow_test, model_calls_are_retried_with_backoff) {
       R"("reply":"{\"intent\": \"battery\"}"},)"
       + base_rules()));
   auto r = turn("s1", "How long do the batteries of the K7 last?");
-  auto intent = logs(r, "intent");
+  auto intent = r.execution_logs("intent");
   ASSERT_EQ(intent.size(), 1u);
   EXPECT_EQ(intent[0].str("/output/intent"), "battery");
   EXPECT_EQ(intent[0].str("/output/attempts"), "2");

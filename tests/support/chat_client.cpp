@@ -73,6 +73,21 @@ std::string stream_result::statuses() const {
   return out;
 }
 
+std::vector<json> stream_result::execution_logs(std::string_view node) const {
+  std::vector<json> out;
+  for (const auto& e : events)
+    if (e.str("/status") == "execution_log" && (node.empty() || e.str("/content/node") == node))
+      out.push_back(e.at("/content"));
+  return out;
+}
+
+std::vector<std::string> stream_result::executed_nodes() const {
+  std::vector<std::string> out;
+  for (auto& log : execution_logs())
+    out.push_back(log.str("/node"));
+  return out;
+}
+
 stream_result read_stream(sse_stream& stream, std::chrono::milliseconds timeout) {
   stream_result r;
   r.status = stream.status();

@@ -9,6 +9,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -45,6 +46,11 @@ struct stream_result {
   // done.content.answer ("" without a done event).
   std::string answer() const;
   std::string statuses() const;  // "start,token,...,done" for messages
+  // Contents of the execution_log events (debug) of `node` ("" = every
+  // node), in order.
+  std::vector<json> execution_logs(std::string_view node = "") const;
+  // The nodes those events name, in order.
+  std::vector<std::string> executed_nodes() const;
 };
 
 // Reads `stream` to its end (or `timeout`), parsing every data event.
