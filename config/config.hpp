@@ -24,7 +24,7 @@ struct server_config {
   size_t max_ingest_bytes = 64 << 20;
   int turn_timeout_s = 300;
   int shutdown_grace_s = 5;
-  int max_planner_turns = 32;
+  int max_planner_turns = 4096;
   bool operator==(const server_config&) const = default;
 };
 

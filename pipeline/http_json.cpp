@@ -1,12 +1,18 @@
 #include "pipeline/http_json.hpp"
 
+#include <atomic>
 #include <chrono>
+#include <thread>
 
 #include <boost/asio/connect.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
-#include <boost/beast/core.hpp>
+#include <boost/asio/post.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
+#include <boost/url/parse.hpp>
 
 #include "protocol/errc.hpp"
 
@@ -19,88 +25,150 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-struct url_parts {
-  std::string host, port = "80", target = "/";
+struct target {
+  std::string host, port, path;
 };
 
-std::optional<url_parts> split_url(std::string_view url) {
-  constexpr std::string_view scheme = "http://";
-  if (!url.starts_with(scheme))
-    return std::nullopt;
-  url.remove_prefix(scheme.size());
-  url_parts u;
-  auto slash = url.find('/');
-  auto authority = url.substr(0, slash);
-  if (slash != std::string_view::npos)
-    u.target = std::string{url.substr(slash)};
-  auto colon = authority.rfind(':');
-  if (colon != std::string_view::npos) {
-    u.host = std::string{authority.substr(0, colon)};
-    u.port = std::string{authority.substr(colon + 1)};
-  } else {
-    u.host = std::string{authority};
-  }
-  if (u.host.empty() || u.port.empty())
-    return std::nullopt;
-  return u;
+// host, port (80 by default) and path+query of an http:// URL.
+caf::expected<target> parse_target(std::string_view url) {
+  auto u = boost::urls::parse_absolute_uri(url);
+  if (!u || u->scheme() != "http" || u->encoded_host().empty())
+    return make_error(errc::invalid_request, "not an http:// URL: " + std::string{url});
+  target t;
+  t.host = std::string{u->encoded_host()};
+  t.port = u->has_port() ? std::string{u->port()} : "80";
+  t.path = std::string{u->encoded_target()};
+  if (t.path.empty() || t.path.front() != '/')
+    t.path.insert(0, "/");
+  return t;
 }
 
-}  // namespace
+// One call. Lives on the I/O thread (a single thread: no strand needed);
+// everything ends in exactly one finish().
+struct call_state : http_call, std::enable_shared_from_this<call_state> {
+  call_state(net::io_context& io, std::string u) : ioc(io), resolver(io), socket(io), deadline(io),
+                                                   url(std::move(u)) {
+  }
 
-caf::expected<std::string> post_json(std::string_view url, std::string_view body,
-                                     int32_t timeout_ms, size_t max_response_bytes) {
-  auto u = split_url(url);
-  if (!u)
-    return make_error(errc::invalid_request, "not an http:// URL: " + std::string{url});
-  net::io_context ioc;
-  beast::tcp_stream stream{ioc};
-  tcp::resolver resolver{ioc};
-  beast::flat_buffer buffer;
-  http::request<http::string_body> req{http::verb::post, u->target, 11};
-  req.set(http::field::host, u->host);
-  req.set(http::field::content_type, "application/json");
-  req.set(http::field::user_agent, "ragtor");
-  req.body() = std::string{body};
-  req.prepare_payload();
-  http::response_parser<http::string_body> parser;
-  parser.body_limit(max_response_bytes);
-  beast::error_code failure;
-  std::string stage = "resolve";
-  stream.expires_after(std::chrono::milliseconds(timeout_ms));
-  resolver.async_resolve(u->host, u->port, [&](beast::error_code ec, tcp::resolver::results_type r) {
-    if (ec)
-      return void(failure = ec);
-    stage = "connect";
-    stream.async_connect(r, [&](beast::error_code ec, const tcp::endpoint&) {
+  void cancel() override {
+    net::post(ioc, [self = shared_from_this()] {
+      self->finish(make_error(errc::cancelled, self->url + ": cancelled"));
+    });
+  }
+
+  void start(target t, std::string body, int32_t timeout_ms, size_t max_bytes) {
+    req = http::request<http::string_body>{http::verb::post, t.path, 11};
+    req.set(http::field::host, t.host);
+    req.set(http::field::content_type, "application/json");
+    req.set(http::field::user_agent, "ragtor");
+    req.body() = std::move(body);
+    req.prepare_payload();
+    parser.body_limit(max_bytes);
+    auto self = shared_from_this();
+    deadline.expires_after(std::chrono::milliseconds(timeout_ms));
+    deadline.async_wait([self, timeout_ms](beast::error_code ec) {
+      if (!ec)
+        self->finish(make_error(errc::timeout, self->url + ": no answer within "
+                                                   + std::to_string(timeout_ms) + " ms ("
+                                                   + self->stage + ")"));
+    });
+    resolver.async_resolve(t.host, t.port, [self](beast::error_code ec,
+                                                  tcp::resolver::results_type r) {
       if (ec)
-        return void(failure = ec);
-      stage = "write";
-      http::async_write(stream, req, [&](beast::error_code ec, size_t) {
+        return self->fail(ec);
+      self->stage = "connect";
+      net::async_connect(self->socket, r, [self](beast::error_code ec, const tcp::endpoint&) {
         if (ec)
-          return void(failure = ec);
-        stage = "read";
-        http::async_read(stream, buffer, parser, [&](beast::error_code ec, size_t) {
+          return self->fail(ec);
+        self->stage = "write";
+        http::async_write(self->socket, self->req, [self](beast::error_code ec, size_t) {
           if (ec)
-            failure = ec;
+            return self->fail(ec);
+          self->stage = "read";
+          http::async_read(self->socket, self->buffer, self->parser,
+                           [self](beast::error_code ec, size_t) {
+                             if (ec)
+                               return self->fail(ec);
+                             self->answered();
+                           });
         });
       });
     });
+  }
+
+  void fail(beast::error_code ec) {
+    finish(make_error(errc::unavailable, url + ": " + stage + " failed: " + ec.message()));
+  }
+
+  void answered() {
+    auto& res = parser.get();
+    auto status = res.result_int();
+    if (status < 200 || status >= 300)
+      return finish(make_error(errc::unavailable, url + " answered HTTP " + std::to_string(status)));
+    finish(std::move(res.body()));
+  }
+
+  void finish(caf::expected<std::string> out) {
+    if (done)
+      return;
+    done = true;
+    deadline.cancel();
+    resolver.cancel();
+    beast::error_code ignored;
+    socket.shutdown(tcp::socket::shutdown_both, ignored);
+    socket.close(ignored);
+    auto callback = std::move(cb);
+    cb = nullptr;
+    if (callback)
+      callback(std::move(out));
+  }
+
+  net::io_context& ioc;
+  tcp::resolver resolver;
+  tcp::socket socket;
+  net::steady_timer deadline;
+  std::string url;
+  std::string stage = "resolve";
+  http::request<http::string_body> req;
+  http::response_parser<http::string_body> parser;
+  beast::flat_buffer buffer;
+  http_json_client::callback cb;
+  bool done = false;
+};
+
+}  // namespace
+
+struct http_json_client::impl {
+  net::io_context ioc;
+  net::executor_work_guard<net::io_context::executor_type> work{ioc.get_executor()};
+  std::thread thread;
+  size_t max_bytes;
+};
+
+http_json_client::http_json_client(size_t max_response_bytes) : impl_(std::make_shared<impl>()) {
+  impl_->max_bytes = max_response_bytes;
+  impl_->thread = std::thread{[im = impl_.get()] { im->ioc.run(); }};
+}
+
+http_json_client::~http_json_client() {
+  impl_->work.reset();
+  impl_->ioc.stop();  // calls in flight are dropped with their sockets
+  if (impl_->thread.joinable())
+    impl_->thread.join();
+}
+
+std::shared_ptr<http_call> http_json_client::post(std::string_view url, std::string body,
+                                                  int32_t timeout_ms, callback cb) {
+  auto call = std::make_shared<call_state>(impl_->ioc, std::string{url});
+  call->cb = std::move(cb);
+  auto t = parse_target(url);
+  net::post(impl_->ioc, [call, t = std::move(t), body = std::move(body), timeout_ms,
+                         max = impl_->max_bytes]() mutable {
+    if (!t)
+      return call->finish(t.error());
+    call->start(std::move(*t), std::move(body), timeout_ms, max);
   });
-  ioc.run();
-  beast::error_code ignored;
-  stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
-  if (failure == beast::error::timeout)
-    return make_error(errc::timeout, std::string{url} + ": no answer within "
-                                         + std::to_string(timeout_ms) + " ms (" + stage + ")");
-  if (failure)
-    return make_error(errc::unavailable,
-                      std::string{url} + ": " + stage + " failed: " + failure.message());
-  auto& res = parser.get();
-  auto status = res.result_int();
-  if (status < 200 || status >= 300)
-    return make_error(errc::unavailable,
-                      std::string{url} + " answered HTTP " + std::to_string(status));
-  return std::move(res.body());
+  return call;
 }
 
 }  // namespace ragtor

@@ -74,6 +74,11 @@ using session_actor = caf::typed_actor<
     caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
     // Cancels the running or queued turn with this request id; true if found.
     caf::replies_to<atom::stop, std::string /*request_id*/>::with<bool>,
+    // POST /api/v1/clear: cancels the running and queued turns, waits until
+    // the running one is stored, then drops the conversation's messages,
+    // summary and episodes; answers how many messages were removed. Turns
+    // opened meanwhile run after the clear.
+    caf::replies_to<atom::clear>::with<int64_t>,
     // INTERNAL (from its stream actor): the turn ended; start the next one.
     caf::reacts_to<atom::turn_done, std::string /*request_id*/>,
     // Graceful shutdown: refuse queued turns, cancel the running one, quit
@@ -89,6 +94,10 @@ using session_manager_actor = caf::typed_actor<
     caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
     // POST /api/v1/chat/stop: cancels a user's running turn; true if found.
     caf::replies_to<atom::stop, std::string /*request_id*/, std::string /*user_id*/>::with<bool>,
+    // POST /api/v1/clear: through the conversation's session (see there),
+    // or straight to the store when it has none.
+    caf::replies_to<atom::clear, std::string /*user_id*/,
+                    std::string /*session_id*/>::with<int64_t>,
     // Stops every session (graceful shutdown): running turns are cancelled
     // and stored as partial; answers when all sessions are gone.
     caf::replies_to<atom::shutdown>::with<bool>>::extend_with<status_api>;
@@ -158,7 +167,27 @@ using llm_actor = caf::typed_actor<
 // decides what to search and whether to answer, ask or escalate
 // (actors/pipeline). Answers once, then quits.
 using planner_actor = caf::typed_actor<
-    caf::replies_to<atom::plan, plan_input>::with<plan_outcome>>;
+    // Plans the turn; answers the decision, or an error (`cancelled`,
+    // `overloaded` when the model gateway refused a call).
+    caf::replies_to<atom::plan, plan_input>::with<plan_outcome>,
+    // Stop now: the model call or tool call in flight is closed upstream,
+    // the pending `plan` is answered `cancelled`, and the planner quits.
+    caf::reacts_to<atom::cancel>,
+    // INTERNAL: the backoff before attempt `attempt` of step `step` ended.
+    caf::reacts_to<atom::tick, uint64_t /*step*/, int32_t /*attempt*/>,
+    // INTERNAL (from the HTTP client's thread): the tool call of step
+    // `step` answered: ok + response body, or !ok + what failed.
+    caf::reacts_to<atom::upstream, uint64_t /*step*/, bool /*ok*/, std::string /*body*/,
+                   std::string /*error*/>>::extend_with<status_api>;
+
+// What a planner needs of the store: a conversation's workflow state
+// (a subset of store_actor, so tests can stand in for it).
+using flow_store_actor = caf::typed_actor<
+    // The state (JSON; "" when none).
+    caf::replies_to<atom::flow_state, std::string /*conversation_id*/>::with<std::string>,
+    // Replaces it ("" deletes it); false when the conversation is gone.
+    caf::replies_to<atom::flow_state, std::string /*conversation_id*/,
+                    std::string /*state_json*/>::with<bool>>;
 
 // -- memory ------------------------------------------------------------------------
 

@@ -382,12 +382,15 @@ struct completion_request {
   // required).
   std::string tools_json;
   std::string tool_choice;
+  // The turn this call belongs to ("" = none): cancelling that request id
+  // at the gateway also closes this call's upstream connection.
+  std::string request_id;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, completion_request& x) {
   return f(caf::meta::type_name("completion_request"), x.messages, x.max_tokens, x.temperature,
-           x.purpose, x.tools_json, x.tool_choice);
+           x.purpose, x.tools_json, x.tool_choice, x.request_id);
 }
 
 struct completion_result {

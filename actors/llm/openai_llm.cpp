@@ -2,6 +2,7 @@
 
 #include <deque>
 #include <unordered_map>
+#include <variant>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
@@ -26,6 +27,12 @@ struct pending {
   caf::typed_response_promise<generation_result> promise;
 };
 
+// A completion waiting for a concurrency slot.
+struct pending_completion {
+  completion_request req;
+  caf::typed_response_promise<completion_result> promise;
+};
+
 // A generation talking to the model.
 struct call {
   caf::typed_response_promise<generation_result> promise;
@@ -43,12 +50,15 @@ struct openai_llm_state {
   std::shared_ptr<llm::openai_client> client;
   openai_llm_settings settings;
   std::unordered_map<std::string, call> calls;  // request_id -> call
-  std::deque<pending> queue;
-  // Non-streaming completions in flight (they share the concurrency limit).
+  // Calls waiting for a slot, in arrival order: generations and
+  // completions share the concurrency limit and the queue.
+  std::deque<std::variant<pending, pending_completion>> queue;
+  // Non-streaming completions in flight.
   struct completion_call {
     std::shared_ptr<llm::call_handle> handle;
     caf::typed_response_promise<completion_result> promise;
     std::string purpose;
+    std::string request_id;  // the turn's; "" = none
   };
   std::unordered_map<std::string, completion_call> completions;  // "#n" -> call
   uint64_t next_completion = 0;
@@ -245,13 +255,90 @@ void on_upstream(self_ptr self, const std::string& id, upstream_event& ev) {
   start_next(self);
 }
 
+void start_completion(self_ptr self, pending_completion p) {
+  auto& st = self->state;
+  // Request ids of streams never start with '#'.
+  auto key = "#" + std::to_string(st.next_completion++);
+  llm::chat_params params;
+  params.messages = to_chat(p.req.messages);
+  params.temperature = p.req.temperature;
+  params.max_tokens = p.req.max_tokens;
+  params.tools_json = p.req.tools_json;
+  params.tool_choice = p.req.tool_choice;
+  // The reply arrives on the client's thread and comes back as a
+  // message; the promise is delivered on the actor's own thread.
+  auto me = llm_actor{self};
+  auto& slot = st.completions[key];
+  slot.promise = std::move(p.promise);
+  slot.purpose = std::move(p.req.purpose);
+  slot.request_id = std::move(p.req.request_id);
+  slot.handle = st.client->chat(
+      std::move(params), [me, key](std::variant<llm::completion, llm::llm_error> r) {
+        upstream_event ev;
+        if (auto* c = std::get_if<llm::completion>(&r)) {
+          ev.kind = "done";
+          ev.text = std::move(c->text);
+          ev.finish_reason = std::move(c->finish_reason);
+          ev.usage.prompt_tokens = c->tokens.prompt_tokens;
+          ev.usage.completion_tokens = c->tokens.completion_tokens;
+          ev.tool_calls = std::move(c->tool_calls);
+        } else {
+          ev = event_of(std::get<llm::llm_error>(r));
+        }
+        caf::anon_send(me, atom::upstream_v, key, std::move(ev));
+      });
+}
+
 void start_next(self_ptr self) {
   auto& st = self->state;
   while (!st.queue.empty() && st.in_flight() < st.settings.max_concurrency) {
     auto p = std::move(st.queue.front());
     st.queue.pop_front();
-    start(self, std::move(p));
+    if (auto* gen = std::get_if<pending>(&p))
+      start(self, std::move(*gen));
+    else
+      start_completion(self, std::move(std::get<pending_completion>(p)));
   }
+}
+
+// The refusal of a call past max_concurrency running and max_queue waiting.
+caf::error at_limit(self_ptr self) {
+  auto& st = self->state;
+  ++st.refused;
+  return make_error(errc::overloaded, "model \"" + st.settings.model + "\" is at its limit ("
+                                          + std::to_string(st.settings.max_concurrency)
+                                          + " running, " + std::to_string(st.settings.max_queue)
+                                          + " waiting); retry later");
+}
+
+// Cancels the completions of turn `id`, queued or in flight (their
+// upstream connections close now); answers how many.
+size_t cancel_completions(self_ptr self, const std::string& id) {
+  auto& st = self->state;
+  size_t n = 0;
+  for (auto q = st.queue.begin(); q != st.queue.end();) {
+    auto* c = std::get_if<pending_completion>(&*q);
+    if (c && c->req.request_id == id) {
+      c->promise.deliver(make_error(errc::cancelled, "the turn was cancelled"));
+      q = st.queue.erase(q);
+      ++n;
+    } else {
+      ++q;
+    }
+  }
+  for (auto i = st.completions.begin(); i != st.completions.end();) {
+    if (i->second.request_id == id) {
+      if (i->second.handle)
+        i->second.handle->cancel();
+      i->second.promise.deliver(make_error(errc::cancelled, "the turn was cancelled"));
+      i = st.completions.erase(i);
+      ++n;
+    } else {
+      ++i;
+    }
+  }
+  st.cancelled += n;
+  return n;
 }
 
 }  // namespace
@@ -266,84 +353,54 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
             token_sink_actor sink) -> caf::result<generation_result> {
           auto& st = self->state;
           auto rp = self->make_response_promise<generation_result>();
-          if (st.in_flight() < st.settings.max_concurrency) {
+          if (st.in_flight() < st.settings.max_concurrency)
             start(self, pending{std::move(req), std::move(sink), rp});
-          } else if (st.queue.size() < st.settings.max_queue) {
+          else if (st.queue.size() < st.settings.max_queue)
             st.queue.push_back(pending{std::move(req), std::move(sink), rp});
-          } else {
-            ++st.refused;
-            rp.deliver(make_error(errc::overloaded,
-                                  "model \"" + st.settings.model + "\" is at its limit ("
-                                      + std::to_string(st.settings.max_concurrency) + " running, "
-                                      + std::to_string(st.settings.max_queue)
-                                      + " waiting); retry later"));
-          }
+          else
+            rp.deliver(at_limit(self));
           return rp;
         },
         [=](atom::cancel, const std::string& id) {
           auto& st = self->state;
+          bool freed = cancel_completions(self, id) > 0;
           for (auto q = st.queue.begin(); q != st.queue.end(); ++q) {
-            if (q->req.request_id == id) {
+            auto* p = std::get_if<pending>(&*q);
+            if (p && p->req.request_id == id) {
               generation_result r;
               r.finish_reason = "cancelled";
-              q->promise.deliver(std::move(r));
+              p->promise.deliver(std::move(r));
               st.queue.erase(q);
               ++st.cancelled;
-              return;
+              break;
             }
           }
           auto i = st.calls.find(id);
-          if (i == st.calls.end())
-            return;
-          auto& c = i->second;
-          if (c.handle)
-            c.handle->cancel();  // closes the upstream socket now
-          ++st.cancelled;
-          show(c, id, c.citations->finish(), self);
-          c.promise.deliver(result_of(c, "cancelled", {}));
-          st.calls.erase(i);
-          start_next(self);
+          if (i != st.calls.end()) {
+            auto& c = i->second;
+            if (c.handle)
+              c.handle->cancel();  // closes the upstream socket now
+            ++st.cancelled;
+            show(c, id, c.citations->finish(), self);
+            c.promise.deliver(result_of(c, "cancelled", {}));
+            st.calls.erase(i);
+            freed = true;
+          }
+          if (freed)
+            start_next(self);
         },
         [=](atom::upstream, const std::string& id, upstream_event& ev) {
           on_upstream(self, id, ev);
         },
         [=](atom::complete, completion_request& req) -> caf::result<completion_result> {
           auto& st = self->state;
-          if (st.in_flight() >= st.settings.max_concurrency) {
-            ++st.refused;
-            return make_error(errc::overloaded,
-                              "model \"" + st.settings.model + "\" is at its concurrency limit");
-          }
           auto rp = self->make_response_promise<completion_result>();
-          // Request ids of streams never start with '#'.
-          auto key = "#" + std::to_string(st.next_completion++);
-          llm::chat_params params;
-          params.messages = to_chat(req.messages);
-          params.temperature = req.temperature;
-          params.max_tokens = req.max_tokens;
-          params.tools_json = req.tools_json;
-          params.tool_choice = req.tool_choice;
-          // The reply arrives on the client's thread and comes back as a
-          // message; the promise is delivered on the actor's own thread.
-          auto me = llm_actor{self};
-          auto& slot = st.completions[key];
-          slot.promise = rp;
-          slot.purpose = req.purpose;
-          slot.handle = st.client->chat(
-              std::move(params), [me, key](std::variant<llm::completion, llm::llm_error> r) {
-                upstream_event ev;
-                if (auto* c = std::get_if<llm::completion>(&r)) {
-                  ev.kind = "done";
-                  ev.text = std::move(c->text);
-                  ev.finish_reason = std::move(c->finish_reason);
-                  ev.usage.prompt_tokens = c->tokens.prompt_tokens;
-                  ev.usage.completion_tokens = c->tokens.completion_tokens;
-                  ev.tool_calls = std::move(c->tool_calls);
-                } else {
-                  ev = event_of(std::get<llm::llm_error>(r));
-                }
-                caf::anon_send(me, atom::upstream_v, key, std::move(ev));
-              });
+          if (st.in_flight() < st.settings.max_concurrency)
+            start_completion(self, pending_completion{std::move(req), rp});
+          else if (st.queue.size() < st.settings.max_queue)
+            st.queue.push_back(pending_completion{std::move(req), rp});
+          else
+            rp.deliver(at_limit(self));
           return rp;
         },
         [=](atom::tick, const std::string&) {

@@ -6,11 +6,15 @@
 //   "tool_agent" -- the tool-calling agent (seed 001): the model drives a
 //                   bounded loop over retrieval tools, then answers.
 //
-// A planner is spawned per turn by the stream actor, answers one `plan`
-// request and quits. It runs detached (its own thread) and makes its model,
-// search and tool calls one after the other, each bounded by a timeout, so
-// its flow reads top to bottom. Without a model it answers "pipeline": the
-// KB is served by the plain rewrite -> search -> generate pipeline.
+// A planner is an ordinary event-based actor spawned per turn by the stream
+// actor. It answers one `plan` request and quits. Its decisions are the
+// pure state machines of pipeline/planner_logic.hpp; the actor only
+// executes their steps: every model, search, store and tool call is a
+// request (or an HTTP call whose answer comes back as a message), backoff
+// between model attempts is a delayed message to itself. A waiting planner
+// holds no thread, and `cancel` closes the call in flight at once. Without
+// a model it answers "pipeline": the KB is served by the plain
+// rewrite -> search -> generate pipeline.
 #pragma once
 
 #include <atomic>
@@ -24,35 +28,36 @@
 
 namespace ragtor {
 
+class http_json_client;
+
+// A plain count of turns planning at once (`[server] max_planner_turns`):
+// planners hold no threads, so the bound only guards memory; the model
+// gateway's queue is what admits or refuses their model calls.
+class planner_gate {
+public:
+  explicit planner_gate(int32_t max) : max_(max) {
+  }
+  // A place, given back when the last copy is dropped; nullptr when `max`
+  // planners are running.
+  std::shared_ptr<void> enter();
+  int32_t running() const { return running_.load(); }
+  int32_t max() const { return max_; }
+
+private:
+  int32_t max_;
+  std::atomic<int32_t> running_{0};
+};
+
 struct planner_deps {
   llm_actor llm;
   agent_pool_actor pool;
-  store_actor store;
+  flow_store_actor store;
+  std::shared_ptr<http_json_client> tools_http;  // the workflow's HTTP JSON tools
 };
 
-// One of the `max_planner_turns` places for a planner in this process,
-// given back once (release() or destruction, whichever comes first).
-class planner_slot {
-public:
-  // nullptr when `max` planners are running.
-  static std::shared_ptr<planner_slot> acquire(int32_t max);
-  ~planner_slot() { release(); }
-  void release();
-
-private:
-  planner_slot() = default;
-  std::atomic<bool> held_{true};
-};
-
-// A planner for `mode`, or `overloaded` when `max_planners` are running.
+// A planner for `mode` ("workflow" | "tool_agent"), or `overloaded` when
+// `gate` is full. The planner holds its place until it quits.
 caf::expected<planner_actor> spawn_planner(caf::actor_system& sys, std::string_view mode,
-                                           planner_deps deps, int32_t max_planners);
-
-// The planners (actors/pipeline/workflow_turn.cpp, tool_agent.cpp); each
-// holds `slot` while it runs.
-planner_actor spawn_workflow_planner(caf::actor_system& sys, planner_deps deps,
-                                     std::shared_ptr<planner_slot> slot);
-planner_actor spawn_tool_agent_planner(caf::actor_system& sys, planner_deps deps,
-                                       std::shared_ptr<planner_slot> slot);
+                                           planner_deps deps, planner_gate& gate);
 
 }  // namespace ragtor

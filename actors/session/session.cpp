@@ -39,6 +39,10 @@ struct session_state {
   bool starting = false;    // begin_turn in flight
   std::string starting_id;  // its request_id
   bool stopping = false;    // shutdown requested
+  // Clears waiting for the running turn to be stored; one store clear
+  // answers them all.
+  std::vector<caf::typed_response_promise<int64_t>> clears;
+  bool clearing = false;  // the store clear is in flight
   uint64_t turns = 0;
   uint64_t epoch = 0;  // bumped on every activity; see the idle timer
 };
@@ -55,10 +59,38 @@ void turn_ended(session_ptr self, const std::string& request_id) {
   start_next(self);
 }
 
+// Runs the pending clear once no turn runs: no assistant message of a
+// turn that started before the clear can land after it.
+void clear_now(session_ptr self) {
+  auto& st = self->state;
+  st.clearing = true;
+  self->request(st.deps.store, st.settings.stream.step_timeout, atom::clear_v, st.user_id,
+                st.session_id)
+      .then(
+          [=](int64_t n) {
+            auto& st = self->state;
+            for (auto& rp : st.clears)
+              rp.deliver(n);
+            st.clears.clear();
+            st.clearing = false;
+            start_next(self);
+          },
+          [=](caf::error& err) {
+            auto& st = self->state;
+            for (auto& rp : st.clears)
+              rp.deliver(err);
+            st.clears.clear();
+            st.clearing = false;
+            start_next(self);
+          });
+}
+
 void start_next(session_ptr self) {
   auto& st = self->state;
-  if (st.running || st.starting)
+  if (st.running || st.starting || st.clearing)
     return;
+  if (!st.clears.empty())
+    return clear_now(self);
   if (st.queue.empty()) {
     if (st.stopping)
       self->quit();
@@ -79,14 +111,15 @@ void start_next(session_ptr self) {
             ++st.turns;
             stream_deps deps{st.deps.router,     st.deps.pool,
                              st.deps.llm,        st.deps.store,
-                             st.deps.summarizer, caf::actor_cast<session_actor>(self)};
+                             st.deps.summarizer, caf::actor_cast<session_actor>(self),
+                             st.deps.planners,   st.deps.tools_http};
             auto stream = spawn_stream(self->system(), turn.req, opened, deps, st.settings.stream);
             self->monitor(stream);
             turn_ticket ticket{stream, opened.conversation_id, turn.req.request_id,
                                opened.message_id};
             st.running = running_turn{turn.req.request_id, stream, ticket};
             turn.promise.deliver(ticket);
-            if (st.stopping)
+            if (st.stopping || !st.clears.empty())
               self->send(stream, atom::cancel_v);
           },
           [=](caf::error& err) mutable {
@@ -150,6 +183,21 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
             }
           }
           return false;
+        },
+        [=](atom::clear) -> caf::result<int64_t> {
+          auto& st = self->state;
+          ++st.epoch;
+          auto rp = self->make_response_promise<int64_t>();
+          st.clears.push_back(rp);
+          // Turns that were waiting belong to the conversation being
+          // cleared: they end, and so does the running one (stored first).
+          for (auto& t : st.queue)
+            t.promise.deliver(make_error(errc::cancelled, "the conversation was cleared"));
+          st.queue.clear();
+          if (st.running)
+            self->send(st.running->stream, atom::cancel_v);
+          start_next(self);
+          return rp;
         },
         [=](atom::turn_done, const std::string& request_id) { turn_ended(self, request_id); },
         [=](atom::tick, uint64_t epoch) {
@@ -303,6 +351,14 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
                         rp.deliver(*found);
                     });
           return rp;
+        },
+        [=](atom::clear, const std::string& user_id,
+            const std::string& session_id) -> caf::result<int64_t> {
+          auto& st = self->state;
+          auto i = st.sessions.find(std::make_pair(user_id, session_id));
+          if (i == st.sessions.end())
+            return self->delegate(st.deps.store, atom::clear_v, user_id, session_id);
+          return self->delegate(i->second, atom::clear_v);
         },
         [=](atom::shutdown) -> caf::result<bool> {
           auto& st = self->state;

@@ -26,6 +26,8 @@ struct session_deps {
   llm_actor llm;
   store_actor store;
   summarizer_actor summarizer;  // optional: told about completed turns
+  std::shared_ptr<planner_gate> planners;        // see stream_deps
+  std::shared_ptr<http_json_client> tools_http;  // see stream_deps
 };
 
 session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps deps,

@@ -77,6 +77,7 @@ struct stream_state {
   std::string error_code;
   std::string error_message;
   bool cancelled = false;
+  planner_actor planner;  // while a planner plans this turn
 
   // Delivery. Every event is also kept (tokens coalesced) so that a
   // subscriber joining late — a client retrying with the same request_id —
@@ -501,17 +502,26 @@ void plan(self_ptr self) {
   in.agent_type = st.route.agent_type;
   in.settings = st.route.kb;
   in.top_k = top_k_of(self);
-  planner_deps pd{st.deps.llm, st.deps.pool, st.deps.store};
-  auto planner = spawn_planner(self->system(), mode, pd, st.settings.max_planners);
+  if (!st.deps.planners) {
+    fail(self, make_error(errc::overloaded, "this node plans no turns"), mode);
+    return persist(self);
+  }
+  planner_deps pd{st.deps.llm, st.deps.pool, st.deps.store, st.deps.tools_http};
+  auto planner = spawn_planner(self->system(), mode, pd, *st.deps.planners);
   if (!planner) {
     fail(self, planner.error(), mode);
     return persist(self);
   }
+  // A planner that dies without answering ends the turn (down handler).
+  st.planner = *planner;
+  self->monitor(st.planner);
   emit(self, make_progress_event(mode, 0, 1, st.route.agent_type, -1, ""));
-  self->request(*planner, st.settings.turn_timeout, atom::plan_v, std::move(in))
+  self->request(st.planner, st.settings.turn_timeout, atom::plan_v, std::move(in))
       .then(
           [=](plan_outcome& out) {
             auto& st = self->state;
+            self->demonitor(st.planner.address());
+            st.planner = nullptr;
             for (auto& l : out.logs)
               emit_log(self, l);
             emit(self, make_progress_event(
@@ -540,7 +550,12 @@ void plan(self_ptr self) {
             persist(self);
           },
           [=](caf::error& err) {
-            fail(self, err, self->state.route.kb.answer_mode);
+            auto& st = self->state;
+            if (st.planner) {
+              self->demonitor(st.planner.address());
+              st.planner = nullptr;
+            }
+            fail(self, err, st.route.kb.answer_mode);
             persist(self);
           });
 }
@@ -752,6 +767,9 @@ void cancel_turn(self_ptr self, std::string code, std::string message) {
   // is stopped and answers with what it produced.
   if (st.ph == phase::generating)
     self->send(st.deps.llm, atom::cancel_v, st.req.request_id);
+  // A planner closes its model or tool call and answers `cancelled` now.
+  if (st.planner)
+    self->send(st.planner, atom::cancel_v);
 }
 
 void start_pipeline(self_ptr self) {
@@ -785,6 +803,15 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
     st.settings = settings;
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& st = self->state;
+      if (st.planner && msg.source == st.planner.address()) {
+        // It quit without answering (a bug or a crash): the turn ends.
+        st.planner = nullptr;
+        fail(self, make_error(errc::internal, "the planner stopped: " + self->system().render(msg.reason)),
+             st.route.kb.answer_mode);
+        return persist(self);
+      }
+      if (!find_subscriber(self, msg.source))
+        return;
       std::erase_if(st.subs,
                     [&](const subscriber& sub) { return sub.sink.address() == msg.source; });
       if (!st.subs.empty())

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <chrono>
+#include <memory>
 
 #include <caf/fwd.hpp>
 #include <caf/timespan.hpp>
@@ -15,6 +16,9 @@
 
 namespace ragtor {
 
+class http_json_client;
+class planner_gate;
+
 struct stream_deps {
   router_actor router;
   agent_pool_actor pool;
@@ -22,6 +26,11 @@ struct stream_deps {
   store_actor store;
   summarizer_actor summarizer;  // optional: told after a completed turn
   session_actor session;  // told `turn_done` when the turn ended
+  // Planning turns (workflow, tool agent): how many may plan at once, and
+  // the HTTP client of the workflow's tools. Without a gate such KBs are
+  // answered with `overloaded`.
+  std::shared_ptr<planner_gate> planners;
+  std::shared_ptr<http_json_client> tools_http;
 };
 
 struct stream_settings {
@@ -32,7 +41,6 @@ struct stream_settings {
   // How long a finished or unobserved turn waits for its subscriber.
   caf::timespan subscriber_timeout = std::chrono::seconds(30);
   size_t max_pending_bytes = 1 << 20;  // buffered for a slow subscriber
-  int32_t max_planners = 32;           // workflow / tool-agent turns planning at once
 };
 
 stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened opened,

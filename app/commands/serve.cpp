@@ -18,6 +18,7 @@
 #include "actors/llm/extractive_llm.hpp"
 #include "actors/llm/openai_llm.hpp"
 #include "actors/memory/summarizer.hpp"
+#include "actors/pipeline/planner.hpp"
 #include "actors/router/router.hpp"
 #include "actors/session/session.hpp"
 #include "actors/store/store_actor.hpp"
@@ -25,6 +26,7 @@
 #include "app/commands/load.hpp"
 #include "http/server.hpp"
 #include "llm/openai_client.hpp"
+#include "pipeline/http_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
 #include "protocol/worker_name.hpp"
@@ -204,9 +206,10 @@ int run_serve(const serve_options& opts) {
   ss.stream.window = cfg->memory.window;
   ss.stream.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   ss.stream.max_pending_bytes = cfg->sse.max_pending_bytes;
-  ss.stream.max_planners = cfg->server.max_planner_turns;
-  auto sessions =
-      spawn_session_manager(sys, session_deps{router, pool, llm, *store, summarizer}, ss);
+  session_deps sd{router, pool, llm, *store, summarizer};
+  sd.planners = std::make_shared<planner_gate>(cfg->server.max_planner_turns);
+  sd.tools_http = std::make_shared<http_json_client>();
+  auto sessions = spawn_session_manager(sys, sd, ss);
 
   http::server_settings hs;
   hs.host = listen->first;
@@ -245,14 +248,23 @@ int run_serve(const serve_options& opts) {
   hs.default_top_k = cfg->retrieval.top_k;
   http::server srv{sys, hs, sessions, *store};
   auto port = srv.start();
+  // Exits in dependency order, each stage waiting for the previous one to
+  // be gone: what is left of the turns (sessions, their streams and
+  // planners) first, then those who serve them (router, agents, KB
+  // administration, which finishes an ingest in progress first), then the
+  // summarizer, the model gateway, and the store last, so every write
+  // sent before is committed.
   auto stop_actors = [&] {
-    caf::anon_send_exit(sessions, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(router, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(pool, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(llm, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(summarizer, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(kb_admin, caf::exit_reason::user_shutdown);
-    caf::anon_send_exit(*store, caf::exit_reason::user_shutdown);
+    caf::scoped_actor self{sys};
+    auto stage = [&](const auto&... hs) {
+      (self->send_exit(hs, caf::exit_reason::user_shutdown), ...);
+      self->wait_for(hs...);
+    };
+    stage(sessions);
+    stage(router, pool, kb_admin);
+    stage(summarizer);
+    stage(llm);
+    stage(*store);
   };
   if (!port) {
     spdlog::error("{}", error_message(port.error()));

@@ -3,6 +3,11 @@
 // evaluate, verify), so each test decides what the model says and checks
 // what the turn did — the answer, done's need_human_help, and the debug
 // execution log of the workflow's nodes.
+#include <condition_variable>
+#include <fstream>
+#include <future>
+#include <mutex>
+
 #include <gtest/gtest.h>
 
 #include "tests/support/fake_openai.hpp"
@@ -298,6 +303,142 @@ TEST_F(workflow_test, bad_workflows_are_refused_with_the_field_named) {
   EXPECT_NE(res.body.find("answer_mode"), std::string::npos) << res.body;
   res = request(port(), "GET", "/api/v1/kbs/w", "");
   EXPECT_EQ(res.status, 404) << "nothing was created";
+}
+
+// Planners are actors, not threads: 200 workflow turns against a model
+// that never answers its intent call. The gateway admits
+// max_concurrency + max_queue of them (the rest end at once with
+// `overloaded` and never reach the model), the process's thread count
+// stays flat, and POST /api/v1/chat/stop ends every admitted turn with
+// error + done: the model's connections are closed and the (empty)
+// partial answers are stored.
+class workflow_stall_test : public workflow_test {
+protected:
+  static constexpr int concurrency = 8, queue = 32, turns = 200;
+  env_vars server_env() const override {
+    auto env = workflow_test::server_env();
+    env["RAGTOR_LLM__MAX_CONCURRENCY"] = std::to_string(concurrency);
+    env["RAGTOR_LLM__MAX_QUEUE"] = std::to_string(queue);
+    return env;
+  }
+
+  static std::string stalled_intent() {
+    return script(R"({"system":")" + std::string{intent_sys}
+                  + R"(","first_token_delay_ms":600000,"reply":"{\"intent\": \"battery\"}"},)"
+                  + base_rules());
+  }
+
+  // Threads of the server process (/proc/<pid>/status).
+  int threads() {
+    std::ifstream in{"/proc/" + std::to_string(server().pid()) + "/status"};
+    std::string line;
+    while (std::getline(in, line))
+      if (line.starts_with("Threads:"))
+        return std::stoi(line.substr(8));
+    return -1;
+  }
+
+  // Runs `n` stalled turns in the background; `ended` counts those whose
+  // stream has ended.
+  struct storm {
+    std::mutex mx;
+    std::condition_variable cv;
+    int ended = 0;
+    std::vector<std::future<stream_result>> results;
+
+    bool wait_ended(int n) {
+      std::unique_lock lock{mx};
+      return cv.wait_for(lock, std::chrono::seconds(60), [&] { return ended >= n; });
+    }
+  };
+
+  void start_storm(storm& s, int n) {
+    for (int i = 0; i < n; ++i)
+      s.results.push_back(std::async(std::launch::async, [this, &s, i] {
+        auto r = chat_stream(
+            port(),
+            chat_body("u" + std::to_string(i), "s", "How long do the K7 batteries last?", "lock",
+                      {{"request_id", "stall-" + std::to_string(i)}}),
+            std::chrono::seconds(120));
+        std::lock_guard lock{s.mx};
+        ++s.ended;
+        s.cv.notify_all();
+        return r;
+      }));
+  }
+
+  static std::string code_of(const stream_result& r) {
+    return r.errors.empty() ? "" : r.errors[0].str("/code");
+  }
+};
+
+TEST_F(workflow_stall_test, stalled_planners_hold_no_threads_and_stop_at_once) {
+  make_kbs(R"(["kb"])");
+  // A whole turn first, so every lazily started thread exists.
+  auto warm = turn("warm", "How long do the batteries of the K7 last?");
+  ASSERT_TRUE(warm.errors.empty()) << warm.statuses();
+  auto before = threads();
+  fake_.set_script(stalled_intent());
+  fake_.reset_stats();
+
+  storm s;
+  start_storm(s, turns);
+  const int admitted = concurrency + queue;
+  ASSERT_TRUE(fake_.wait_for_stat("chat_requests", concurrency, std::chrono::seconds(60)));
+  ASSERT_TRUE(s.wait_ended(turns - admitted)) << "the turns past every limit end at once";
+  auto during = threads();
+  EXPECT_LE(during, before + 2) << "planners hold no threads (a thread per planner would add "
+                                << admitted << ")";
+  EXPECT_EQ(fake_.stat("chat_requests"), concurrency) << "refused turns never call the model";
+
+  for (int i = 0; i < turns; ++i) {
+    auto res = request(port(), "POST", "/api/v1/chat/stop",
+                       R"({"request_id":"stall-)" + std::to_string(i) + R"(","user_id":"u)"
+                           + std::to_string(i) + R"("})");
+    EXPECT_EQ(res.status, 200) << res.body;
+  }
+  int overloaded = 0, cancelled = 0;
+  for (int i = 0; i < turns; ++i) {
+    auto r = s.results[i].get();
+    EXPECT_TRUE(well_formed_stream(r)) << i;
+    ASSERT_EQ(r.errors.size(), 1u) << i << ": " << r.statuses();
+    auto code = code_of(r);
+    if (code == "overloaded") {
+      ++overloaded;
+    } else {
+      EXPECT_EQ(code, "cancelled") << i;
+      ++cancelled;
+      EXPECT_TRUE(r.done->boolean("/content/partial")) << i;
+      auto rows = db().messages("u" + std::to_string(i), "s");
+      ASSERT_EQ(rows.size(), 2u) << i;
+      EXPECT_EQ(rows[1].role, "assistant");
+      EXPECT_EQ(rows[1].completed, 0) << "stored as partial";
+    }
+  }
+  EXPECT_EQ(overloaded, turns - admitted);
+  EXPECT_EQ(cancelled, admitted);
+  // Every call the model received was closed by ragtor (the queued ones
+  // that started once a slot freed included).
+  auto calls = fake_.stat("chat_requests");
+  EXPECT_TRUE(fake_.wait_for_stat("calls_abandoned", calls)) << fake_.stats().dump();
+  EXPECT_LE(threads(), before + 2);
+}
+
+TEST_F(workflow_stall_test, sigterm_with_stalled_planners_exits_cleanly) {
+  make_kbs(R"(["kb"])");
+  fake_.set_script(stalled_intent());
+  storm s;
+  start_storm(s, 4);
+  ASSERT_TRUE(fake_.wait_for_stat("chat_requests", 4, std::chrono::seconds(60)));
+  auto status = stop_server();
+  EXPECT_TRUE(status.clean()) << status.describe();
+  for (auto& f : s.results) {
+    auto r = f.get();
+    EXPECT_TRUE(well_formed_stream(r));
+    ASSERT_EQ(r.errors.size(), 1u) << r.statuses();
+    EXPECT_TRUE(r.done->boolean("/content/partial"));
+  }
+  EXPECT_TRUE(fake_.wait_for_stat("calls_abandoned", 4)) << fake_.stats().dump();
 }
 
 }  // namespace

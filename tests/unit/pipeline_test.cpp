@@ -3,11 +3,16 @@
 // definition parser, slot merging, evaluation and verdict parsing, flow
 // state, HTTP tool evidence, the pipeline graph, and the extractive
 // generator without citations.
+#include <future>
+
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
 #include <gtest/gtest.h>
 
 #include "llm/extractive_generator.hpp"
 #include "llm/query_rewrite.hpp"
 #include "pipeline/graph.hpp"
+#include "pipeline/http_json.hpp"
 #include "pipeline/tool_agent.hpp"
 #include "pipeline/workflow.hpp"
 #include "protocol/errc.hpp"
@@ -235,6 +240,60 @@ TEST(tool_agent, grade_replies_pick_passages) {
   a.evidence = "The K7 runs on AA batteries.";
   EXPECT_NE(agent::evidence_summary({a}).find("[1] (d1) The K7"), std::string::npos);
   EXPECT_EQ(agent::evidence_summary({}), "The evidence is empty.");
+}
+
+// The workflow's HTTP tool client never blocks its caller and bounds the
+// whole call: a server that accepts but never answers times out (naming
+// the stage), a cancel answers at once, a bad URL is refused.
+class http_json_client_test : public testing::Test {
+protected:
+  // A listening socket nobody accepts from: connects succeed (backlog),
+  // requests are never answered.
+  boost::asio::io_context io;
+  boost::asio::ip::tcp::acceptor silent{
+      io, {boost::asio::ip::make_address("127.0.0.1"), 0}};
+  std::string url() const {
+    return "http://127.0.0.1:" + std::to_string(silent.local_endpoint().port()) + "/tool";
+  }
+  http_json_client client;
+
+  caf::expected<std::string> wait(std::future<caf::expected<std::string>>& f) {
+    EXPECT_EQ(f.wait_for(std::chrono::seconds(30)), std::future_status::ready);
+    return f.get();
+  }
+};
+
+TEST_F(http_json_client_test, a_silent_server_times_out) {
+  std::promise<caf::expected<std::string>> p;
+  auto f = p.get_future();
+  client.post(url(), "{}", 100, [&](caf::expected<std::string> r) { p.set_value(std::move(r)); });
+  auto r = wait(f);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::timeout);
+  EXPECT_NE(error_message(r.error()).find("(read)"), std::string::npos)
+      << error_message(r.error());
+}
+
+TEST_F(http_json_client_test, cancel_answers_at_once) {
+  std::promise<caf::expected<std::string>> p;
+  auto f = p.get_future();
+  auto call = client.post(url(), "{}", 600000,
+                          [&](caf::expected<std::string> r) { p.set_value(std::move(r)); });
+  call->cancel();
+  auto r = wait(f);
+  ASSERT_FALSE(r);
+  EXPECT_EQ(code_of(r.error()), errc::cancelled);
+}
+
+TEST_F(http_json_client_test, only_http_urls_are_called) {
+  for (auto* bad : {"https://127.0.0.1/x", "ftp://h/x", "not a url", "http:///x"}) {
+    std::promise<caf::expected<std::string>> p;
+    auto f = p.get_future();
+    client.post(bad, "{}", 1000, [&](caf::expected<std::string> r) { p.set_value(std::move(r)); });
+    auto r = wait(f);
+    ASSERT_FALSE(r) << bad;
+    EXPECT_EQ(code_of(r.error()), errc::invalid_request) << bad;
+  }
 }
 
 }  // namespace
