@@ -146,5 +146,44 @@ TEST_F(llm_chat_test, the_model_concurrency_limit_refuses_extra_turns_clearly) {
   EXPECT_EQ(fake_.stat("stream_requests"), 2) << "refused without calling the model";
 }
 
+// POST /api/v1/clear goes through the conversation's session: a turn
+// still generating is cancelled and stored first, so nothing of it lands
+// after the clear (a clear straight to the store would leave the partial
+// answer behind it).
+TEST_F(llm_chat_test, clear_cancels_the_running_turn_and_nothing_lands_after_it) {
+  auto sse = open_sse(port(), chat_stream_path, chat_body("gina", "s1", "say it slowly", "test"));
+  for (;;) {
+    auto ev = sse.next_event(10s);
+    ASSERT_TRUE(ev) << "stream ended before a token";
+    if (ev->data.find("\"token\"") != std::string::npos)
+      break;
+  }
+  auto res = request(port(), "POST", "/api/v1/clear", R"({"user_id":"gina","session_id":"s1"})");
+  ASSERT_EQ(res.status, 200) << res.body;
+  EXPECT_NE(res.body.find("\"cleared_messages\":2"), std::string::npos)
+      << "the user message and the stored partial answer: " << res.body;
+  // The rest of the stream: error (cancelled), then done.
+  std::vector<std::string> tail;
+  for (auto ev = sse.next_event(10s); ev; ev = sse.next_event(10s)) {
+    if (ev->data.empty())
+      continue;
+    auto j = json::parse(ev->data);
+    auto status = j.str("/status");
+    if (status == "error")
+      tail.push_back("error:" + j.str("/code"));
+    else if (status == "done")
+      tail.push_back(status);
+    if (status == "done")
+      break;
+  }
+  EXPECT_EQ(tail, (std::vector<std::string>{"error:cancelled", "done"}));
+  EXPECT_TRUE(db().messages("gina", "s1").empty()) << "nothing landed after the clear";
+  EXPECT_TRUE(fake_.wait_for_stat("streams_aborted", 1)) << "the model's stream was closed";
+  // The conversation goes on from empty.
+  auto next = chat_stream(port(), chat_body("gina", "s1", "hello", "test"));
+  ASSERT_TRUE(well_formed_stream(next));
+  EXPECT_EQ(db().messages("gina", "s1").size(), 2u);
+}
+
 }  // namespace
 }  // namespace ragtor::test
