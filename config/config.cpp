@@ -18,7 +18,7 @@
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/worker_name.hpp"
-#include "retrieval/kb_settings.hpp"
+#include "protocol/kb_settings.hpp"
 
 namespace ragtor {
 

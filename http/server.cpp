@@ -34,6 +34,7 @@
 #include "protocol/json_object.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/kb_json.hpp"
+#include "retrieval/kb_info_json.hpp"
 #include "protocol/stream_events.hpp"
 #include "protocol/worker_name.hpp"
 #include "retrieval/kb_catalog.hpp"

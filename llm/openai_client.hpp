@@ -21,7 +21,7 @@
 #include <variant>
 #include <vector>
 
-#include "llm/chat_message.hpp"
+#include "protocol/chat_message.hpp"
 #include "llm/openai_wire.hpp"
 
 namespace ragtor::llm {

@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-#include "llm/chat_message.hpp"
+#include "protocol/chat_message.hpp"
 
 namespace ragtor::llm {
 

@@ -1,6 +1,7 @@
 #include "llm/prompt_builder.hpp"
 
 #include "llm/token_count.hpp"
+#include "protocol/text.hpp"
 
 namespace ragtor::llm {
 
@@ -37,14 +38,6 @@ std::string xml_escape(std::string_view s) {
     }
   }
   return out;
-}
-
-std::string utf8_prefix(const std::string& s, size_t n) {
-  if (s.size() <= n)
-    return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
-    --n;
-  return s.substr(0, n);
 }
 
 struct doc {

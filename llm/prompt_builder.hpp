@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "llm/chat_message.hpp"
+#include "protocol/chat_message.hpp"
 #include "protocol/messages.hpp"
 
 namespace ragtor::llm {

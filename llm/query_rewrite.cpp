@@ -1,20 +1,13 @@
 #include "llm/query_rewrite.hpp"
+#include "protocol/text.hpp"
 
 #include <cctype>
 
-#include "memory/long_term.hpp"
+#include "protocol/text.hpp"
 
 namespace ragtor::llm {
 
 namespace {
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.front())))
-    s.remove_prefix(1);
-  while (!s.empty() && std::isspace(static_cast<unsigned char>(s.back())))
-    s.remove_suffix(1);
-  return s;
-}
 
 bool starts_with_nocase(std::string_view s, std::string_view prefix) {
   if (s.size() < prefix.size())

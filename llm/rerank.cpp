@@ -3,7 +3,7 @@
 #include <simdjson.h>
 
 #include "llm/structured_output.hpp"
-#include "memory/long_term.hpp"
+#include "protocol/text.hpp"
 #include "retrieval/agents.hpp"
 
 namespace ragtor::llm {

@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "llm/structured_output.hpp"
+#include "protocol/text.hpp"
 #include "protocol/worker_name.hpp"
 
 namespace ragtor::llm {
@@ -17,16 +18,6 @@ std::string lower(std::string_view s) {
   for (auto& c : out)
     c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-// The longest prefix of `s` of at most `n` bytes that ends on a UTF-8
-// character boundary.
-std::string_view utf8_prefix(std::string_view s, size_t n) {
-  if (s.size() <= n)
-    return s;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
-    --n;
-  return s.substr(0, n);
 }
 
 }  // namespace

@@ -1,4 +1,5 @@
 #include "memory/long_term.hpp"
+#include "protocol/text.hpp"
 
 #include <algorithm>
 #include <regex>
@@ -180,15 +181,6 @@ std::vector<std::string> recall_episodes(std::string_view question,
   for (size_t i = 0; i < scored.size() && i < limit; ++i)
     out.push_back(candidates[scored[i].second]->text);
   return out;
-}
-
-std::string utf8_prefix(std::string_view s, size_t max_bytes) {
-  if (s.size() <= max_bytes)
-    return std::string{s};
-  size_t n = max_bytes;
-  while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
-    --n;
-  return std::string{s.substr(0, n)};
 }
 
 std::string episode_text(std::string_view question, std::string_view answer) {

@@ -39,9 +39,6 @@ std::vector<std::string> recall_episodes(std::string_view question,
                                          int64_t window_start_seq, size_t limit = 3,
                                          double min_similarity = 0.25);
 
-// At most `max_bytes` of `s`, cut at a UTF-8 character boundary.
-std::string utf8_prefix(std::string_view s, size_t max_bytes);
-
 // The text an episode keeps of a turn (bounded, cut at a UTF-8 boundary).
 std::string episode_text(std::string_view question, std::string_view answer);
 

@@ -7,6 +7,7 @@
 
 #include "llm/token_count.hpp"
 #include "memory/long_term.hpp"
+#include "protocol/text.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {

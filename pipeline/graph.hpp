@@ -6,7 +6,7 @@
 #include <string>
 #include <string_view>
 
-#include "retrieval/kb_settings.hpp"
+#include "protocol/kb_settings.hpp"
 
 namespace ragtor {
 

@@ -6,7 +6,7 @@
 #include <simdjson.h>
 
 #include "llm/structured_output.hpp"
-#include "memory/long_term.hpp"
+#include "protocol/text.hpp"
 #include "protocol/json_writer.hpp"
 
 namespace ragtor::agent {

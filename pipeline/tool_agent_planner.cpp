@@ -14,7 +14,7 @@
 // Without a model the KB is served by the plain pipeline.
 #include "llm/query_rewrite.hpp"
 #include "llm/rerank.hpp"
-#include "memory/long_term.hpp"
+#include "protocol/text.hpp"
 #include "pipeline/planner_logic.hpp"
 #include "pipeline/tool_agent.hpp"
 #include "protocol/errc.hpp"

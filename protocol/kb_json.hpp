@@ -10,12 +10,11 @@
 
 #include "protocol/api_json.hpp"
 #include "protocol/messages.hpp"
-#include "retrieval/document.hpp"
+#include "protocol/document.hpp"
 
 namespace ragtor {
 
 class json_writer;
-struct kb_snapshot;
 struct ingest_report;
 
 struct search_request {
@@ -62,10 +61,6 @@ private:
 api_parse<search_request> parse_search_request(std::string_view body, size_t max_body_bytes,
                                                size_t max_query_bytes);
 
-// A KB's settings plus its size and index figures.
-std::string kb_info_json(const kb_snapshot& snap);
-// {"kbs":[info, ...]}
-std::string kb_list_json(const std::vector<std::shared_ptr<const kb_snapshot>>& snaps);
 std::string ingest_report_json(std::string_view kb, const ingest_report& r);
 // RetrievalResult as in DESIGN §4.3.
 std::string retrieval_result_json(const retrieval_result& r);

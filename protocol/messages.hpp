@@ -9,8 +9,8 @@
 
 #include <caf/meta/type_name.hpp>
 
-#include "llm/chat_message.hpp"
-#include "retrieval/kb_settings.hpp"
+#include "protocol/chat_message.hpp"
+#include "protocol/kb_settings.hpp"
 
 namespace ragtor {
 
@@ -343,6 +343,20 @@ template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, graph_relation_row& x) {
   return f(caf::meta::type_name("graph_relation_row"), x.id, x.source, x.target, x.kind, x.weight,
            x.chunk_id);
+}
+
+// What an ingest did (POST /api/v1/kbs/{kb}/documents, `ragtor ingest`).
+struct ingest_report {
+  size_t documents_added = 0;
+  size_t documents_replaced = 0;
+  size_t documents = 0;  // documents in the whole KB after ingestion
+  size_t chunks = 0;     // chunks in the whole KB after ingestion
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, ingest_report& x) {
+  return f(caf::meta::type_name("ingest_report"), x.documents_added, x.documents_replaced,
+           x.documents, x.chunks);
 }
 
 struct kb_graph_rows {

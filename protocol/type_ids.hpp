@@ -9,9 +9,8 @@
 #include <caf/type_id.hpp>
 
 #include "protocol/messages.hpp"
-#include "retrieval/document.hpp"
-#include "retrieval/kb_settings.hpp"
-#include "retrieval/kb_store.hpp"
+#include "protocol/document.hpp"
+#include "protocol/kb_settings.hpp"
 
 // clang-format off
 CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)

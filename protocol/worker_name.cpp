@@ -1,8 +1,10 @@
 #include "protocol/worker_name.hpp"
+#include "protocol/text.hpp"
 
 #include <algorithm>
 #include <vector>
 
+#include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 
 namespace ragtor {
@@ -11,15 +13,6 @@ namespace {
 
 // The seed trims with Python's str.strip(); ASCII whitespace is what can
 // occur in ids and worker names.
-std::string_view trim(std::string_view s) {
-  constexpr std::string_view ws = " \t\n\r\f\v";
-  auto first = s.find_first_not_of(ws);
-  if (first == std::string_view::npos)
-    return {};
-  auto last = s.find_last_not_of(ws);
-  return s.substr(first, last - first + 1);
-}
-
 std::string to_lower_ascii(std::string_view s) {
   std::string out{s};
   for (auto& c : out)
@@ -93,6 +86,13 @@ std::string kb_of(const parsed_worker_name& parsed) {
   if (parsed.kb_prefix == "default")
     return {};
   return parsed.kb_prefix;
+}
+
+const char* const kb_name_rule = "knowledge base names are 1-128 characters of [A-Za-z0-9_.@-]";
+
+bool is_valid_kb_name(std::string_view kb) {
+  // ':' separates the parts of a worker_name, so it cannot be in a KB name.
+  return is_valid_id(kb, 128) && kb.find(':') == std::string_view::npos && kb != "." && kb != "..";
 }
 
 }  // namespace ragtor

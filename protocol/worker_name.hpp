@@ -41,4 +41,9 @@ std::string format_worker_name(std::string_view kb_prefix, std::string_view agen
 // The KB a parsed kb_prefix refers to: "default" maps to the empty KB.
 std::string kb_of(const parsed_worker_name& parsed);
 
+// [A-Za-z0-9_.@-]{1,128}, and not "." or ".." (the name is a directory).
+bool is_valid_kb_name(std::string_view kb);
+// The rule above as an error message.
+extern const char* const kb_name_rule;
+
 }  // namespace ragtor

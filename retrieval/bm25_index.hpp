@@ -14,7 +14,7 @@
 #include <utility>
 #include <vector>
 
-#include "retrieval/document.hpp"
+#include "protocol/document.hpp"
 
 namespace ragtor {
 

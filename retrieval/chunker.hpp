@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <vector>
 
-#include "retrieval/document.hpp"
+#include "protocol/document.hpp"
 
 namespace ragtor {
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "protocol/messages.hpp"
-#include "retrieval/document.hpp"
+#include "protocol/document.hpp"
 
 namespace ragtor {
 

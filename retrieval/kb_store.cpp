@@ -1,4 +1,5 @@
 #include "retrieval/kb_store.hpp"
+#include "protocol/text.hpp"
 
 #include <algorithm>
 #include <cerrno>
@@ -12,6 +13,7 @@
 
 #include <simdjson.h>
 
+#include "protocol/worker_name.hpp"
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
@@ -56,14 +58,6 @@ caf::expected<std::string> slurp(const fs::path& file) {
   if (body.starts_with("\xEF\xBB\xBF"))
     body.erase(0, 3);
   return body;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t' || s.front() == '\r'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
 }
 
 // Title of a text document: its first "# " heading, else its first
@@ -195,13 +189,6 @@ caf::expected<std::vector<fs::path>> collect_files(const std::vector<fs::path>& 
 }
 
 }  // namespace
-
-const char* const kb_name_rule = "knowledge base names are 1-128 characters of [A-Za-z0-9_.@-]";
-
-bool is_valid_kb_name(std::string_view kb) {
-  // ':' separates the parts of a worker_name, so it cannot be in a KB name.
-  return is_valid_id(kb, 128) && kb.find(':') == std::string_view::npos && kb != "." && kb != "..";
-}
 
 caf::expected<std::vector<document>> read_documents(const fs::path& file) {
   auto body = slurp(file);

@@ -19,14 +19,10 @@
 #include <caf/meta/type_name.hpp>
 
 #include "retrieval/chunker.hpp"
-#include "retrieval/document.hpp"
+#include "protocol/document.hpp"
+#include "protocol/messages.hpp"
 
 namespace ragtor {
-
-// [A-Za-z0-9_.@-]{1,128}, and not "." or ".." (the name is a directory).
-bool is_valid_kb_name(std::string_view kb);
-// The rule above as an error message.
-extern const char* const kb_name_rule;
 
 // Documents of one file. .jsonl: one document per non-blank line, "id" and
 // "text" required, "title" and "source" optional; a bad line is an error
@@ -37,19 +33,6 @@ caf::expected<std::vector<document>> read_documents(const std::filesystem::path&
 // The stored documents of `kb` (empty when it does not exist yet).
 caf::expected<std::vector<document>> load_kb_documents(const std::filesystem::path& data_dir,
                                                        std::string_view kb);
-
-struct ingest_report {
-  size_t documents_added = 0;
-  size_t documents_replaced = 0;
-  size_t documents = 0;  // documents in the whole KB after ingestion
-  size_t chunks = 0;     // chunks in the whole KB after ingestion
-};
-
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, ingest_report& x) {
-  return f(caf::meta::type_name("ingest_report"), x.documents_added, x.documents_replaced,
-           x.documents, x.chunks);
-}
 
 // Adds `docs` to `kb` (created when missing); a document whose id is
 // already stored replaces it, a later duplicate in `docs` replaces an

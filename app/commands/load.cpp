@@ -6,7 +6,7 @@
 #include <cstdlib>
 
 #include "llm/openai_client.hpp"
-#include "retrieval/openai_embedder.hpp"
+#include "llm/openai_embedder.hpp"
 
 namespace ragtor {
 

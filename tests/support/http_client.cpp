@@ -1,4 +1,5 @@
 #include "tests/support/http_client.hpp"
+#include "protocol/text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -22,14 +23,6 @@ std::string lower(std::string_view s) {
   std::transform(out.begin(), out.end(), out.begin(),
                  [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
   return out;
-}
-
-std::string_view trim(std::string_view s) {
-  while (!s.empty() && (s.front() == ' ' || s.front() == '\t'))
-    s.remove_prefix(1);
-  while (!s.empty() && (s.back() == ' ' || s.back() == '\t' || s.back() == '\r'))
-    s.remove_suffix(1);
-  return s;
 }
 
 int millis_left(clock_type::time_point deadline) {

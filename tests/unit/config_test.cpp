@@ -1,5 +1,5 @@
 #include "config/config.hpp"
-#include "retrieval/kb_settings.hpp"
+#include "protocol/kb_settings.hpp"
 
 #include <unistd.h>
 #include <fstream>

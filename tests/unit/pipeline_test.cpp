@@ -16,7 +16,7 @@
 #include "pipeline/tool_agent.hpp"
 #include "pipeline/workflow.hpp"
 #include "protocol/errc.hpp"
-#include "retrieval/kb_settings.hpp"
+#include "protocol/kb_settings.hpp"
 
 namespace ragtor {
 namespace {

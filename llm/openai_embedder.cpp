@@ -1,4 +1,4 @@
-#include "retrieval/openai_embedder.hpp"
+#include "llm/openai_embedder.hpp"
 
 #include <cmath>
 #include <mutex>

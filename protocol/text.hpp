@@ -1,0 +1,16 @@
+// Small text utilities every layer uses, kept once.
+#pragma once
+
+#include <cstddef>
+#include <string>
+#include <string_view>
+
+namespace ragtor {
+
+// `s` without leading and trailing ASCII whitespace (" \t\n\r\f\v").
+std::string_view trim(std::string_view s);
+
+// At most `max_bytes` of `s`, cut at a UTF-8 character boundary.
+std::string utf8_prefix(std::string_view s, size_t max_bytes);
+
+}  // namespace ragtor
