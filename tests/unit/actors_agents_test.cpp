@@ -44,7 +44,7 @@ caf::actor_system_config& threaded_config(caf::actor_system_config& cfg) {
 // The shipped demo KB's documents, `suffix` appended to each text (so a
 // second version ranks differently).
 std::vector<document> demo_documents(const std::string& suffix = "") {
-  auto dir = fs::path{__FILE__}.parent_path().parent_path().parent_path() / "examples/kb";
+  auto dir = fs::path{RAGTOR_SOURCE_DIR} / "examples/kb";
   std::vector<document> docs;
   for (auto& entry : fs::directory_iterator{dir}) {
     std::ifstream in{entry.path()};
