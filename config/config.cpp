@@ -74,6 +74,7 @@ std::vector<binding> bindings_of(config& c) {
       {"retrieval", "rerank_base_url", &c.retrieval.rerank_base_url},
       {"retrieval", "rerank_model", &c.retrieval.rerank_model},
       {"retrieval", "rerank_timeout_ms", &c.retrieval.rerank_timeout_ms},
+      {"retrieval", "agent_workers", &c.retrieval.agent_workers},
       {"generator", "provider", &c.generator.provider},
       {"generator", "extractive_max_sentences", &c.generator.extractive_max_sentences},
       {"generator", "extractive_pace_ms", &c.generator.extractive_pace_ms},
@@ -462,6 +463,7 @@ caf::error validate(const config& c) {
       err = key_error("retrieval.rerank_model", "must be set when retrieval.rerank_base_url is set");
   }
   first(at_least("retrieval.rerank_timeout_ms", c.retrieval.rerank_timeout_ms, 1));
+  first(at_least("retrieval.agent_workers", c.retrieval.agent_workers, 0));
   constexpr std::array<std::string_view, 3> providers = {"auto", "extractive", "openai"};
   first(one_of("generator.provider", c.generator.provider, providers));
   if (!err && c.generator.provider == "openai" && c.llm.base_url.empty())

@@ -71,6 +71,9 @@ struct retrieval_config {
   std::string rerank_base_url;
   std::string rerank_model;
   int rerank_timeout_ms = 10000;
+  // Workers per retrieval agent = queries of one (KB, agent type) searched
+  // at once; 0 = one per core (at most actors.scheduler_threads when set).
+  int agent_workers = 0;
   bool operator==(const retrieval_config&) const = default;
 };
 

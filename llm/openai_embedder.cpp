@@ -9,7 +9,8 @@ namespace ragtor {
 
 namespace {
 
-class openai_embedder final : public embedder {
+class openai_embedder final : public embedder,
+                              public std::enable_shared_from_this<openai_embedder> {
 public:
   openai_embedder(std::shared_ptr<llm::openai_client> client, size_t batch)
       : client_(std::move(client)), batch_(std::max<size_t>(batch, 1)) {}
@@ -39,28 +40,52 @@ public:
       auto r = client_->embed_sync(std::move(part));
       if (auto* err = std::get_if<llm::llm_error>(&r))
         return "embedding model failed: " + err->message;
-      for (auto& v : std::get<embedding_batch>(r)) {
-        double norm = 0;
-        for (float x : v)
-          norm += static_cast<double>(x) * x;
-        if (norm > 0)
-          for (auto& x : v)
-            x = static_cast<float>(x / std::sqrt(norm));
+      for (auto& v : std::get<embedding_batch>(r))
         out.push_back(std::move(v));
-      }
     }
-    if (!out.empty()) {
-      std::lock_guard lock{mx_};
-      if (dims_ == 0)
-        dims_ = out.front().size();
-      for (auto& v : out)
-        if (v.size() != dims_)
-          return "embedding model returned vectors of different sizes";
-    }
-    return out;
+    return accepted(std::move(out));
+  }
+
+  bool remote() const override { return true; }
+
+  void embed_async(std::vector<std::string> texts,
+                   std::function<void(std::variant<embedding_batch, std::string>)> done) override {
+    // The client may call back after the embedder is gone (shutdown).
+    std::weak_ptr<openai_embedder> weak = shared_from_this();
+    client_->embed(std::move(texts), [weak, done = std::move(done)](llm::embed_result r) {
+      auto self = weak.lock();
+      if (!self)
+        done(std::string{"embedding model gone"});
+      else if (auto* err = std::get_if<llm::llm_error>(&r))
+        done("embedding model failed: " + err->message);
+      else
+        done(self->accepted(std::move(std::get<embedding_batch>(r))));
+    });
   }
 
 private:
+  // L2-normalised rows of one size (which becomes dims() if unknown yet),
+  // or why not; the sync and async paths share it.
+  std::variant<embedding_batch, std::string> accepted(embedding_batch rows) const {
+    for (auto& v : rows) {
+      double norm = 0;
+      for (float x : v)
+        norm += static_cast<double>(x) * x;
+      if (norm > 0)
+        for (auto& x : v)
+          x = static_cast<float>(x / std::sqrt(norm));
+    }
+    if (!rows.empty()) {
+      std::lock_guard lock{mx_};
+      if (dims_ == 0)
+        dims_ = rows.front().size();
+      for (auto& v : rows)
+        if (v.size() != dims_)
+          return "embedding model returned vectors of different sizes";
+    }
+    return rows;
+  }
+
   std::shared_ptr<llm::openai_client> client_;
   size_t batch_;
   mutable std::mutex mx_;

@@ -1,7 +1,8 @@
 // The vector leg's embedder backed by an OpenAI-compatible /v1/embeddings
-// endpoint (a real, semantic embedding model), batching texts. Blocking:
-// used at ingestion (the kb_admin thread, the CLI) and by retrieval agents,
-// which run detached on their own threads when this embedder is in use.
+// endpoint (a real, semantic embedding model), batching texts. embed()
+// blocks: ingestion (the kb_admin thread, the CLI). Retrieval agents embed
+// queries with embed_async, whose answer arrives on the HTTP client's
+// thread, so they never block a scheduler thread.
 #pragma once
 
 #include <memory>

@@ -57,7 +57,7 @@ ranked_list bm25_terms_leg(const kb_snapshot& snap,
   return l;
 }
 
-ranked_list vector_leg(const kb_snapshot& snap, std::string_view query, size_t depth) {
+ranked_list vector_leg(const kb_snapshot& snap, const query_vector& qv, size_t depth) {
   ranked_list l;
   l.leg = "vector";
   l.weight = snap.settings.vector_weight;
@@ -65,15 +65,13 @@ ranked_list vector_leg(const kb_snapshot& snap, std::string_view query, size_t d
     l.min_score = snap.settings.vector_threshold;
   if (!snap.embed || snap.vectors.size() == 0)
     return l;
-  auto v = snap.embed->embed({std::string{query}});
-  if (auto* err = std::get_if<std::string>(&v)) {
-    l.error = *err;
+  if (!qv.error.empty()) {
+    l.error = qv.error;
     return l;
   }
-  auto* rows = std::get_if<embedding_batch>(&v);
-  if (!rows || rows->empty())
+  if (qv.values.empty())
     return l;
-  for (auto& [idx, sim] : snap.vectors.search((*rows)[0], depth))
+  for (auto& [idx, sim] : snap.vectors.search(qv.values, depth))
     if (sim > 0)
       l.items.emplace_back(std::to_string(idx), sim);
   return l;
@@ -106,10 +104,11 @@ std::string leg_detail(const ranked_list& l) {
   return l.leg + " hits=" + std::to_string(l.items.size());
 }
 
-retrieval_result naive(const kb_snapshot& snap, std::string_view query, size_t k) {
+retrieval_result naive(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                       size_t k) {
   retrieval_result r;
   auto t = steady::now();
-  auto v = vector_leg(snap, query, k);
+  auto v = vector_leg(snap, qv, k);
   if (!snap.embed) {
     auto b = bm25_leg(snap, query, k);
     r.retrieval_results = from_list(snap, b, k);
@@ -124,7 +123,8 @@ retrieval_result naive(const kb_snapshot& snap, std::string_view query, size_t k
   return r;
 }
 
-std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view query, size_t k,
+std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view query,
+                                     const query_vector& qv, size_t k,
                                      std::vector<trace_step>& trace) {
   auto depth = over_retrieve_depth(k);
   // search_mode (KB setting) chooses the legs; "vector" without a vector
@@ -134,7 +134,7 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
   bool use_bm25 = mode != "vector" || !snap.embed;
   std::vector<ranked_list> legs;
   auto t = steady::now();
-  auto v = use_vector ? vector_leg(snap, query, depth) : ranked_list{};
+  auto v = use_vector ? vector_leg(snap, qv, depth) : ranked_list{};
   trace.push_back(
       {"vector", use_vector ? leg_detail(v) : "skipped: search_mode=" + mode, ms_since(t)});
   if (!v.error.empty()) {
@@ -159,14 +159,16 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
   return fused;
 }
 
-retrieval_result hybrid(const kb_snapshot& snap, std::string_view query, size_t k) {
+retrieval_result hybrid(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                        size_t k) {
   retrieval_result r;
-  auto fused = hybrid_fused(snap, query, k, r.trace);
+  auto fused = hybrid_fused(snap, query, qv, k, r.trace);
   r.retrieval_results = from_fused(snap, fused, "");
   return r;
 }
 
-retrieval_result graph(const kb_snapshot& snap, std::string_view query, size_t k) {
+retrieval_result graph(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                       size_t k) {
   retrieval_result r;
   auto t = steady::now();
   auto depth = over_retrieve_depth(k);
@@ -210,7 +212,7 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, size_t k
     r.trace.push_back({"graph_global", "topics=" + ids, ms_since(t)});
   }
   if (r.retrieval_results.empty()) {
-    auto h = hybrid(snap, query, k);
+    auto h = hybrid(snap, query, qv, k);
     r.retrieval_results = std::move(h.retrieval_results);
     for (auto& s : h.trace)
       r.trace.push_back(s);
@@ -219,8 +221,8 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, size_t k
   return r;
 }
 
-retrieval_result research(const kb_snapshot& snap, std::string_view query, size_t k,
-                          int max_rounds = 3, double sufficient = 0.8) {
+retrieval_result research(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                          size_t k, int max_rounds = 3, double sufficient = 0.8) {
   retrieval_result r;
   auto depth = over_retrieve_depth(k);
   std::vector<ranked_list> rounds;
@@ -233,7 +235,7 @@ retrieval_result research(const kb_snapshot& snap, std::string_view query, size_
   };
   auto t = steady::now();
   auto first = bm25_leg(snap, query, depth);
-  auto vec = vector_leg(snap, query, depth);
+  auto vec = vector_leg(snap, qv, depth);
   rounds.push_back(first);
   rounds.push_back(vec);
   auto fused = weighted_rrf(rounds, depth);
@@ -274,7 +276,8 @@ retrieval_result research(const kb_snapshot& snap, std::string_view query, size_
   return r;
 }
 
-retrieval_result fusion(const kb_snapshot& snap, std::string_view query, size_t k) {
+retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                        size_t k) {
   retrieval_result r;
   std::vector<ranked_list> lists;
   auto add = [&](std::string name, retrieval_result sub) {
@@ -293,10 +296,11 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, size_t 
   auto depth = over_retrieve_depth(k);
   // The four agents run in parallel (the snapshot is immutable and shared).
   auto t0 = steady::now();
-  auto f_naive = std::async(std::launch::async, [&] { return naive(snap, query, depth); });
-  auto f_graph = std::async(std::launch::async, [&] { return graph(snap, query, depth); });
-  auto f_research = std::async(std::launch::async, [&] { return research(snap, query, depth, 2); });
-  auto hybrid_result = hybrid(snap, query, depth);
+  auto f_naive = std::async(std::launch::async, [&] { return naive(snap, query, qv, depth); });
+  auto f_graph = std::async(std::launch::async, [&] { return graph(snap, query, qv, depth); });
+  auto f_research =
+      std::async(std::launch::async, [&] { return research(snap, query, qv, depth, 2); });
+  auto hybrid_result = hybrid(snap, query, qv, depth);
   try {
     add("naive_rag_agent", f_naive.get());
   } catch (const search_error& e) {
@@ -323,19 +327,51 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, size_t 
 
 }  // namespace
 
+bool needs_query_vector(const kb_snapshot& snap, std::string_view agent_type) {
+  if (!snap.embed || snap.vectors.size() == 0)
+    return false;
+  // The hybrid agent (also the graph agent's fallback) honours search_mode;
+  // the others always search vectors.
+  bool honours_mode = agent_type != "naive_rag_agent" && agent_type != "deep_research_agent"
+                      && agent_type != "fusion_agent";
+  return !(honours_mode && snap.settings.search_mode == "bm25");
+}
+
+query_vector to_query_vector(std::variant<embedding_batch, std::string> embedded) {
+  query_vector qv;
+  if (auto* err = std::get_if<std::string>(&embedded))
+    qv.error = std::move(*err);
+  else if (auto& rows = std::get<embedding_batch>(embedded); !rows.empty())
+    qv.values = std::move(rows.front());
+  return qv;
+}
+
+query_vector embed_query(const kb_snapshot& snap, std::string_view query) {
+  if (!snap.embed || snap.vectors.size() == 0)
+    return {};
+  return to_query_vector(snap.embed->embed({std::string{query}}));
+}
+
 retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                            std::string_view query, size_t top_k) {
+  return run_agent(snap, agent_type, query,
+                   needs_query_vector(snap, agent_type) ? embed_query(snap, query) : query_vector{},
+                   top_k);
+}
+
+retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
+                           std::string_view query, const query_vector& qv, size_t top_k) {
   retrieval_result r;
   if (agent_type == "naive_rag_agent")
-    r = naive(snap, query, top_k);
+    r = naive(snap, query, qv, top_k);
   else if (agent_type == "graph_agent")
-    r = graph(snap, query, top_k);
+    r = graph(snap, query, qv, top_k);
   else if (agent_type == "deep_research_agent")
-    r = research(snap, query, top_k);
+    r = research(snap, query, qv, top_k);
   else if (agent_type == "fusion_agent")
-    r = fusion(snap, query, top_k);
+    r = fusion(snap, query, qv, top_k);
   else
-    r = hybrid(snap, query, top_k);
+    r = hybrid(snap, query, qv, top_k);
   // min_confidence_score (KB setting): drop results far below the best.
   if (auto min = snap.settings.min_confidence_score; min > 0 && !r.retrieval_results.empty()) {
     double best = 0;
@@ -346,8 +382,8 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                   [&](const retrieval_item& item) { return item.score < min * best; });
     r.trace.push_back({"min_confidence",
                        "kept " + std::to_string(r.retrieval_results.size()) + " of "
-                           + std::to_string(before) + " scoring >= "
-                           + std::to_string(min).substr(0, 4) + " x best",
+                           + std::to_string(before)
+                           + " scoring >= " + std::to_string(min).substr(0, 4) + " x best",
                        0});
   }
   fill_ids_and_context(r);

@@ -13,10 +13,18 @@
 //   fusion_agent         naive + hybrid + graph + research, run in parallel
 //                        threads, fused by RRF
 // Agents never generate answers, hold state or cache results.
+//
+// The query's embedding is computed before the search (query_vector), so a
+// caller on an actor thread can get it asynchronously from a remote
+// embedding model and then run the pure, CPU-only search; the snapshot is
+// immutable, so any number of searches may run on it at once.
 #pragma once
 
 #include <stdexcept>
+#include <string>
 #include <string_view>
+#include <variant>
+#include <vector>
 
 #include "protocol/messages.hpp"
 #include "retrieval/kb_catalog.hpp"
@@ -32,7 +40,31 @@ struct search_error : std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
-// Throws search_error (above).
+// The query's embedding for the vector leg, or why the embedding model
+// failed; both empty when no vector leg runs.
+struct query_vector {
+  std::vector<float> values;
+  std::string error;
+};
+
+// Whether `agent_type` on `snap` may search vectors (the KB has a vector
+// index and its search_mode does not exclude it); false = pass {}.
+bool needs_query_vector(const kb_snapshot& snap, std::string_view agent_type);
+
+// An embedder's answer for the query alone as a query_vector.
+query_vector to_query_vector(std::variant<embedding_batch, std::string> embedded);
+
+// Embeds `query` with the snapshot's embedder, blocking (the hashed
+// embedder, the CLI and benches; actors use embedder::embed_async when
+// the embedder is remote()).
+query_vector embed_query(const kb_snapshot& snap, std::string_view query);
+
+// The search with the query's vector given (from embed_query, or {} when
+// !needs_query_vector). Throws search_error (above).
+retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
+                           std::string_view query, const query_vector& qv, size_t top_k);
+
+// The same, embedding the query first (blocking).
 retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                            std::string_view query, size_t top_k);
 

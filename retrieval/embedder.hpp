@@ -9,6 +9,7 @@
 // configure an OpenAI-compatible /v1/embeddings model for semantic search.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <variant>
@@ -28,6 +29,18 @@ public:
   // on failure.
   virtual std::variant<embedding_batch, std::string> embed(
       const std::vector<std::string>& texts) = 0;
+  // True when embed() waits on the network: code on actor threads must use
+  // embed_async then (a blocked scheduler thread stalls unrelated actors).
+  virtual bool remote() const { return false; }
+  // The same result without blocking the caller when remote(): `done` runs
+  // exactly once, on another thread (the HTTP client's), and must only hand
+  // the result over (e.g. send it as a message). Local embedders compute
+  // inline and call `done` before returning. Sent as one request: meant
+  // for a query's text, not for ingest batches.
+  virtual void embed_async(std::vector<std::string> texts,
+                           std::function<void(std::variant<embedding_batch, std::string>)> done) {
+    done(embed(texts));
+  }
 };
 
 std::shared_ptr<embedder> make_hashed_embedder(size_t dims = 256);

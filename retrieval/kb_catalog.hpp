@@ -28,7 +28,6 @@ struct kb_build_options {
   chunker_options chunking;
   bm25_params bm25;
   std::shared_ptr<embedder> embed = make_hashed_embedder();  // null = no vector leg
-  bool remote_embedder = false;                              // embedding blocks on the network
   // Where index snapshots live (<dir>/kbs/<kb>/index/); "" = none. A
   // snapshot is reused when the documents and these options are unchanged,
   // so a restart neither re-indexes nor re-embeds.

@@ -1,7 +1,10 @@
 #include "actors/agents/agent_pool.hpp"
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <unordered_map>
+#include <variant>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
@@ -19,12 +22,54 @@ namespace ragtor {
 
 namespace {
 
-struct retrieval_agent_state {
-  static inline const char* name = "retrieval_agent";
+// INTERNAL to this file: a worker's query embedding arrived (sent from the
+// HTTP client's thread). Defined here, not in protocol/type_ids.hpp,
+// because only the workers below send and receive it (CAF 0.17 atoms need
+// no registration; the text is unique).
+using embedded_atom = caf::atom_constant<caf::atom("qembedded")>;
+constexpr embedded_atom embedded_atom_v = embedded_atom{};
+
+// One of an agent's workers. Each serves several queries at once: while a
+// query waits for its embedding or reranking, the worker searches others.
+using retrieval_worker_actor = caf::typed_actor<
+    // As retrieval_agent_actor's retrieve.
+    caf::replies_to<atom::retrieve, std::string /*query*/, std::string /*thread_id*/,
+                    retrieve_options>::with<retrieval_result>,
+    // The rerank endpoint answered call `call`.
+    caf::reacts_to<atom::rerank, uint64_t /*call*/, rerank_reply>,
+    // The embedding model answered call `call`: the query's vector, or why
+    // it failed ("" = it answered).
+    caf::reacts_to<embedded_atom, uint64_t /*call*/, std::vector<float>, std::string /*error*/>>;
+
+// Counters of one agent, shared by its router and workers so that `status`
+// answers at once (a worker in the middle of a search could not).
+struct agent_stats {
+  std::atomic<uint64_t> served{0}, failed{0}, reranked{0}, rerank_fallbacks{0};
+  std::atomic<uint64_t> total_us{0};  // search time, without reranking
+};
+
+// What a worker needs; the same for every worker of an agent.
+struct worker_config {
   std::shared_ptr<kb_catalog> catalog;
   std::string kb;
   std::string agent_type;
   reranker rr;  // who reranks results of KBs with enable_rerank
+  std::shared_ptr<agent_stats> stats;
+};
+
+struct retrieval_worker_state {
+  static inline const char* name = "retrieval_worker";
+  worker_config cfg;
+  // Queries waiting for the embedding model, with the snapshot they search
+  // (the one current when they arrived).
+  struct pending_embedding {
+    caf::typed_response_promise<retrieval_result> promise;
+    std::shared_ptr<const kb_snapshot> snapshot;
+    std::string query;
+    retrieve_options opts;
+    std::chrono::steady_clock::time_point started;
+  };
+  std::unordered_map<uint64_t, pending_embedding> embedding;
   // Calls to the rerank endpoint in flight.
   struct pending_rerank {
     caf::typed_response_promise<retrieval_result> promise;
@@ -34,14 +79,29 @@ struct retrieval_agent_state {
   };
   std::unordered_map<uint64_t, pending_rerank> reranking;
   uint64_t next_call = 0;
-  uint64_t served = 0, failed = 0, reranked = 0, rerank_fallbacks = 0;
-  double total_ms = 0;
+};
+
+// The agent `resolve` hands out: dispatches each query to its least busy
+// worker and relays the answer.
+struct retrieval_agent_state {
+  static inline const char* name = "retrieval_agent";
+  worker_config cfg;
+  struct slot {
+    retrieval_worker_actor worker;
+    uint64_t in_flight = 0;
+    uint64_t generation = 0;  // bumped when the worker is respawned
+  };
+  std::vector<slot> workers;
+  size_t next = 0;  // where the search for the least busy worker starts
+  uint64_t in_flight = 0;
+  uint64_t restarts = 0;
 };
 
 struct agent_pool_state {
   static inline const char* name = "agent_pool";
   std::shared_ptr<kb_catalog> catalog;
   std::unordered_map<std::string, retrieval_agent_actor> agents;  // instance_key -> agent
+  size_t workers = 1;                                             // per agent
   reranker rr;
   uint64_t resolved = 0;
 };
@@ -50,21 +110,27 @@ struct agent_pool_state {
 
 namespace {
 
+using worker_ptr = retrieval_worker_actor::stateful_pointer<retrieval_worker_state>;
 using agent_ptr = retrieval_agent_actor::stateful_pointer<retrieval_agent_state>;
+using result_promise = caf::typed_response_promise<retrieval_result>;
+using steady = std::chrono::steady_clock;
 
 constexpr auto rerank_timeout = std::chrono::seconds(30);
 
-void add_trace(retrieval_result& r, std::string detail, std::chrono::steady_clock::time_point t0) {
-  r.trace.push_back(
-      {"rerank", std::move(detail),
-       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count()});
+// How long the agent waits for a worker: only a backstop for an answer
+// lost with a worker that died holding it (callers time out much sooner;
+// the embedding and rerank clients have their own timeouts).
+constexpr auto worker_timeout = std::chrono::minutes(10);
+
+void add_trace(retrieval_result& r, std::string detail, steady::time_point t0) {
+  r.trace.push_back({"rerank", std::move(detail),
+                     std::chrono::duration<double, std::milli>(steady::now() - t0).count()});
 }
 
 // Reorders by `order` (indexes, best first; the others follow in fused
 // order) and keeps `keep`; the trace names the reranker and what it kept.
-retrieval_result reordered(agent_ptr self, retrieval_result r, std::vector<size_t> order,
-                           size_t keep, const std::string& who,
-                           std::chrono::steady_clock::time_point t0) {
+retrieval_result reordered(worker_ptr self, retrieval_result r, std::vector<size_t> order,
+                           size_t keep, const std::string& who, steady::time_point t0) {
   auto n = r.retrieval_results.size();
   std::vector<bool> seen(n, false);
   for (auto i : order)
@@ -72,7 +138,7 @@ retrieval_result reordered(agent_ptr self, retrieval_result r, std::vector<size_
   for (size_t i = 0; i < n; ++i)
     if (!seen[i])
       order.push_back(i);
-  ++self->state.reranked;
+  ++self->state.cfg.stats->reranked;
   std::string shown;
   for (size_t i = 0; i < order.size() && i < keep; ++i)
     shown += (i ? "," : "") + std::to_string(order[i] + 1);
@@ -82,9 +148,9 @@ retrieval_result reordered(agent_ptr self, retrieval_result r, std::vector<size_
 }
 
 // Any rerank failure keeps the fused order (seed 004).
-retrieval_result fused_order(agent_ptr self, retrieval_result r, size_t keep,
-                             const std::string& why, std::chrono::steady_clock::time_point t0) {
-  ++self->state.rerank_fallbacks;
+retrieval_result fused_order(worker_ptr self, retrieval_result r, size_t keep,
+                             const std::string& why, steady::time_point t0) {
+  ++self->state.cfg.stats->rerank_fallbacks;
   std::vector<size_t> fused(r.retrieval_results.size());
   for (size_t i = 0; i < fused.size(); ++i)
     fused[i] = i;
@@ -94,19 +160,18 @@ retrieval_result fused_order(agent_ptr self, retrieval_result r, size_t keep,
 }
 
 // Listwise rerank by the model.
-caf::result<retrieval_result> rerank_by_model(agent_ptr self, std::string query,
-                                              retrieval_result result, size_t keep) {
-  auto t0 = std::chrono::steady_clock::now();
+void rerank_by_model(worker_ptr self, result_promise rp, std::string query, retrieval_result result,
+                     size_t keep) {
+  auto t0 = steady::now();
   auto n = result.retrieval_results.size();
-  auto rp = self->make_response_promise<retrieval_result>();
-  self->request(self->state.rr.model, rerank_timeout, atom::complete_v,
+  self->request(self->state.cfg.rr.model, rerank_timeout, atom::complete_v,
                 llm::rerank_request(query, result.retrieval_results))
       .then(
           [=](completion_result& reply) mutable {
             auto order = llm::parse_rerank_reply(reply.text, n);
             if (order)
-              rp.deliver(reordered(self, std::move(result), std::move(*order), keep,
-                                   "llm listwise", t0));
+              rp.deliver(
+                  reordered(self, std::move(result), std::move(*order), keep, "llm listwise", t0));
             else
               rp.deliver(fused_order(self, std::move(result), keep,
                                      "the model's ranking was unusable", t0));
@@ -115,23 +180,21 @@ caf::result<retrieval_result> rerank_by_model(agent_ptr self, std::string query,
             rp.deliver(fused_order(self, std::move(result), keep,
                                    "rerank failed: " + error_message(err), t0));
           });
-  return rp;
 }
 
 // The rerank endpoint: the HTTP client answers on its own thread, the
 // answer comes back as a message and the promise is delivered here.
-caf::result<retrieval_result> rerank_by_endpoint(agent_ptr self, const std::string& query,
-                                                 retrieval_result result, size_t keep) {
+void rerank_by_endpoint(worker_ptr self, result_promise rp, const std::string& query,
+                        retrieval_result result, size_t keep) {
   auto& st = self->state;
   auto call = st.next_call++;
   std::vector<std::string> docs;
   for (auto& item : result.retrieval_results)
     docs.push_back(item.evidence);
-  auto rp = self->make_response_promise<retrieval_result>();
-  st.reranking.emplace(call, retrieval_agent_state::pending_rerank{
-                                 rp, std::move(result), keep, std::chrono::steady_clock::now()});
-  auto me = retrieval_agent_actor{self};
-  st.rr.endpoint->rerank(query, std::move(docs), [me, call](llm::rerank_result r) {
+  st.reranking.emplace(call, retrieval_worker_state::pending_rerank{
+                                 std::move(rp), std::move(result), keep, steady::now()});
+  auto me = retrieval_worker_actor{self};
+  st.cfg.rr.endpoint->rerank(query, std::move(docs), [me, call](llm::rerank_result r) {
     rerank_reply reply;
     if (auto* e = std::get_if<llm::llm_error>(&r)) {
       reply.error = e->message;
@@ -143,10 +206,9 @@ caf::result<retrieval_result> rerank_by_endpoint(agent_ptr self, const std::stri
     }
     caf::anon_send(me, atom::rerank_v, call, std::move(reply));
   });
-  return rp;
 }
 
-void on_rerank_reply(agent_ptr self, uint64_t call, rerank_reply& reply) {
+void on_rerank_reply(worker_ptr self, uint64_t call, rerank_reply& reply) {
   auto& st = self->state;
   auto i = st.reranking.find(call);
   if (i == st.reranking.end())
@@ -167,90 +229,217 @@ void on_rerank_reply(agent_ptr self, uint64_t call, rerank_reply& reply) {
     p.result.retrieval_results[x].score = reply.scores[i];
   }
   p.promise.deliver(reordered(self, std::move(p.result), std::move(order), p.keep,
-                              "endpoint " + st.rr.endpoint->config().model, p.t0));
+                              "endpoint " + st.cfg.rr.endpoint->config().model, p.t0));
+}
+
+// The search proper, once the query's vector is known: CPU only, over the
+// snapshot the query arrived at; then reranking, if the KB wants it.
+void search(worker_ptr self, result_promise rp, const kb_snapshot& snapshot,
+            const std::string& query, const retrieve_options& opts, const query_vector& qv,
+            steady::time_point started) {
+  auto& cfg = self->state.cfg;
+  auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
+  auto& settings = snapshot.settings;
+  bool reranking = settings.enable_rerank && (cfg.rr.endpoint || cfg.rr.model);
+  // The reranker chooses among more candidates than it keeps.
+  auto depth = reranking ? std::max<size_t>(2 * k, 10) : k;
+  retrieval_result result;
+  try {
+    result = run_agent(snapshot, cfg.agent_type, query, qv, depth);
+  } catch (const search_error& e) {
+    ++cfg.stats->failed;
+    rp.deliver(make_error(errc::retrieval_failed, e.what()));
+    return;
+  }
+  ++cfg.stats->served;
+  cfg.stats->total_us += static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - started).count());
+  if (!reranking) {
+    rp.deliver(std::move(result));
+    return;
+  }
+  auto keep = settings.rerank_top_k > 0 ? static_cast<size_t>(settings.rerank_top_k) : k;
+  if (result.retrieval_results.size() <= 3) {
+    if (result.retrieval_results.size() > keep) {
+      result.retrieval_results.resize(keep);
+      fill_ids_and_context(result);
+    }
+    add_trace(result, "skipped: 3 or fewer results", steady::now());
+    rp.deliver(std::move(result));
+    return;
+  }
+  if (cfg.rr.endpoint)
+    rerank_by_endpoint(self, std::move(rp), query, std::move(result), keep);
+  else
+    rerank_by_model(self, std::move(rp), query, std::move(result), keep);
+}
+
+// A remote embedding model answers on the HTTP client's thread; the vector
+// comes back as a message and the search continues on this worker.
+void embed_then_search(worker_ptr self, result_promise rp,
+                       std::shared_ptr<const kb_snapshot> snapshot, const std::string& query,
+                       const retrieve_options& opts, steady::time_point started) {
+  auto& st = self->state;
+  auto call = st.next_call++;
+  auto embed = snapshot->embed;
+  st.embedding.emplace(call, retrieval_worker_state::pending_embedding{
+                                 std::move(rp), std::move(snapshot), query, opts, started});
+  auto me = retrieval_worker_actor{self};
+  embed->embed_async({query}, [me, call](std::variant<embedding_batch, std::string> r) {
+    auto qv = to_query_vector(std::move(r));
+    caf::anon_send(me, embedded_atom_v, call, std::move(qv.values), std::move(qv.error));
+  });
+}
+
+retrieval_worker_actor::behavior_type retrieval_worker(worker_ptr self, worker_config cfg) {
+  self->state.cfg = std::move(cfg);
+  return {
+      [=](atom::retrieve, const std::string& query, const std::string&,
+          const retrieve_options& opts) -> caf::result<retrieval_result> {
+        auto started = steady::now();
+        auto& st = self->state;
+        auto snapshot = st.cfg.catalog->get(st.cfg.kb);
+        if (!snapshot)
+          return make_error(errc::not_found, "unknown knowledge base \"" + st.cfg.kb + "\"");
+        auto rp = self->make_response_promise<retrieval_result>();
+        if (!needs_query_vector(*snapshot, st.cfg.agent_type))
+          search(self, rp, *snapshot, query, opts, {}, started);
+        else if (!snapshot->embed->remote())
+          search(self, rp, *snapshot, query, opts, embed_query(*snapshot, query), started);
+        else
+          embed_then_search(self, rp, std::move(snapshot), query, opts, started);
+        return rp;
+      },
+      [=](atom::rerank, uint64_t call, rerank_reply& reply) { on_rerank_reply(self, call, reply); },
+      [=](embedded_atom, uint64_t call, std::vector<float>& values, std::string& error) {
+        auto& st = self->state;
+        auto i = st.embedding.find(call);
+        if (i == st.embedding.end())
+          return;
+        auto p = std::move(i->second);
+        st.embedding.erase(i);
+        search(self, std::move(p.promise), *p.snapshot, p.query, p.opts,
+               query_vector{std::move(values), std::move(error)}, p.started);
+      },
+  };
+}
+
+// The least busy worker; ties go round-robin so idle workers share the load.
+size_t pick_worker(retrieval_agent_state& st) {
+  auto n = st.workers.size();
+  auto best = st.next % n;
+  for (size_t j = 1; j < n; ++j) {
+    auto i = (st.next + j) % n;
+    if (st.workers[i].in_flight < st.workers[best].in_flight)
+      best = i;
+  }
+  st.next = best + 1;
+  return best;
+}
+
+void spawn_worker(agent_ptr self, size_t i) {
+  auto& slot = self->state.workers[i];
+  slot.worker = self->spawn<caf::linked>(retrieval_worker, self->state.cfg);
+  slot.in_flight = 0;
+  ++slot.generation;
+}
+
+retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_config cfg,
+                                                     size_t workers) {
+  self->state.cfg = std::move(cfg);
+  self->state.workers.resize(std::max<size_t>(workers, 1));
+  for (size_t i = 0; i < self->state.workers.size(); ++i)
+    spawn_worker(self, i);
+  // Workers are linked: a worker that dies is replaced (the queries it held
+  // fail; queued ones fail at once); any other exit (the pool's) stops the
+  // agent and with it the workers.
+  self->set_exit_handler([=](caf::exit_msg& msg) {
+    auto& st = self->state;
+    for (size_t i = 0; i < st.workers.size(); ++i) {
+      if (st.workers[i].worker.address() == msg.source) {
+        spdlog::warn("retrieval_agent {}/{}: worker {} stopped ({}); respawned", st.cfg.kb,
+                     st.cfg.agent_type, i, self->system().render(msg.reason));
+        ++st.restarts;
+        spawn_worker(self, i);
+        return;
+      }
+    }
+    self->quit(msg.reason);
+  });
+  return {
+      [=](atom::retrieve, const std::string& query, const std::string& thread_id,
+          const retrieve_options& opts) -> caf::result<retrieval_result> {
+        auto& st = self->state;
+        auto i = pick_worker(st);
+        auto generation = st.workers[i].generation;
+        ++st.workers[i].in_flight;
+        ++st.in_flight;
+        auto done = [=] {
+          auto& st = self->state;
+          --st.in_flight;
+          if (st.workers[i].generation == generation)
+            --st.workers[i].in_flight;
+        };
+        auto rp = self->make_response_promise<retrieval_result>();
+        self->request(st.workers[i].worker, worker_timeout, atom::retrieve_v, query, thread_id,
+                      opts)
+            .then(
+                [=](retrieval_result& r) mutable {
+                  done();
+                  rp.deliver(std::move(r));
+                },
+                [=](caf::error& err) mutable {
+                  done();
+                  rp.deliver(std::move(err));
+                });
+        return rp;
+      },
+      // Replies of the rerank endpoint go to the worker that called it.
+      [=](atom::rerank, uint64_t, rerank_reply&) {},
+      [=](atom::status) -> std::string {
+        auto& st = self->state;
+        auto& stats = *st.cfg.stats;
+        uint64_t served = stats.served;
+        json_writer w;
+        w.begin_object()
+            .field("kind", "retrieval_agent")
+            .field("name", "retrieval_agent")
+            .field("kb", st.cfg.kb)
+            .field("agent_type", st.cfg.agent_type)
+            .field("workers", static_cast<uint64_t>(st.workers.size()))
+            .field("in_flight", st.in_flight)
+            .field("worker_restarts", st.restarts)
+            .field("processed", served)
+            .field("failed", static_cast<uint64_t>(stats.failed))
+            .field("reranked", static_cast<uint64_t>(stats.reranked))
+            .field("rerank_fallbacks", static_cast<uint64_t>(stats.rerank_fallbacks))
+            .field("mean_latency_ms",
+                   served ? static_cast<double>(stats.total_us) / 1000.0 / served : 0.0);
+        w.key("worker_in_flight").begin_array();
+        for (auto& slot : st.workers)
+          w.value(slot.in_flight);
+        w.end_array().end_object();
+        return w.take();
+      },
+  };
 }
 
 }  // namespace
 
 retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
                                             std::shared_ptr<kb_catalog> catalog, std::string kb,
-                                            std::string agent_type, bool detached, reranker rr) {
-  auto fun = [catalog, kb, agent_type,
-              rr](agent_ptr self) -> retrieval_agent_actor::behavior_type {
-    self->state.catalog = catalog;
-    self->state.kb = kb;
-    self->state.agent_type = agent_type;
-    self->state.rr = rr;
-    return {
-        [=](atom::retrieve, const std::string& query, const std::string& thread_id,
-            const retrieve_options& opts) -> caf::result<retrieval_result> {
-          auto started = std::chrono::steady_clock::now();
-          auto snapshot = self->state.catalog->get(self->state.kb);
-          if (!snapshot)
-            return make_error(errc::not_found, "unknown knowledge base \"" + self->state.kb + "\"");
-          auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
-          auto& settings = snapshot->settings;
-          auto& rr = self->state.rr;
-          bool reranking = settings.enable_rerank && (rr.endpoint || rr.model);
-          // The reranker chooses among more candidates than it keeps.
-          auto depth = reranking ? std::max<size_t>(2 * k, 10) : k;
-          retrieval_result result;
-          try {
-            result = run_agent(*snapshot, self->state.agent_type, query, depth);
-          } catch (const search_error& e) {
-            ++self->state.failed;
-            return make_error(errc::retrieval_failed, e.what());
-          }
-          auto ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-                  .count();
-          ++self->state.served;
-          self->state.total_ms += ms;
-          if (!reranking)
-            return result;
-          auto keep = settings.rerank_top_k > 0 ? static_cast<size_t>(settings.rerank_top_k) : k;
-          if (result.retrieval_results.size() <= 3) {
-            if (result.retrieval_results.size() > keep) {
-              result.retrieval_results.resize(keep);
-              fill_ids_and_context(result);
-            }
-            add_trace(result, "skipped: 3 or fewer results", std::chrono::steady_clock::now());
-            return result;
-          }
-          if (rr.endpoint)
-            return rerank_by_endpoint(self, query, std::move(result), keep);
-          return rerank_by_model(self, query, std::move(result), keep);
-        },
-        [=](atom::rerank, uint64_t call, rerank_reply& reply) {
-          on_rerank_reply(self, call, reply);
-        },
-        [=](atom::status) -> std::string {
-          json_writer w;
-          w.begin_object()
-              .field("kind", "retrieval_agent")
-              .field("name", "retrieval_agent")
-              .field("kb", self->state.kb)
-              .field("agent_type", self->state.agent_type)
-              .field("processed", self->state.served)
-              .field("failed", self->state.failed)
-              .field("reranked", self->state.reranked)
-              .field("rerank_fallbacks", self->state.rerank_fallbacks)
-              .field("mean_latency_ms",
-                     self->state.served ? self->state.total_ms / self->state.served : 0.0)
-              .end_object();
-          return w.take();
-        },
-    };
-  };
-  return detached ? sys.spawn<caf::detached>(fun) : sys.spawn(fun);
+                                            std::string agent_type, size_t workers, reranker rr) {
+  worker_config cfg{std::move(catalog), std::move(kb), std::move(agent_type), std::move(rr),
+                    std::make_shared<agent_stats>()};
+  return sys.spawn(retrieval_agent, std::move(cfg), workers);
 }
 
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
-                                  bool detached_agents, reranker rr) {
-  return sys.spawn([catalog, detached_agents,
-                    rr](agent_pool_actor::stateful_pointer<agent_pool_state> self)
+                                  size_t workers, reranker rr) {
+  return sys.spawn([catalog, workers, rr](agent_pool_actor::stateful_pointer<agent_pool_state> self)
                        -> agent_pool_actor::behavior_type {
     self->state.catalog = catalog;
+    self->state.workers = std::max<size_t>(workers, 1);
     self->state.rr = rr;
     // Agents are linked to the pool so they stop with it; an agent's own
     // death only removes it (it is respawned on the next resolve).
@@ -284,8 +473,9 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
           auto& agents = self->state.agents;
           if (auto i = agents.find(key); i != agents.end())
             return i->second;
-          auto agent = spawn_retrieval_agent(self->system(), self->state.catalog, kb,
-                                             parsed->agent_type, detached_agents, self->state.rr);
+          auto agent =
+              spawn_retrieval_agent(self->system(), self->state.catalog, kb, parsed->agent_type,
+                                    self->state.workers, self->state.rr);
           self->link_to(agent);
           agents.emplace(key, agent);
           return agent;
@@ -295,7 +485,8 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
           w.begin_object()
               .field("kind", "agent_pool")
               .field("name", "agent_pool")
-              .field("resolved", self->state.resolved);
+              .field("resolved", self->state.resolved)
+              .field("workers_per_agent", static_cast<uint64_t>(self->state.workers));
           w.key("agents").begin_array();
           for (auto& [key, agent] : self->state.agents)
             w.value(key);

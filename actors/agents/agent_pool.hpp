@@ -2,6 +2,13 @@
 // resident retrieval agent, keyed by instance_key = worker_name, spawned
 // lazily and never keyed by session. Agents that die are dropped and
 // respawned on the next resolve.
+//
+// An agent serves many queries at once: it hands each to the least busy of
+// its workers (actors of their own, linked to it and respawned when they
+// die), which search the KB's immutable snapshot side by side. A worker
+// never blocks: a remote embedding model and the rerank endpoint answer on
+// the HTTP client's thread, the answer comes back as a message, and the
+// worker searches other queries meanwhile.
 #pragma once
 
 #include <memory>
@@ -26,17 +33,18 @@ struct reranker {
   llm_actor model;
 };
 
-// `detached_agents`: agents get their own threads because their work blocks
-// (query embedding over the network with a remote embedder).
+// `workers`: workers per agent, i.e. how many queries of one (KB, agent
+// type) are searched at the same time ([retrieval] agent_workers).
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
-                                  bool detached_agents = false, reranker rr = {});
+                                  size_t workers = 1, reranker rr = {});
 
 // A retrieval agent of `agent_type` (retrieval/agents.hpp) over the latest
-// snapshot of `kb`: each request uses the snapshot current at that moment,
-// so an ingest swaps indexes under it without a restart.
+// snapshot of `kb` with `workers` workers: each request searches the
+// snapshot current when it arrived, whole, so an ingest swaps indexes under
+// it without a restart and a search never sees a half-built index.
 retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
                                             std::shared_ptr<kb_catalog> catalog, std::string kb,
-                                            std::string agent_type, bool detached = false,
+                                            std::string agent_type, size_t workers = 1,
                                             reranker rr = {});
 
 }  // namespace ragtor

@@ -46,7 +46,6 @@ kb_build_options kb_build_options_of(const config& cfg) {
                     cfg.retrieval.embedding_model);
     opts.embed = make_openai_embedder(std::make_shared<llm::openai_client>(ec, 1),
                                       static_cast<size_t>(cfg.retrieval.embedding_batch));
-    opts.remote_embedder = true;
   } else {
     opts.embed = make_hashed_embedder(cfg.retrieval.hashed_dims);
   }

@@ -2,10 +2,12 @@
 // actor, starts the HTTP server and runs the shutdown protocol (stop
 // accepting -> cancel and store in-flight turns -> stop I/O -> stop actors
 // -> close the store).
+#include <algorithm>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
+#include <thread>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
@@ -77,6 +79,18 @@ std::string describe(const reranker& rr) {
   if (rr.endpoint)
     return "the rerank endpoint (model " + rr.endpoint->config().model + ")";
   return rr.model ? "the model, listwise" : "";
+}
+
+// [retrieval] agent_workers, 0 resolved: one worker per core, since
+// searches are CPU work; more than the scheduler has threads cannot run at
+// once.
+size_t agent_workers_of(const config& cfg) {
+  if (cfg.retrieval.agent_workers > 0)
+    return static_cast<size_t>(cfg.retrieval.agent_workers);
+  size_t n = std::max(1u, std::thread::hardware_concurrency());
+  if (cfg.actors.scheduler_threads > 0)
+    n = std::min(n, static_cast<size_t>(cfg.actors.scheduler_threads));
+  return n;
 }
 
 // The answer generator the configuration asks for: the OpenAI-compatible
@@ -183,7 +197,9 @@ int run_serve(const serve_options& opts) {
   rs.llm_timeout = std::chrono::milliseconds{cfg->router.llm_timeout_ms};
   auto llm = spawn_generator(sys, *cfg);
   auto rr = reranker_of(*cfg, llm);
-  auto pool = spawn_agent_pool(sys, *catalog, build_opts.remote_embedder, rr);
+  auto workers = agent_workers_of(*cfg);
+  spdlog::info("retrieval agents: {} workers each", workers);
+  auto pool = spawn_agent_pool(sys, *catalog, workers, rr);
   auto router = spawn_router(sys, rs, *catalog, llm);
 
   summarizer_settings sum;

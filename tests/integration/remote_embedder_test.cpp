@@ -1,8 +1,8 @@
 // The vector leg with an OpenAI-compatible embedding model (the fake server's
 // /v1/embeddings): the fixture KB and API-ingested documents are embedded in
-// batches at ingestion, queries are embedded by retrieval agents, and the
-// server still shuts down cleanly (agents run detached with a remote
-// embedder). When the embedding model fails at query time, the vector-only
+// batches at ingestion, queries are embedded by retrieval agents (without
+// blocking: the model's answer comes back as a message), and the server
+// still shuts down cleanly. When the embedding model fails at query time, the vector-only
 // agent's search fails (a chat turn then answers from no documents, with a
 // "search failed" progress event), and hybrid search goes on with BM25.
 #include <gtest/gtest.h>

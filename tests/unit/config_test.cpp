@@ -96,6 +96,7 @@ chunk_max_chars = 10
 chunk_overlap_chars = 0
 bm25_k1 = 1.2
 bm25_b = 1
+agent_workers = 3
 [generator]
 provider = "openai"
 extractive_max_sentences = 1
@@ -140,6 +141,7 @@ level = "debug"
   EXPECT_EQ(cfg->retrieval.chunk_overlap_chars, 0u);
   EXPECT_EQ(cfg->retrieval.bm25_k1, 1.2);
   EXPECT_EQ(cfg->retrieval.bm25_b, 1.0);
+  EXPECT_EQ(cfg->retrieval.agent_workers, 3);
   EXPECT_EQ(cfg->generator.provider, "openai");
   EXPECT_EQ(cfg->llm.base_url, "https://models.example/v1");
   EXPECT_EQ(cfg->llm.model, "m1");
@@ -176,6 +178,7 @@ TEST(config, environment_overrides_file) {
                                        {"RAGTOR_SERVER__MAX_BODY_BYTES", "4096"},
                                        {"RAGTOR_SERVER__MAX_MESSAGE_BYTES", "1024"},
                                        {"RAGTOR_ROUTER__MIN_CONFIDENCE", "0.5"},
+                                       {"RAGTOR_RETRIEVAL__AGENT_WORKERS", "6"},
                                        {"RAGTOR_LOG__LEVEL", "debug"},
                                        {"RAGTOR_DATA_DIR", "/var/lib/ragtor"},
                                        {"RAGTOR_UNRELATED", "ignored"},
@@ -186,6 +189,7 @@ TEST(config, environment_overrides_file) {
   EXPECT_EQ(cfg->server.max_body_bytes, 4096u);
   EXPECT_EQ(cfg->server.max_message_bytes, 1024u);
   EXPECT_EQ(cfg->router.min_confidence, 0.5);
+  EXPECT_EQ(cfg->retrieval.agent_workers, 6);
   EXPECT_EQ(cfg->log.level, "debug");
   EXPECT_EQ(cfg->data_dir, "/var/lib/ragtor");
 }
@@ -203,6 +207,8 @@ TEST(config, environment_errors_name_variable_and_key) {
   EXPECT_NE(msg.find("server.max_body_bytes"), std::string::npos) << msg;
   msg = env_error({{"RAGTOR_RETRIEVAL__BM25_B", "0.4x"}});
   EXPECT_NE(msg.find("retrieval.bm25_b"), std::string::npos) << msg;
+  msg = env_error({{"RAGTOR_RETRIEVAL__AGENT_WORKERS", "-2"}});
+  EXPECT_NE(msg.find("retrieval.agent_workers"), std::string::npos) << msg;
 }
 
 TEST(config, postgres_dsn_from_environment) {
@@ -276,6 +282,7 @@ TEST(config, validates_ranges) {
   check("[retrieval]\nrerank_timeout_ms = 0\n", "retrieval.rerank_timeout_ms");
   check("[session]\nmax_queued_turns = 0\n", "session.max_queued_turns");
   check("[actors]\nscheduler_threads = -1\n", "actors.scheduler_threads");
+  check("[retrieval]\nagent_workers = -1\n", "retrieval.agent_workers");
   check("[log]\nlevel = \"verbose\"\n", "log.level");
   check("[generator]\nprovider = \"gpt\"\n", "generator.provider");
   check("[generator]\nprovider = \"openai\"\n", "llm.base_url");

@@ -1,0 +1,318 @@
+// Retrieval agents under concurrent load, on a real actor system with
+// several scheduler threads: many queries in flight on one (KB, agent type)
+// answer exactly what the same queries answer one at a time; an ingest (a
+// snapshot swap) during a query storm never yields an answer mixing old and
+// new indexes; and a worker waiting for a remote embedding model keeps
+// accepting queries (the model answers on a foreign thread). No sleeps and
+// no timing assertions: every wait is for a message or a condition.
+#include <algorithm>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <iterator>
+#include <mutex>
+#include <random>
+#include <sstream>
+#include <utility>
+
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actors/agents/agent_pool.hpp"
+#include "protocol/errc.hpp"
+#include "protocol/type_ids.hpp"
+#include "retrieval/agents.hpp"
+#include "retrieval/kb_catalog.hpp"
+
+using namespace ragtor;
+namespace fs = std::filesystem;
+
+namespace {
+
+// A hang guard only: every request here is answered long before.
+constexpr auto reply_timeout = std::chrono::seconds(120);
+
+caf::actor_system_config& threaded_config(caf::actor_system_config& cfg) {
+  cfg.set("scheduler.max-threads", size_t{4});
+  register_types(cfg);
+  return cfg;
+}
+
+// The shipped demo KB's documents, `suffix` appended to each text (so a
+// second version ranks differently).
+std::vector<document> demo_documents(const std::string& suffix = "") {
+  auto dir = fs::path{RAGTOR_SOURCE_DIR} / "examples/kb";
+  std::vector<document> docs;
+  for (auto& entry : fs::directory_iterator{dir}) {
+    std::ifstream in{entry.path()};
+    std::stringstream text;
+    text << in.rdbuf();
+    auto id = entry.path().stem().string();
+    docs.push_back({id, id, text.str() + suffix, entry.path().string()});
+  }
+  std::sort(docs.begin(), docs.end(), [](auto& a, auto& b) { return a.id < b.id; });
+  return docs;
+}
+
+// Random queries made of 2 to 6 consecutive words of the KB's own chunks
+// (seeded: the same queries every run).
+std::vector<std::string> queries_from(const kb_snapshot& snap, size_t n, uint32_t seed) {
+  std::mt19937 rng{seed};
+  std::vector<std::string> out;
+  while (out.size() < n) {
+    auto& text = snap.chunks[rng() % snap.chunks.size()].text;
+    std::istringstream words_in{text};
+    std::vector<std::string> words{std::istream_iterator<std::string>{words_in}, {}};
+    if (words.size() < 6)
+      continue;
+    auto len = 2 + rng() % 5;
+    auto at = rng() % (words.size() - len);
+    std::string q;
+    for (size_t i = at; i < at + len; ++i)
+      q += (q.empty() ? "" : " ") + words[i];
+    out.push_back(q);
+  }
+  return out;
+}
+
+// A ranked list, id by id, with scores.
+using ranked = std::vector<std::pair<std::string, double>>;
+
+ranked ranked_of(const retrieval_result& r) {
+  ranked out;
+  for (auto& item : r.retrieval_results)
+    out.emplace_back(item.result_id, item.score);
+  return out;
+}
+
+std::string show(const ranked& r) {
+  std::string out;
+  for (auto& [id, score] : r)
+    out += id + "=" + std::to_string(score) + " ";
+  return out;
+}
+
+class agent_concurrency : public testing::Test {
+protected:
+  agent_concurrency() : sys(threaded_config(cfg)), self(sys) {}
+
+  ~agent_concurrency() override {
+    for (auto& a : agents)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  }
+
+  retrieval_agent_actor spawn_agent(std::shared_ptr<kb_catalog> catalog, std::string type,
+                                    size_t workers) {
+    auto agent = spawn_retrieval_agent(sys, std::move(catalog), "kb", std::move(type), workers);
+    agents.push_back(agent);
+    return agent;
+  }
+
+  // Sends every query before reading any answer, so all are in flight at
+  // once; answers in query order (errors as their rendering).
+  std::vector<caf::expected<retrieval_result>> storm(
+      retrieval_agent_actor agent, const std::vector<std::string>& queries,
+      const std::function<void(size_t)>& after = {}) {
+    using handle = decltype(self->request(agent, reply_timeout, atom::retrieve_v, std::string{},
+                                          std::string{}, retrieve_options{}));
+    std::vector<handle> pending;
+    for (size_t i = 0; i < queries.size(); ++i) {
+      pending.push_back(self->request(agent, reply_timeout, atom::retrieve_v, queries[i],
+                                      std::string{"t"}, retrieve_options{}));
+      if (after)
+        after(i);
+    }
+    std::vector<caf::expected<retrieval_result>> out;
+    for (auto& h : pending)
+      h.receive([&](retrieval_result& r) { out.emplace_back(std::move(r)); },
+                [&](caf::error& err) { out.emplace_back(std::move(err)); });
+    return out;
+  }
+
+  // One query at a time.
+  caf::expected<retrieval_result> one(retrieval_agent_actor agent, const std::string& query) {
+    return std::move(storm(agent, {query}).front());
+  }
+
+  caf::actor_system_config cfg;
+  caf::actor_system sys;
+  caf::scoped_actor self;
+  std::vector<retrieval_agent_actor> agents;
+};
+
+TEST_F(agent_concurrency, concurrent_searches_answer_like_sequential_ones) {
+  auto catalog = std::make_shared<kb_catalog>();
+  catalog->put(kb_catalog::build_snapshot("kb", demo_documents(), {}));
+  auto snap = catalog->get("kb");
+  ASSERT_GT(snap->chunks.size(), 10u);
+  auto queries = queries_from(*snap, 48, 7);
+  for (auto type :
+       {"hybrid_agent", "naive_rag_agent", "graph_agent", "deep_research_agent", "fusion_agent"}) {
+    SCOPED_TRACE(type);
+    auto agent = spawn_agent(catalog, type, 4);
+    std::vector<ranked> sequential;
+    for (auto& q : queries) {
+      auto r = one(agent, q);
+      ASSERT_TRUE(r) << sys.render(r.error());
+      sequential.push_back(ranked_of(*r));
+      // The plain function over the same snapshot agrees too.
+      EXPECT_EQ(sequential.back(), ranked_of(run_agent(*snap, type, q, 5))) << q;
+    }
+    auto concurrent = storm(agent, queries);
+    ASSERT_EQ(concurrent.size(), queries.size());
+    size_t non_empty = 0;
+    for (size_t i = 0; i < queries.size(); ++i) {
+      ASSERT_TRUE(concurrent[i]) << sys.render(concurrent[i].error());
+      auto got = ranked_of(*concurrent[i]);
+      EXPECT_EQ(got, sequential[i]) << queries[i] << "\n concurrent: " << show(got)
+                                    << "\n sequential: " << show(sequential[i]);
+      non_empty += !got.empty();
+    }
+    EXPECT_GT(non_empty, queries.size() / 2) << "the queries should find something";
+  }
+  // status counts workers and what they served.
+  std::string status;
+  self->request(agents.front(), reply_timeout, atom::status_v)
+      .receive([&](std::string& s) { status = s; },
+               [&](caf::error& err) { FAIL() << sys.render(err); });
+  EXPECT_NE(status.find("\"workers\":4"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"in_flight\":0"), std::string::npos) << status;
+  EXPECT_NE(status.find("\"processed\":96"), std::string::npos) << status;
+}
+
+TEST_F(agent_concurrency, an_ingest_during_a_query_storm_swaps_the_snapshot_whole) {
+  auto catalog = std::make_shared<kb_catalog>();
+  catalog->put(kb_catalog::build_snapshot("kb", demo_documents(), {}));
+  auto v1 = catalog->get("kb");
+  // The ingest's new version: every document changed, one added; built
+  // as kb_admin does (reusing the old snapshot's vectors where it can).
+  auto docs = demo_documents("\n\nAppendix: ingest storms, snapshot swaps and agent workers.");
+  docs.push_back({"extra", "Extra", "Agent workers search snapshots. " + docs[0].text, ""});
+  auto v2 = kb_catalog::build_snapshot(v1->settings, docs, {}, v1.get());
+  auto queries = queries_from(*v1, 32, 11);
+  for (auto& q : queries_from(*v2, 32, 12))
+    queries.push_back(q);
+  for (auto type : {"hybrid_agent", "graph_agent", "deep_research_agent"}) {
+    SCOPED_TRACE(type);
+    std::vector<ranked> old_answers, new_answers;
+    size_t differing = 0;
+    for (auto& q : queries) {
+      old_answers.push_back(ranked_of(run_agent(*v1, type, q, 5)));
+      new_answers.push_back(ranked_of(run_agent(*v2, type, q, 5)));
+      differing += old_answers.back() != new_answers.back();
+    }
+    ASSERT_GT(differing, queries.size() / 4) << "the versions must be told apart";
+    catalog->put(v1);
+    auto agent = spawn_agent(catalog, type, 4);
+    // Three rounds of the storm; the swap happens in the middle of each
+    // (while earlier queries are being searched).
+    for (int round = 0; round < 3; ++round) {
+      catalog->put(v1);
+      size_t swap_at = queries.size() / 2;
+      auto answers = storm(agent, queries, [&](size_t i) {
+        if (i == swap_at)
+          catalog->put(v2);
+      });
+      for (size_t i = 0; i < queries.size(); ++i) {
+        ASSERT_TRUE(answers[i]) << sys.render(answers[i].error());
+        auto got = ranked_of(*answers[i]);
+        if (i > swap_at)  // sent after the swap: only the new version
+          EXPECT_EQ(got, new_answers[i]) << queries[i];
+        else
+          EXPECT_TRUE(got == old_answers[i] || got == new_answers[i])
+              << queries[i] << "\n got: " << show(got) << "\n old: " << show(old_answers[i])
+              << "\n new: " << show(new_answers[i]);
+      }
+    }
+  }
+}
+
+// An embedding model on the network, stood in for: embed() answers at once
+// (index building), embed_async() holds each query until the test answers
+// it from its own thread, as the HTTP client's thread would.
+class held_embedder final : public embedder {
+public:
+  using callback = std::function<void(std::variant<embedding_batch, std::string>)>;
+  std::string name() const override { return inner_->name(); }
+  size_t dims() const override { return inner_->dims(); }
+  std::variant<embedding_batch, std::string> embed(const std::vector<std::string>& t) override {
+    return inner_->embed(t);
+  }
+  bool remote() const override { return true; }
+  void embed_async(std::vector<std::string> texts, callback done) override {
+    std::lock_guard lock{mx_};
+    held_.emplace_back(std::move(texts), std::move(done));
+    cv_.notify_all();
+  }
+  // Waits until `n` queries wait for their embedding; takes them.
+  std::vector<std::pair<std::vector<std::string>, callback>> take(size_t n) {
+    std::unique_lock lock{mx_};
+    cv_.wait(lock, [&] { return held_.size() >= n; });
+    return std::exchange(held_, {});
+  }
+  embedder& inner() { return *inner_; }
+
+private:
+  std::shared_ptr<embedder> inner_ = make_hashed_embedder();
+  std::mutex mx_;
+  std::condition_variable cv_;
+  std::vector<std::pair<std::vector<std::string>, callback>> held_;
+};
+
+TEST_F(agent_concurrency, a_worker_waiting_for_a_remote_embedding_serves_other_queries) {
+  auto held = std::make_shared<held_embedder>();
+  kb_build_options opts;
+  opts.embed = held;
+  auto catalog = std::make_shared<kb_catalog>();
+  catalog->put(kb_catalog::build_snapshot("kb", demo_documents(), opts));
+  auto snap = catalog->get("kb");
+  auto queries = queries_from(*snap, 16, 5);
+  for (bool model_fails : {false, true}) {
+    for (auto type : {"hybrid_agent", "naive_rag_agent"}) {
+      SCOPED_TRACE(std::string{type} + (model_fails ? " (model fails)" : ""));
+      // One worker: every query waits for the model at the same time, so
+      // the worker cannot have blocked on any of them.
+      auto agent = spawn_agent(catalog, type, 1);
+      using handle = decltype(self->request(agent, reply_timeout, atom::retrieve_v, std::string{},
+                                            std::string{}, retrieve_options{}));
+      std::vector<handle> pending;
+      for (auto& q : queries)
+        pending.push_back(self->request(agent, reply_timeout, atom::retrieve_v, q, std::string{"t"},
+                                        retrieve_options{}));
+      auto waiting = held->take(queries.size());
+      ASSERT_EQ(waiting.size(), queries.size());
+      // The model answers in reverse order, from this (foreign) thread.
+      for (auto i = waiting.rbegin(); i != waiting.rend(); ++i) {
+        if (model_fails)
+          i->second(std::string{"embedding model failed: HTTP 500"});
+        else
+          i->second(held->inner().embed(i->first));
+      }
+      for (size_t i = 0; i < queries.size(); ++i) {
+        pending[i].receive(
+            [&](retrieval_result& r) {
+              if (model_fails) {
+                EXPECT_STREQ(type, "hybrid_agent") << "the vector-only agent must fail";
+                bool noted = false;
+                for (auto& step : r.trace)
+                  noted |= step.detail.find("vector failed: embedding model failed: HTTP 500")
+                           != std::string::npos;
+                EXPECT_TRUE(noted) << queries[i];
+              } else {
+                EXPECT_EQ(ranked_of(r), ranked_of(run_agent(*snap, type, queries[i], 5)))
+                    << queries[i];
+              }
+            },
+            [&](caf::error& err) {
+              EXPECT_TRUE(model_fails && std::string{type} == "naive_rag_agent") << sys.render(err);
+              EXPECT_NE(error_message(err).find("HTTP 500"), std::string::npos) << sys.render(err);
+            });
+      }
+    }
+  }
+}
+
+}  // namespace
