@@ -19,6 +19,9 @@ std::optional<base_url> parse_base_url(std::string_view url) {
   if (u.host.empty())
     return std::nullopt;
   u.port = parsed->port();
+  // Boost.URL 1.81 lets a non-numeric port through; it could never connect.
+  if (u.port.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
   if (u.port.empty())
     u.port = u.tls ? "443" : "80";
   u.prefix = parsed->encoded_path();
