@@ -3,7 +3,7 @@
 #include <charconv>
 
 #include <boost/url/encoding_opts.hpp>
-#include <boost/url/params_view.hpp>
+#include <boost/url/params_encoded_view.hpp>
 #include <boost/url/parse_query.hpp>
 
 namespace ragtor::http {
@@ -14,17 +14,21 @@ request_target parse_request_target(std::string_view raw) {
   t.path = std::string{raw.substr(0, q)};
   if (q == std::string_view::npos)
     return t;
-  auto query = raw.substr(q + 1);
-  if (!boost::urls::parse_query(query)) {
+  // Parsed from a NUL-terminated copy: Boost.URL 1.81 reads the last value
+  // on to the next NUL, past the end of the view it was given (Beast's
+  // header buffer is not NUL-terminated).
+  std::string query{raw.substr(q + 1)};
+  auto parsed = boost::urls::parse_query(query);
+  if (!parsed) {
     t.valid = false;
     return t;
   }
   boost::urls::encoding_opts form;
   form.space_as_plus = true;
-  for (auto param : boost::urls::params_view{query, form}) {
+  for (auto param : *parsed) {
     if (param.key.empty() && !param.has_value)
       continue;  // "a=1&&b=2"
-    t.query[param.key] = param.value;
+    t.query[param.key.decode(form)] = param.value.decode(form);
   }
   return t;
 }

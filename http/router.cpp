@@ -28,7 +28,9 @@ std::vector<std::string_view> split_pattern(std::string_view pattern) {
 std::optional<std::vector<std::string>> decoded_segments(std::string_view path) {
   if (!path.starts_with('/'))
     return std::nullopt;
-  auto parsed = boost::urls::parse_path(path);
+  // A NUL-terminated copy: see parse_request_target.
+  std::string copy{path};
+  auto parsed = boost::urls::parse_path(copy);
   if (!parsed)
     return std::nullopt;
   std::vector<std::string> out;

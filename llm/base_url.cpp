@@ -6,7 +6,9 @@
 namespace ragtor::llm {
 
 std::optional<base_url> parse_base_url(std::string_view url) {
-  auto parsed = boost::urls::parse_absolute_uri(url);
+  // A NUL-terminated copy: Boost.URL 1.81 may read a view past its end.
+  std::string copy{url};
+  auto parsed = boost::urls::parse_absolute_uri(copy);
   if (!parsed)
     return std::nullopt;
   base_url u;
@@ -19,12 +21,13 @@ std::optional<base_url> parse_base_url(std::string_view url) {
   if (u.host.empty())
     return std::nullopt;
   u.port = parsed->port();
-  // Boost.URL 1.81 lets a non-numeric port through; it could never connect.
-  if (u.port.find_first_not_of("0123456789") != std::string::npos)
-    return std::nullopt;
   if (u.port.empty())
     u.port = u.tls ? "443" : "80";
   u.prefix = parsed->encoded_path();
+  // Boost.URL 1.81 reads "http://h:port/v1" as port "" and path "port/v1";
+  // after an authority a path must begin with '/'.
+  if (!u.prefix.empty() && u.prefix.front() != '/')
+    return std::nullopt;
   while (!u.prefix.empty() && u.prefix.back() == '/')
     u.prefix.pop_back();
   return u;

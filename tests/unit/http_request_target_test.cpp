@@ -66,6 +66,16 @@ TEST(http_request_target, bad_percent_escapes_make_the_query_invalid) {
     EXPECT_FALSE(parse_request_target(raw).valid) << raw;
 }
 
+TEST(http_request_target, reads_nothing_past_the_end_of_the_target) {
+  // As in Beast's header buffer: the target is followed by the rest of the
+  // request line, not by a NUL.
+  std::string line = "/c?user_id=alice&q=a+b HTTP/1.1\r\nHost: x\r\n\r\n";
+  auto t = parse_request_target(std::string_view{line}.substr(0, line.find(' ')));
+  ASSERT_TRUE(t.valid);
+  EXPECT_EQ(t.query.at("user_id"), "alice");
+  EXPECT_EQ(t.query.at("q"), "a b");
+}
+
 TEST(http_request_target, int_param_checks_range_and_form) {
   EXPECT_EQ(int_param("20", 1, 100), 20);
   EXPECT_EQ(int_param("0", 1, 100), std::nullopt);
