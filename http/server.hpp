@@ -1,6 +1,7 @@
-// The HTTP front end (Beast, C++20 coroutines): health, the chat endpoints
-// with SSE streaming (DESIGN §5), bridged to the actor system without ever
-// blocking an I/O thread on an actor. Beast stays out of this header so
+// The HTTP front end (Beast, C++20 coroutines): the listener and the
+// connection loop that reads requests and hands them to the route handlers
+// (routes.cpp, DESIGN §5), bridged to the actor system without ever blocking
+// an I/O thread on an actor. Beast stays out of this header so
 // including it is cheap.
 #pragma once
 

@@ -21,6 +21,8 @@
 #include <boost/beast/http.hpp>
 #include <boost/beast/ssl.hpp>
 
+#include "llm/base_url.hpp"
+
 namespace ragtor::llm {
 
 namespace net = boost::asio;
@@ -59,49 +61,6 @@ namespace {
 
 constexpr auto tuple_awaitable = net::as_tuple(net::use_awaitable);
 using strand_type = net::strand<net::io_context::executor_type>;
-
-struct url_parts {
-  bool tls = false;
-  std::string host;
-  std::string port;
-  std::string prefix;  // path prefix without trailing '/', e.g. "/v1"
-};
-
-std::optional<url_parts> parse_url(std::string_view url) {
-  url_parts u;
-  if (url.starts_with("https://")) {
-    u.tls = true;
-    url.remove_prefix(8);
-  } else if (url.starts_with("http://")) {
-    url.remove_prefix(7);
-  } else {
-    return std::nullopt;
-  }
-  auto slash = url.find('/');
-  auto authority = url.substr(0, slash);
-  u.prefix = slash == std::string_view::npos ? "" : std::string{url.substr(slash)};
-  while (!u.prefix.empty() && u.prefix.back() == '/')
-    u.prefix.pop_back();
-  if (authority.starts_with('[')) {
-    auto close = authority.find(']');
-    if (close == std::string_view::npos)
-      return std::nullopt;
-    u.host = std::string{authority.substr(1, close - 1)};
-    auto rest = authority.substr(close + 1);
-    if (rest.starts_with(':'))
-      u.port = std::string{rest.substr(1)};
-  } else {
-    auto colon = authority.rfind(':');
-    u.host = std::string{authority.substr(0, colon)};
-    if (colon != std::string_view::npos)
-      u.port = std::string{authority.substr(colon + 1)};
-  }
-  if (u.port.empty())
-    u.port = u.tls ? "443" : "80";
-  if (u.host.empty())
-    return std::nullopt;
-  return u;
-}
 
 struct connection {
   std::optional<beast::tcp_stream> plain;
@@ -163,7 +122,7 @@ struct call_state : call_handle, std::enable_shared_from_this<call_state> {
 
 struct openai_client::impl : std::enable_shared_from_this<impl> {
   endpoint_config cfg;
-  url_parts url;
+  base_url url;
   net::io_context ioc;
   ssl::context ssl_ctx{ssl::context::tls_client};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
@@ -175,7 +134,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   std::mt19937_64 rng{std::random_device{}()};
 
   explicit impl(endpoint_config c) : cfg(std::move(c)) {
-    auto u = parse_url(cfg.base_url);
+    auto u = parse_base_url(cfg.base_url);
     if (!u)
       throw std::invalid_argument("invalid base_url \"" + cfg.base_url
                                   + "\" (expected http://host[:port]/path or https://...)");

@@ -117,6 +117,32 @@ TEST_F(bad_request_test, wrong_method_and_unknown_path) {
   EXPECT_EQ(conversation_rows(db()), 0);
 }
 
+// A known path asked with another method is a 405 whose Allow header names
+// the methods the path takes; an unknown path is a 404 without one.
+TEST_F(bad_request_test, wrong_method_is_405_with_allow) {
+  struct wrong {
+    std::string method, path, allow;
+  };
+  for (auto& w : std::vector<wrong>{{"GET", std::string{chat_stream_path}, "POST"},
+                                    {"PUT", std::string{chat_path}, "POST"},
+                                    {"POST", "/healthz", "GET"},
+                                    {"DELETE", "/api/v1/kbs", "GET, POST"},
+                                    {"POST", "/api/v1/users/ann/memory", "GET, PUT"},
+                                    {"GET", "/api/v1/conversations/c1", "DELETE"}}) {
+    SCOPED_TRACE(w.method + " " + w.path);
+    auto res = request(port(), w.method, w.path, w.method == "GET" ? "" : "{}");
+    EXPECT_TRUE(is_error_response(res, 405, ""));
+    EXPECT_EQ(json::parse(res.body).str("/error/code"), "method_not_allowed");
+    EXPECT_EQ(res.header("allow"), w.allow);
+  }
+  auto unknown = request(port(), "GET", "/api/v1/no-such-thing");
+  EXPECT_TRUE(is_error_response(unknown, 404, ""));
+  EXPECT_EQ(json::parse(unknown.body).str("/error/code"), "not_found");
+  EXPECT_EQ(unknown.header("allow"), "");
+  EXPECT_TRUE(healthy());
+  EXPECT_EQ(conversation_rows(db()), 0);
+}
+
 TEST_F(bad_request_test, garbage_on_the_socket_does_not_hurt_the_server) {
   try {
     auto res = request_raw(port(), "THIS IS NOT HTTP\r\n\r\n", 10s);

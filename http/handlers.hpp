@@ -1,0 +1,59 @@
+// Every route handler of the HTTP API (DESIGN §5), one group per resource
+// and file: chat_handlers.cpp, conversation_handlers.cpp, kb_handlers.cpp,
+// memory_handlers.cpp, health_handlers.cpp. Each serves one route of the
+// table in routes.cpp; the router has already checked method and path.
+#pragma once
+
+#include <string_view>
+
+#include <boost/asio/awaitable.hpp>
+
+namespace ragtor::http {
+
+struct handler_context;
+struct exchange;
+
+using handler_result = boost::asio::awaitable<void>;
+
+// -- health (health_handlers.cpp) ----------------------------------------------------
+
+handler_result health(handler_context& ctx, exchange& ex);
+
+// -- chat (chat_handlers.cpp) ----------------------------------------------------------
+
+// POST /api/v1/chat/stream and /api/v1/chat: the same turn as SSE or as one
+// JSON object; the connection closes afterwards.
+handler_result chat_stream(handler_context& ctx, exchange& ex);
+handler_result chat_json(handler_context& ctx, exchange& ex);
+handler_result chat_stop(handler_context& ctx, exchange& ex);
+handler_result clear_conversation(handler_context& ctx, exchange& ex);
+handler_result feedback(handler_context& ctx, exchange& ex);
+
+// -- conversations (conversation_handlers.cpp) -------------------------------------------
+
+handler_result list_conversations(handler_context& ctx, exchange& ex);
+handler_result conversation_messages(handler_context& ctx, exchange& ex);
+handler_result conversation_summary(handler_context& ctx, exchange& ex);
+handler_result delete_conversation(handler_context& ctx, exchange& ex);
+
+// -- knowledge bases (kb_handlers.cpp) -------------------------------------------------
+
+handler_result list_kbs(handler_context& ctx, exchange& ex);
+handler_result create_kb(handler_context& ctx, exchange& ex);
+handler_result get_kb(handler_context& ctx, exchange& ex);
+handler_result ingest_documents(handler_context& ctx, exchange& ex);
+handler_result search_kb(handler_context& ctx, exchange& ex);
+handler_result kb_pipeline(handler_context& ctx, exchange& ex);
+
+// Whether a documents body is NDJSON, by its Content-Type.
+bool is_ndjson_type(std::string_view content_type);
+
+// -- user memory (memory_handlers.cpp) ---------------------------------------------------
+
+handler_result get_core_memory(handler_context& ctx, exchange& ex);
+handler_result put_core_memory(handler_context& ctx, exchange& ex);
+handler_result list_memories(handler_context& ctx, exchange& ex);
+handler_result delete_memories(handler_context& ctx, exchange& ex);
+handler_result delete_memory(handler_context& ctx, exchange& ex);
+
+}  // namespace ragtor::http

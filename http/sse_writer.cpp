@@ -1,0 +1,99 @@
+#include "http/sse_writer.hpp"
+
+#include <string>
+
+#include <boost/asio/experimental/awaitable_operators.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/asio/write.hpp>
+#include <boost/beast/http/chunk_encode.hpp>
+
+#include "protocol/stream_events.hpp"
+
+namespace ragtor::http {
+
+namespace net = boost::asio;
+using namespace net::experimental::awaitable_operators;
+
+namespace {
+
+// Writes `data` (as one chunk when `as_chunk`) with a deadline; false if
+// the client is gone or stalled.
+net::awaitable<bool> write_with_deadline(net::ip::tcp::socket& sock, std::string_view data,
+                                         bool as_chunk, std::chrono::seconds timeout) {
+  net::steady_timer timer{co_await net::this_coro::executor};
+  timer.expires_after(timeout);
+  try {
+    if (as_chunk) {
+      auto r = co_await (net::async_write(sock, boost::beast::http::make_chunk(net::buffer(data)),
+                                          net::use_awaitable)
+                         || timer.async_wait(net::use_awaitable));
+      co_return r.index() == 0;
+    }
+    auto r = co_await (net::async_write(sock, net::buffer(data), net::use_awaitable)
+                       || timer.async_wait(net::use_awaitable));
+    co_return r.index() == 0;
+  } catch (const boost::system::system_error&) {
+    co_return false;
+  }
+}
+
+}  // namespace
+
+net::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
+                                                      std::chrono::seconds timeout) {
+  net::steady_timer timer{co_await net::this_coro::executor};
+  timer.expires_after(timeout);
+  auto r = co_await (ch.async_receive(net::use_awaitable) || timer.async_wait(net::use_awaitable));
+  if (r.index() == 0)
+    co_return std::move(std::get<0>(r));
+  co_return std::nullopt;
+}
+
+net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,
+                               std::string_view request_id, std::function<void()> batch_written) {
+  // Written by hand rather than by a Beast serializer: the header never
+  // changes and the body is chunks we frame ourselves.
+  std::string head =
+      "HTTP/1.1 200 OK\r\n"
+      "Server: ragtor\r\n"
+      "Content-Type: text/event-stream\r\n"
+      "Cache-Control: no-cache\r\n"
+      "X-Accel-Buffering: no\r\n"
+      "Connection: close\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  if (!co_await write_with_deadline(sock, head, false, timing.write_timeout))
+    co_return false;
+  uint64_t seq = 0;
+  std::string frames;
+  for (;;) {
+    std::optional<event_batch> batch;
+    try {
+      batch = co_await next_batch(ch, timing.heartbeat);
+    } catch (const boost::system::system_error&) {
+      co_return false;  // channel closed: the client went away
+    }
+    frames.clear();
+    bool done = false;
+    if (!batch) {
+      frames = ": ping\n\n";
+    } else {
+      for (auto& ev : *batch) {
+        if (ev.visible)
+          append_sse_frame(frames, ev, request_id, ++seq);
+        done = done || ev.kind == event_kind::done;
+      }
+    }
+    if (!frames.empty() && !co_await write_with_deadline(sock, frames, true, timing.write_timeout))
+      co_return false;
+    if (done) {
+      co_await write_with_deadline(sock, "0\r\n\r\n", false, timing.write_timeout);
+      co_return true;
+    }
+    if (batch)
+      batch_written();
+  }
+}
+
+}  // namespace ragtor::http

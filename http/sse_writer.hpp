@@ -1,0 +1,46 @@
+// A turn's events on their way to the client: the channel that carries
+// event batches from the turn's sink actor (any CAF thread) to the
+// connection's coroutine, and the SSE writer that turns them into a chunked
+// text/event-stream response (DESIGN §5.1). A batch is written with one
+// socket write (events are coalesced upstream while the client has no
+// credit); silence gets a ": ping" comment; a write that does not finish in
+// time cuts a stalled client off.
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string_view>
+#include <vector>
+
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/experimental/concurrent_channel.hpp>
+#include <boost/asio/ip/tcp.hpp>
+
+#include "protocol/messages.hpp"
+
+namespace ragtor::http {
+
+using event_batch = std::vector<stream_event>;
+using event_channel =
+    boost::asio::experimental::concurrent_channel<void(boost::system::error_code, event_batch)>;
+
+// Receives the next batch, or nullopt after `timeout` of silence; throws
+// when the channel was closed.
+boost::asio::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
+                                                              std::chrono::seconds timeout);
+
+struct sse_timing {
+  std::chrono::seconds heartbeat;      // ": ping" after this much silence
+  std::chrono::seconds write_timeout;  // a write taking longer ends the stream
+};
+
+// Writes the response header and then every batch from `ch` as SSE frames
+// (`id: <request_id>:<seq>`) until `done`, calling `batch_written` after
+// each batch so the turn can send more. Returns true once `done` was
+// written, false when the client went away, stalled or the channel closed.
+boost::asio::awaitable<bool> write_sse(boost::asio::ip::tcp::socket& sock, event_channel& ch,
+                                       sse_timing timing, std::string_view request_id,
+                                       std::function<void()> batch_written);
+
+}  // namespace ragtor::http

@@ -1,0 +1,36 @@
+#include "llm/base_url.hpp"
+
+#include <boost/url/parse.hpp>
+#include <boost/url/scheme.hpp>
+
+namespace ragtor::llm {
+
+std::optional<base_url> parse_base_url(std::string_view url) {
+  // A NUL-terminated copy: Boost.URL 1.81 may read a view past its end.
+  std::string copy{url};
+  auto parsed = boost::urls::parse_absolute_uri(copy);
+  if (!parsed)
+    return std::nullopt;
+  base_url u;
+  auto scheme = parsed->scheme_id();
+  if (scheme == boost::urls::scheme::https)
+    u.tls = true;
+  else if (scheme != boost::urls::scheme::http)
+    return std::nullopt;
+  u.host = parsed->host_address();
+  if (u.host.empty())
+    return std::nullopt;
+  u.port = parsed->port();
+  if (u.port.empty())
+    u.port = u.tls ? "443" : "80";
+  u.prefix = parsed->encoded_path();
+  // Boost.URL 1.81 reads "http://h:port/v1" as port "" and path "port/v1";
+  // after an authority a path must begin with '/'.
+  if (!u.prefix.empty() && u.prefix.front() != '/')
+    return std::nullopt;
+  while (!u.prefix.empty() && u.prefix.back() == '/')
+    u.prefix.pop_back();
+  return u;
+}
+
+}  // namespace ragtor::llm
