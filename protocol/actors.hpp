@@ -109,15 +109,29 @@ using router_actor = caf::typed_actor<
     // intent_detect -> apply_override_policy -> worker_select.
     caf::replies_to<atom::route, chat_request>::with<route_decision>>::extend_with<status_api>;
 
-// A resident retrieval agent over one KB. Never generates answers, never
-// holds conversation state, never caches results.
+// A resident retrieval agent over one KB (instance_key = worker_name):
+// hands each query to the least busy of its workers, so queries on one KB
+// run at once. Never generates answers, never holds conversation state,
+// never caches results.
 using retrieval_agent_actor = caf::typed_actor<
     // Top evidence for `query`; thread_id is for traces only.
+    caf::replies_to<atom::retrieve, std::string /*query*/, std::string /*thread_id*/,
+                    retrieve_options>::with<retrieval_result>>::extend_with<status_api>;
+
+// One of an agent's workers (linked to it, respawned when it dies). Each
+// serves several queries at once over the KB's immutable snapshot: while a
+// query waits for its embedding or reranking, the worker searches others.
+using retrieval_worker_actor = caf::typed_actor<
+    // As retrieval_agent_actor's retrieve.
     caf::replies_to<atom::retrieve, std::string /*query*/, std::string /*thread_id*/,
                     retrieve_options>::with<retrieval_result>,
     // INTERNAL (from the HTTP client's thread): the rerank endpoint answered
     // call `call`.
-    caf::reacts_to<atom::rerank, uint64_t /*call*/, rerank_reply>>::extend_with<status_api>;
+    caf::reacts_to<atom::rerank, uint64_t /*call*/, rerank_reply>,
+    // INTERNAL (from the HTTP client's thread): the embedding model answered
+    // call `call`: the query's vector, or why it failed ("" = it answered).
+    caf::reacts_to<atom::embedded, uint64_t /*call*/, std::vector<float>,
+                   std::string /*error*/>>;
 
 // One per node (RAGAgentManager): worker_name -> resident agent.
 using agent_pool_actor = caf::typed_actor<

@@ -22,25 +22,6 @@ namespace ragtor {
 
 namespace {
 
-// INTERNAL to this file: a worker's query embedding arrived (sent from the
-// HTTP client's thread). Defined here, not in protocol/type_ids.hpp,
-// because only the workers below send and receive it (CAF 0.17 atoms need
-// no registration; the text is unique).
-using embedded_atom = caf::atom_constant<caf::atom("qembedded")>;
-constexpr embedded_atom embedded_atom_v = embedded_atom{};
-
-// One of an agent's workers. Each serves several queries at once: while a
-// query waits for its embedding or reranking, the worker searches others.
-using retrieval_worker_actor = caf::typed_actor<
-    // As retrieval_agent_actor's retrieve.
-    caf::replies_to<atom::retrieve, std::string /*query*/, std::string /*thread_id*/,
-                    retrieve_options>::with<retrieval_result>,
-    // The rerank endpoint answered call `call`.
-    caf::reacts_to<atom::rerank, uint64_t /*call*/, rerank_reply>,
-    // The embedding model answered call `call`: the query's vector, or why
-    // it failed ("" = it answered).
-    caf::reacts_to<embedded_atom, uint64_t /*call*/, std::vector<float>, std::string /*error*/>>;
-
 // Counters of one agent, shared by its router and workers so that `status`
 // answers at once (a worker in the middle of a search could not).
 struct agent_stats {
@@ -287,7 +268,7 @@ void embed_then_search(worker_ptr self, result_promise rp,
   auto me = retrieval_worker_actor{self};
   embed->embed_async({query}, [me, call](std::variant<embedding_batch, std::string> r) {
     auto qv = to_query_vector(std::move(r));
-    caf::anon_send(me, embedded_atom_v, call, std::move(qv.values), std::move(qv.error));
+    caf::anon_send(me, atom::embedded_v, call, std::move(qv.values), std::move(qv.error));
   });
 }
 
@@ -311,7 +292,7 @@ retrieval_worker_actor::behavior_type retrieval_worker(worker_ptr self, worker_c
         return rp;
       },
       [=](atom::rerank, uint64_t call, rerank_reply& reply) { on_rerank_reply(self, call, reply); },
-      [=](embedded_atom, uint64_t call, std::vector<float>& values, std::string& error) {
+      [=](atom::embedded, uint64_t call, std::vector<float>& values, std::string& error) {
         auto& st = self->state;
         auto i = st.embedding.find(call);
         if (i == st.embedding.end())
@@ -394,8 +375,6 @@ retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_conf
                 });
         return rp;
       },
-      // Replies of the rerank endpoint go to the worker that called it.
-      [=](atom::rerank, uint64_t, rerank_reply&) {},
       [=](atom::status) -> std::string {
         auto& st = self->state;
         auto& stats = *st.cfg.stats;

@@ -128,7 +128,6 @@ retrieval_agent_actor spawn_agent(caf::actor_system& sys, std::shared_ptr<world>
               r.retrieval_results.push_back(doc);
               return r;
             },
-            [](atom::rerank, uint64_t, rerank_reply&) {},
             [](atom::status) { return std::string{"{}"}; },
         };
       });
