@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "bench/bench_http.hpp"
+#include "bench/bench_locks.hpp"
 #include "bench/bench_proc.hpp"
 #include "bench/bench_util.hpp"
 
@@ -35,17 +36,7 @@ int main(int argc, char** argv) {
   auto bin_dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
   auto scratch = fs::temp_directory_path() / ("ragtor-pipelines-" + std::to_string(getpid()));
   fs::create_directories(scratch);
-  std::ofstream{scratch / "script.json"} << R"({"default":{"reply":"Four AA batteries [1]."},"rules":[
-    {"system":"rewrite a user's latest question","reply":"Lumenlatch K7 battery life"},
-    {"system":"classify the user's latest message","reply":"{\"intent\":\"battery\"}"},
-    {"system":"extract information","reply":"{\"slots\":{\"model\":\"K7\"}}"},
-    {"system":"judge whether search results","reply":"{\"is_sufficient\":true,\"suggestion\":\"pass\"}"},
-    {"system":"check the quality of evidence","reply":"{\"answers\":true,\"reason\":\"ok\"}"},
-    {"system":"You are a retrieval agent","tool_results":1,"reply":"READY"},
-    {"system":"You are a retrieval agent","tool_calls":[{"name":"vector_retrieve","arguments":{"query":"K7 battery"}}]}]})";
-  auto fake = spawn({(bin_dir / "tests/fake_openai").string(), "--port", "0", "--threads", "2",
-                     "--script", (scratch / "script.json").string()},
-                    "fake_openai listening on http://", {}, scratch / "fake.log");
+  auto fake = spawn_lock_model(bin_dir, scratch);
   std::vector<std::string> env{
       "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
       "RAGTOR_LLM__MODEL=fake-model", "RAGTOR_LOG__LEVEL=warn",
@@ -54,15 +45,8 @@ int main(int argc, char** argv) {
   auto ragtor = spawn({(bin_dir / "ragtor").string(), "serve", "--listen", "127.0.0.1:0",
                        "--data-dir", (scratch / "data").string()},
                       "ragtor listening on http://", env, scratch / "ragtor.log");
-  const std::string docs =
-      R"({"documents":[{"id":"b1","text":"The Lumenlatch K7 runs on four AA batteries that last about fourteen months."},)"
-      R"({"id":"b2","text":"The Lumenlatch K5 battery pack is charged over USB in two hours."},)"
-      R"({"id":"b3","text":"K7 batteries are replaced by sliding the back cover of the lock down."},)"
-      R"({"id":"b4","text":"Low battery: the K7 beeps three times when the batteries need replacing."},)"
-      R"({"id":"p1","text":"To pair the K7, hold the cog button for six seconds."}]})";
-  const std::string workflow =
-      R"({"model_retries":0,"intents":[{"l2":"battery","description":"battery life",)"
-      R"("slots":[{"name":"model","description":"lock model"}]},{"l2":"pairing","description":"pairing"}]})";
+  const std::string docs = lock_documents;
+  const std::string workflow = lock_workflow;
   struct mode {
     std::string kb, settings;
   };

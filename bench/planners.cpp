@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "bench/bench_http.hpp"
+#include "bench/bench_locks.hpp"
 #include "bench/bench_proc.hpp"
 #include "bench/bench_util.hpp"
 
@@ -104,23 +105,9 @@ int main(int argc, char** argv) {
     binaries.push_back((bin_dir / "ragtor").string());
   auto scratch = fs::temp_directory_path() / ("ragtor-planners-" + std::to_string(getpid()));
   fs::create_directories(scratch);
-  std::ofstream{scratch / "script.json"} << R"({"default":{"reply":"Four AA batteries [1]."},"rules":[
-    {"system":"classify the user's latest message","reply":"{\"intent\":\"battery\"}"},
-    {"system":"extract information","reply":"{\"slots\":{\"model\":\"K7\"}}"},
-    {"system":"judge whether search results","reply":"{\"is_sufficient\":true,\"suggestion\":\"pass\"}"},
-    {"system":"check the quality of evidence","reply":"{\"answers\":true,\"reason\":\"ok\"}"},
-    {"system":"You are a retrieval agent","tool_results":1,"reply":"READY"},
-    {"system":"You are a retrieval agent","tool_calls":[{"name":"vector_retrieve","arguments":{"query":"K7 battery"}}]}]})";
-  auto fake = spawn({(bin_dir / "tests/fake_openai").string(), "--port", "0", "--threads", "2",
-                     "--script", (scratch / "script.json").string()},
-                    "fake_openai listening on http://", {}, scratch / "fake.log");
-  const std::string docs =
-      R"({"documents":[{"id":"b1","text":"The Lumenlatch K7 runs on four AA batteries that last about fourteen months."},)"
-      R"({"id":"b2","text":"The Lumenlatch K5 battery pack is charged over USB in two hours."},)"
-      R"({"id":"p1","text":"To pair the K7, hold the cog button for six seconds."}]})";
-  const std::string workflow =
-      R"({"model_retries":0,"intents":[{"l2":"battery","description":"battery life",)"
-      R"("slots":[{"name":"model","description":"lock model"}]},{"l2":"pairing","description":"pairing"}]})";
+  auto fake = spawn_lock_model(bin_dir, scratch);
+  const std::string docs = lock_documents;
+  const std::string workflow = lock_workflow;
   std::printf("%d turns per level; the fake model answers without delay; limits raised so "
               "every turn is admitted (max_planner_turns 4096, llm max_concurrency 64, "
               "max_queue 4096)\n",

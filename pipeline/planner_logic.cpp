@@ -48,13 +48,4 @@ step planner_logic::finish(plan_outcome out) {
   return s;
 }
 
-std::string log_object(std::initializer_list<std::pair<std::string_view, std::string>> fields) {
-  json_writer w;
-  w.begin_object();
-  for (auto& [k, v] : fields)
-    w.field(k, v);
-  w.end_object();
-  return w.take();
-}
-
 }  // namespace ragtor::plan

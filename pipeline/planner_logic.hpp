@@ -107,7 +107,4 @@ std::unique_ptr<planner_logic> make_tool_agent_planner(plan_input in);
 // A planner for `answer_mode` ("workflow" or "tool_agent").
 std::unique_ptr<planner_logic> make_planner(std::string_view answer_mode, plan_input in);
 
-// A JSON object of string fields, for node logs.
-std::string log_object(std::initializer_list<std::pair<std::string_view, std::string>> fields);
-
 }  // namespace ragtor::plan

@@ -61,8 +61,8 @@ public:
     if (!def) {
       // The KB was validated when it was created; only a hand-edited
       // catalog gets here. Serve the KB plainly rather than fail the turn.
-      log("workflow", t_, log_object({{"kb", in_.kb}}),
-          log_object({{"outcome", "invalid workflow: " + error_message(def.error())
+      log("workflow", t_, json_strings({{"kb", in_.kb}}),
+          json_strings({{"outcome", "invalid workflow: " + error_message(def.error())
                                       + "; plain pipeline"}}));
       return pipeline();
     }
@@ -112,8 +112,8 @@ private:
     if (!state_.intent.empty())
       intent_ = def_.intent(state_.intent);
     if (intent_) {
-      log("intent", t_, log_object({{"question", in_.question}}),
-          log_object({{"intent", intent_->l2}, {"outcome", "pending intent kept"}}));
+      log("intent", t_, json_strings({{"question", in_.question}}),
+          json_strings({{"intent", intent_->l2}, {"outcome", "pending intent kept"}}));
       return after_intent();
     }
     state_ = {};
@@ -123,8 +123,8 @@ private:
 
   step on_intent(result last) {
     if (!last.ok) {
-      log("intent", t_, log_object({{"question", in_.question}}),
-          log_object({{"outcome", "model unavailable (" + error_message(last.error)
+      log("intent", t_, json_strings({{"question", in_.question}}),
+          json_strings({{"outcome", "model unavailable (" + error_message(last.error)
                                       + "); plain pipeline"},
                       {"attempts", std::to_string(last.attempts)}}));
       return pipeline();
@@ -135,16 +135,16 @@ private:
       // An unusable reply: a KB with one intent has no choice to make;
       // otherwise the plain pipeline answers from this KB.
       if (def_.intents.size() != 1) {
-        log("intent", t_, log_object({{"question", in_.question}}),
-            log_object({{"outcome", "unusable reply; plain pipeline"},
+        log("intent", t_, json_strings({{"question", in_.question}}),
+            json_strings({{"outcome", "unusable reply; plain pipeline"},
                         {"reply", last.completion.text}}));
         return pipeline();
       }
       name = def_.intents.front().l2;
       outcome = "unusable reply; the only intent";
     }
-    log("intent", t_, log_object({{"question", in_.question}}),
-        log_object({{"intent", name},
+    log("intent", t_, json_strings({{"question", in_.question}}),
+        json_strings({{"intent", name},
                     {"outcome", outcome},
                     {"attempts", std::to_string(last.attempts)}}));
     if (name == "chitchat") {
@@ -204,7 +204,7 @@ private:
     w.field("max_rounds", static_cast<int64_t>(def_.max_ask_rounds));
     w.key("missing").raw(names_json(missing));
     w.end_object();
-    log("ask", t_, log_object({{"intent", intent_->l2}}), w.take());
+    log("ask", t_, json_strings({{"intent", intent_->l2}}), w.take());
     return save_then_finish(wf::to_json(state_));
   }
 
@@ -313,7 +313,7 @@ private:
       }
     }
     w.field("next", next).end_object();
-    log("retrieval", t_, log_object({{"intent", intent_->l2}}), w.take());
+    log("retrieval", t_, json_strings({{"intent", intent_->l2}}), w.take());
     if (e.sufficient) {
       t_ = clock::now();
       return model(node::verify, "verify", wf::verify_request(question_, docs_));
@@ -327,8 +327,8 @@ private:
 
   step on_verify(result last) {
     auto v = last.ok ? wf::parse_verdict(last.completion.text) : wf::verdict{};
-    log("verify", t_, log_object({{"question", question_}}),
-        log_object({{"answers", v.answers ? "true" : "false"},
+    log("verify", t_, json_strings({{"question", question_}}),
+        json_strings({{"answers", v.answers ? "true" : "false"},
                     {"reason", last.ok ? (v.parsed ? v.reason : "unusable reply")
                                        : "model failed: " + error_message(last.error)}}));
     if (!v.answers) {
@@ -362,7 +362,7 @@ private:
     out_.need_human_help = true;
     out_.reason = reason;
     out_.reply = wf::escalation_text(reason);
-    log("escalate", t_, log_object({{"intent", state_.intent}}), log_object({{"reason", reason}}));
+    log("escalate", t_, json_strings({{"intent", state_.intent}}), json_strings({{"reason", reason}}));
     return save_then_finish("");
   }
 

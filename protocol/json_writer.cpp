@@ -219,4 +219,13 @@ json_writer& json_writer::raw(std::string_view json) {
   return *this;
 }
 
+std::string json_strings(std::initializer_list<std::pair<std::string_view, std::string>> fields) {
+  json_writer w;
+  w.begin_object();
+  for (auto& [k, v] : fields)
+    w.field(k, v);
+  w.end_object();
+  return w.take();
+}
+
 }  // namespace ragtor

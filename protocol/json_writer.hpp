@@ -4,6 +4,8 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
+#include <utility>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -48,6 +50,9 @@ private:
   std::vector<bool> first_;  // per open container: no element written yet
   bool after_key_ = false;
 };
+
+// {"k1":"v1",...}: an object of string fields, in order (node logs).
+std::string json_strings(std::initializer_list<std::pair<std::string_view, std::string>> fields);
 
 // Appends `s` as a JSON string literal (with quotes) to `out`.
 void append_json_string(std::string& out, std::string_view s);

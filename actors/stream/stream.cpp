@@ -132,15 +132,6 @@ void emit_log(self_ptr self, const node_log& l) {
   emit(self, stream_event{event_kind::execution_log, w.take(), true});
 }
 
-std::string json_of(std::initializer_list<std::pair<std::string_view, std::string>> strings) {
-  json_writer w;
-  w.begin_object();
-  for (auto& [k, v] : strings)
-    w.field(k, v);
-  w.end_object();
-  return w.take();
-}
-
 void persist(self_ptr self);
 void retrieve(self_ptr self);
 void plan(self_ptr self);
@@ -222,7 +213,7 @@ int32_t top_k_of(self_ptr self) {
 // Inputs and outputs of the nodes, as shown in debug execution logs.
 std::string route_input(self_ptr self) {
   auto& r = self->state.req;
-  return json_of(
+  return json_strings(
       {{"message", r.message}, {"kb_prefix", r.kb_prefix}, {"agent_type", r.agent_type}});
 }
 
@@ -336,7 +327,7 @@ void persist(self_ptr self) {
             self->state.message_id = std::move(id);
             auto done = [=] {
               log_node(self, "persist", persist_input(self),
-                       json_of({{"message_id", self->state.message_id}}));
+                       json_strings({{"message_id", self->state.message_id}}));
               finish(self);
             };
             if (self->state.error_code.empty() && !self->state.cancelled) {
@@ -411,7 +402,7 @@ void retrieve(self_ptr self) {
     spdlog::warn("stream {}: search failed ({}); answering without documents", st.req.request_id,
                  self->system().render(err));
     log_node(self, "retrieve", retrieve_input(self),
-             json_of({{"degraded", "search failed: " + msg + "; no documents"}}));
+             json_strings({{"degraded", "search failed: " + msg + "; no documents"}}));
     emit(self, make_progress_event("retrieval", 1, 1, st.route.agent_type, 0,
                                    "search failed: " + msg));
     generate(self);
@@ -466,14 +457,14 @@ void rewrite(self_ptr self) {
             std::string outcome = q.empty() ? "unusable reply; question kept" : "rewritten";
             if (!q.empty())
               st.query = std::move(q);
-            log_node(self, "rewrite", json_of({{"question", st.req.message}}),
-                     json_of({{"query", st.query}, {"outcome", outcome}}));
+            log_node(self, "rewrite", json_strings({{"question", st.req.message}}),
+                     json_strings({{"query", st.query}, {"outcome", outcome}}));
             retrieve(self);
           },
           [=](caf::error& err) {
             auto& st = self->state;
-            log_node(self, "rewrite", json_of({{"question", st.req.message}}),
-                     json_of({{"query", st.query},
+            log_node(self, "rewrite", json_strings({{"question", st.req.message}}),
+                     json_strings({{"query", st.query},
                               {"outcome", "skipped: " + error_message(err)}}));
             retrieve(self);
           });
@@ -620,7 +611,7 @@ void recall_episodes_of(self_ptr self) {
                 .field("memories", static_cast<uint64_t>(st.memories.size()))
                 .field("episodes", static_cast<uint64_t>(st.episodic.size()))
                 .end_object();
-            log_node(self, "memory", json_of({{"user_id", st.req.user_id}}), w.take());
+            log_node(self, "memory", json_strings({{"user_id", st.req.user_id}}), w.take());
             plan(self);
           },
           continue_without(self, "episodes"));

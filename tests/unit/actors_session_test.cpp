@@ -21,18 +21,14 @@
 #include "persistence/store_backend.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
+#include "tests/support/test_coordinator.hpp"
 #include "retrieval/kb_catalog.hpp"
 
 using namespace ragtor;
+using ragtor::test::testing_config;
 using namespace std::chrono_literals;
 
 namespace {
-
-caf::actor_system_config& testing_config(caf::actor_system_config& cfg) {
-  cfg.set("scheduler.policy", caf::atom("testing"));
-  register_types(cfg);
-  return cfg;
-}
 
 // Collects what a stream publishes.
 struct collected {

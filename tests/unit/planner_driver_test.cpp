@@ -19,17 +19,13 @@
 #include "actors/pipeline/planner.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
+#include "tests/support/test_coordinator.hpp"
 
 using namespace ragtor;
+using ragtor::test::testing_config;
 using namespace std::chrono_literals;
 
 namespace {
-
-caf::actor_system_config& testing_config(caf::actor_system_config& cfg) {
-  cfg.set("scheduler.policy", caf::atom("testing"));
-  register_types(cfg);
-  return cfg;
-}
 
 // What a scripted actor does with one request.
 struct answer {

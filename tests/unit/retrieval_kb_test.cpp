@@ -13,6 +13,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/errc.hpp"
+#include "protocol/worker_name.hpp"
 #include "retrieval/kb_catalog.hpp"
 #include "retrieval/kb_store.hpp"
 
