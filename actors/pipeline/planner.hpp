@@ -37,15 +37,15 @@ class planner_gate {
 public:
   explicit planner_gate(int32_t max) : max_(max) {
   }
-  // A place, given back when the last copy is dropped; nullptr when `max`
-  // planners are running.
+  // A place, given back when the last copy is dropped (also after the gate
+  // itself is gone); nullptr when `max` planners are running.
   std::shared_ptr<void> enter();
-  int32_t running() const { return running_.load(); }
+  int32_t running() const { return running_->load(); }
   int32_t max() const { return max_; }
 
 private:
   int32_t max_;
-  std::atomic<int32_t> running_{0};
+  std::shared_ptr<std::atomic<int32_t>> running_ = std::make_shared<std::atomic<int32_t>>(0);
 };
 
 struct planner_deps {

@@ -250,12 +250,14 @@ void cancel(self_ptr self, std::string why) {
 }  // namespace
 
 std::shared_ptr<void> planner_gate::enter() {
-  auto n = running_.load();
+  auto& count = *running_;
+  auto n = count.load();
   do {
     if (n >= max_)
       return nullptr;
-  } while (!running_.compare_exchange_weak(n, n + 1));
-  return std::shared_ptr<void>{this, [](planner_gate* g) { --g->running_; }};
+  } while (!count.compare_exchange_weak(n, n + 1));
+  // The place holds the counter, not the gate.
+  return std::shared_ptr<void>{running_.get(), [counter = running_](void*) { --*counter; }};
 }
 
 caf::expected<planner_actor> spawn_planner(caf::actor_system& sys, std::string_view mode,
