@@ -53,4 +53,14 @@ inline std::vector<std::vector<std::string>> read_tsv(const std::string& path, b
   return rows;
 }
 
+// "1,4,16" -> {1, 4, 16} (client or stream counts given on the command line).
+inline std::vector<size_t> parse_sizes(const std::string& list) {
+  std::vector<size_t> out;
+  std::stringstream ss{list};
+  std::string x;
+  while (std::getline(ss, x, ','))
+    out.push_back(std::stoul(x));
+  return out;
+}
+
 }  // namespace ragtor::bench

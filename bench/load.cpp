@@ -32,6 +32,7 @@
 #include <boost/beast/http.hpp>
 
 #include "bench/bench_proc.hpp"
+#include "bench/bench_util.hpp"
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -120,11 +121,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--streams") {
-      levels.clear();
-      std::stringstream ss{v};
-      std::string x;
-      while (std::getline(ss, x, ','))
-        levels.push_back(std::stoul(x));
+      levels = ragtor::bench::parse_sizes(v);
     } else if (a == "--tokens") {
       tokens = std::stoi(v);
     } else if (a == "--first-token-ms") {

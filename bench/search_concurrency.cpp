@@ -112,11 +112,7 @@ int main(int argc, char** argv) {
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--clients") {
-      levels.clear();
-      std::stringstream ss{v};
-      std::string x;
-      while (std::getline(ss, x, ','))
-        levels.push_back(std::stoul(x));
+      levels = ragtor::bench::parse_sizes(v);
     } else if (a == "--seconds") {
       seconds = std::stod(v);
     } else if (a == "--agent") {
