@@ -24,6 +24,9 @@ std::optional<base_url> parse_base_url(std::string_view url) {
   if (u.port.empty())
     u.port = u.tls ? "443" : "80";
   u.prefix = parsed->encoded_path();
+  u.target = parsed->encoded_target();
+  if (u.target.empty())
+    u.target = "/";
   // Boost.URL 1.81 reads "http://h:port/v1" as port "" and path "port/v1";
   // after an authority a path must begin with '/'.
   if (!u.prefix.empty() && u.prefix.front() != '/')

@@ -1,6 +1,7 @@
-// The base URL of an OpenAI-compatible endpoint ("https://host:8443/v1"),
-// parsed with Boost.URL: what the client connects to and the path prefix
-// every request path is appended to.
+// An absolute http(s) URL parsed with Boost.URL: the base URL of an
+// OpenAI-compatible endpoint ("https://host:8443/v1": what the client
+// connects to and the path prefix every request path is appended to), or a
+// workflow tool's URL (posted to as written, path and query).
 #pragma once
 
 #include <optional>
@@ -14,6 +15,7 @@ struct base_url {
   std::string host;    // an IPv6 literal without its brackets
   std::string port;    // 80 / 443 when the URL names none
   std::string prefix;  // path prefix without trailing '/', e.g. "/v1"
+  std::string target;  // path and query as written ("/" when none)
 };
 
 // nullopt unless `url` is an absolute http:// or https:// URL with a host.

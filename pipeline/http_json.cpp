@@ -12,8 +12,8 @@
 #include <boost/asio/steady_timer.hpp>
 #include <boost/beast/core/flat_buffer.hpp>
 #include <boost/beast/http.hpp>
-#include <boost/url/parse.hpp>
 
+#include "llm/base_url.hpp"
 #include "protocol/errc.hpp"
 
 namespace ragtor {
@@ -25,22 +25,12 @@ namespace http = beast::http;
 namespace net = boost::asio;
 using tcp = net::ip::tcp;
 
-struct target {
-  std::string host, port, path;
-};
-
-// host, port (80 by default) and path+query of an http:// URL.
-caf::expected<target> parse_target(std::string_view url) {
-  auto u = boost::urls::parse_absolute_uri(url);
-  if (!u || u->scheme() != "http" || u->encoded_host().empty())
+// Host, port and target of an http:// URL (the shared URL parser).
+caf::expected<llm::base_url> parse_target(std::string_view url) {
+  auto u = llm::parse_base_url(url);
+  if (!u || u->tls)
     return make_error(errc::invalid_request, "not an http:// URL: " + std::string{url});
-  target t;
-  t.host = std::string{u->encoded_host()};
-  t.port = u->has_port() ? std::string{u->port()} : "80";
-  t.path = std::string{u->encoded_target()};
-  if (t.path.empty() || t.path.front() != '/')
-    t.path.insert(0, "/");
-  return t;
+  return std::move(*u);
 }
 
 // One call. Lives on the I/O thread (a single thread: no strand needed);
@@ -56,8 +46,8 @@ struct call_state : http_call, std::enable_shared_from_this<call_state> {
     });
   }
 
-  void start(target t, std::string body, int32_t timeout_ms, size_t max_bytes) {
-    req = http::request<http::string_body>{http::verb::post, t.path, 11};
+  void start(llm::base_url t, std::string body, int32_t timeout_ms, size_t max_bytes) {
+    req = http::request<http::string_body>{http::verb::post, t.target, 11};
     req.set(http::field::host, t.host);
     req.set(http::field::content_type, "application/json");
     req.set(http::field::user_agent, "ragtor");
