@@ -45,6 +45,7 @@ std::vector<binding> bindings_of(config& c) {
       {"server", "max_ingest_bytes", &c.server.max_ingest_bytes},
       {"server", "turn_timeout_s", &c.server.turn_timeout_s},
       {"server", "max_planner_turns", &c.server.max_planner_turns},
+      {"server", "detach_grace_ms", &c.server.detach_grace_ms},
       {"server", "shutdown_grace_s", &c.server.shutdown_grace_s},
       {"sse", "heartbeat_s", &c.sse.heartbeat_s},
       {"sse", "write_timeout_s", &c.sse.write_timeout_s},
@@ -414,6 +415,7 @@ caf::error validate(const config& c) {
     err = key_error("server.max_message_bytes", "must not exceed server.max_body_bytes");
   first(at_least("server.turn_timeout_s", c.server.turn_timeout_s, 1));
   first(at_least("server.max_planner_turns", c.server.max_planner_turns, 1));
+  first(at_least("server.detach_grace_ms", c.server.detach_grace_ms, 0));
   first(at_least("server.shutdown_grace_s", c.server.shutdown_grace_s, 0));
   first(at_least("sse.heartbeat_s", c.sse.heartbeat_s, 1));
   first(at_least("sse.write_timeout_s", c.sse.write_timeout_s, 1));

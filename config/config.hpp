@@ -25,6 +25,7 @@ struct server_config {
   int turn_timeout_s = 300;
   int shutdown_grace_s = 5;
   int max_planner_turns = 4096;
+  int detach_grace_ms = 15000;
   bool operator==(const server_config&) const = default;
 };
 

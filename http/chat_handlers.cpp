@@ -4,8 +4,6 @@
 // session manager; its stream actor sends event batches to a per-request
 // sink actor, which hands them to this connection's coroutine through a
 // channel. The client grants credit one batch at a time.
-#include <random>
-
 #include <spdlog/spdlog.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -21,7 +19,9 @@
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
 #include "http/sse_writer.hpp"
+#include "http/turn_follow.hpp"
 #include "protocol/api_json.hpp"
+#include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/stream_events.hpp"
@@ -31,66 +31,6 @@ namespace ragtor::http {
 namespace net = boost::asio;
 
 namespace {
-
-constexpr size_t channel_capacity = 256;  // > initial credit: try_send never fails on "full"
-
-std::string new_request_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id = "req_";
-  for (int i = 0; i < 2; ++i) {
-    auto x = rng();
-    for (int j = 0; j < 16; ++j, x >>= 4)
-      id += hex[x & 0xf];
-  }
-  return id;
-}
-
-// Per-request bridge actor: hands event batches from the stream actor to the
-// connection's coroutine through a thread-safe channel. If the stream dies
-// without a `done` (e.g. a retry joined a turn that just ended), it ends
-// the client's stream itself with error + done.
-event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<event_channel> ch,
-                            stream_actor stream) {
-  return sys.spawn([ch, stream](event_sink_actor::pointer self) -> event_sink_actor::behavior_type {
-    self->monitor(stream);
-    self->set_down_handler([=](caf::down_msg&) {
-      done_content partial;
-      partial.partial = true;
-      event_batch tail{
-          make_error_event("unavailable", "the turn ended before it could be followed"),
-          make_done_event(partial)};
-      ch->try_send(boost::system::error_code{}, std::move(tail));
-      self->quit();
-    });
-    return {
-        [=](atom::events, event_batch& batch) {
-          bool last = !batch.empty() && batch.back().kind == event_kind::done;
-          // try_send fails only if the connection closed the channel.
-          if (!ch->try_send(boost::system::error_code{}, std::move(batch)) || last)
-            self->quit();
-        },
-    };
-  });
-}
-
-// Reads until the client closes; any read result ends the wait.
-net::awaitable<void> watch_disconnect(net::ip::tcp::socket& sock, std::shared_ptr<event_channel> ch,
-                                      std::shared_ptr<bool> finished) {
-  char byte;
-  for (;;) {
-    boost::system::error_code ec;
-    co_await sock.async_read_some(net::buffer(&byte, 1),
-                                  net::redirect_error(net::use_awaitable, ec));
-    if (*finished)
-      co_return;
-    if (ec) {
-      ch->close();  // wakes the pump, which cancels the turn
-      co_return;
-    }
-    // Extra bytes (pipelining) are ignored: the connection closes anyway.
-  }
-}
 
 // Collects the turn and answers with one JSON object; false if the channel
 // closed first (the client went away).
@@ -120,7 +60,8 @@ net::awaitable<bool> collect_json(handler_context& ctx, exchange& ex, event_chan
 }
 
 // Both chat endpoints run the same turn; `sse` selects the wire format.
-// The connection is closed afterwards.
+// The connection is closed afterwards. A client that goes away detaches
+// the turn: it runs on for server.detach_grace_ms, waiting for a re-attach.
 net::awaitable<void> chat(handler_context& ctx, exchange& ex, bool sse) {
   flight_counter::guard in_flight{ctx.chats};
   ex.keep_alive = false;
@@ -141,37 +82,105 @@ net::awaitable<void> chat(handler_context& ctx, exchange& ex, bool sse) {
                  ctx.sys.render(ticket.error()));
     co_return co_await reply_caf_error(ex, ticket.error());
   }
-  auto executor = co_await net::this_coro::executor;
-  auto ch = std::make_shared<event_channel>(executor, channel_capacity);
-  auto sink = spawn_sink(ctx.sys, ch, ticket->stream);
-  auto turn = ticket->stream;
-  caf::anon_send(turn, atom::subscribe_v, sink);
-  caf::anon_send(turn, atom::demand_v, sink, static_cast<int32_t>(settings.initial_credit));
-  std::function<void()> grant_one = [turn, sink] {
-    caf::anon_send(turn, atom::demand_v, sink, int32_t{1});
-  };
-
-  // Watch the socket: a client that goes away cancels its turn at once.
   auto& sock = ex.io.socket;
-  auto finished = std::make_shared<bool>(false);
-  net::co_spawn(executor, watch_disconnect(sock, ch, finished), net::detached);
+  co_await follow_turn(ctx, ex, ticket->stream, 0, on_hangup::detach,
+                       [&](event_channel& ch, const std::function<void()>& taken) {
+                         if (sse)
+                           return write_sse(sock, ch, sse_timing_of(settings),
+                                            chat_req.request_id, taken);
+                         return collect_json(ctx, ex, ch, taken, chat_req);
+                       });
+}
 
-  bool done = false;
-  if (sse)
-    done = co_await write_sse(sock, *ch, sse_timing{settings.heartbeat, settings.write_timeout},
-                              chat_req.request_id, grant_one);
-  else
-    done = co_await collect_json(ctx, ex, *ch, grant_one, chat_req);
-  *finished = true;
-  if (!done)
-    caf::anon_send(turn, atom::cancel_v);
-  ch->close();
-  caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
-  boost::system::error_code ignored;
-  sock.cancel(ignored);
+// The seq a re-attaching client saw last: the Last-Event-ID header
+// ("<request_id>:<seq>" as sent, or a bare seq), else ?after=; 0 = none.
+std::optional<uint64_t> last_seen_seq(exchange& ex) {
+  std::string_view text = ex.header ? ex.header("Last-Event-ID") : std::string_view{};
+  if (!text.empty()) {
+    if (auto colon = text.rfind(':'); colon != std::string_view::npos)
+      text = text.substr(colon + 1);
+  } else if (auto i = ex.target.query.find("after"); i != ex.target.query.end()) {
+    text = i->second;
+  } else {
+    return 0;
+  }
+  auto v = int_param(text, 0, INT64_MAX);
+  if (!v)
+    return std::nullopt;
+  return static_cast<uint64_t>(*v);
+}
+
+// A turn that is no longer running, replayed from the store: the answer
+// (unless the client saw part of it: then `done` alone, which carries the
+// whole answer) and `done`; a partial answer ends with error + done.
+event_batch stored_turn_events(const stored_message& m, uint64_t after) {
+  event_batch out;
+  auto next = after;
+  auto push = [&](stream_event ev) {
+    ev.seq = ++next;
+    out.push_back(std::move(ev));
+  };
+  if (after == 0) {
+    push(make_start_event());
+    if (!m.content.empty())
+      push(make_token_event(m.content));
+  }
+  if (!m.completed)
+    push(make_error_event("cancelled", "the turn ended before it completed; its partial answer was stored"));
+  done_content c;
+  c.answer = m.content;
+  c.conversation_id = m.conversation_id;
+  c.message_id = m.message_id;
+  c.citations_raw = m.citations_json;
+  c.partial = !m.completed;
+  c.finish_reason = m.completed ? "stop" : "cancelled";
+  push(make_done_event(c));
+  return out;
 }
 
 }  // namespace
+
+// GET /api/v1/chat/stream/{request_id}?user_id=U: re-attaches to a turn.
+handler_result chat_resume(handler_context& ctx, exchange& ex) {
+  flight_counter::guard in_flight{ctx.chats};
+  ex.keep_alive = false;
+  auto user = co_await user_param(ctx, ex);
+  if (user.empty())
+    co_return;
+  const auto& request_id = ex.params["request_id"];
+  if (!is_valid_id(request_id, ctx.settings.limits.max_id_chars))
+    co_return co_await reply_request_error(
+        ex, id_field_error("request_id", ctx.settings.limits.max_id_chars));
+  auto after = last_seen_seq(ex);
+  if (!after)
+    co_return co_await reply_error(ex, 400, "invalid_request",
+                                   "Last-Event-ID (or after=) must be \"<request_id>:<seq>\" or a seq",
+                                   "after");
+  auto& sock = ex.io.socket;
+  auto timing = sse_timing_of(ctx.settings);
+  auto running = co_await async_request<stream_actor>(ctx.sys, ctx.sessions, store_timeout,
+                                                      atom::attach_v, request_id, user);
+  if (running && *running) {
+    co_await follow_turn(ctx, ex, *running, *after, on_hangup::detach,
+                         [&](event_channel& ch, const std::function<void()>& taken) {
+                           return write_sse(sock, ch, timing, request_id, taken);
+                         });
+    co_return;
+  }
+  // Not running (finished, or the process restarted): the stored answer.
+  auto stored = co_await async_request<stored_message>(ctx.sys, ctx.store, store_timeout,
+                                                       atom::find_turn_v, request_id, user);
+  if (!stored) {
+    if (code_of(stored.error()) == errc::not_found)
+      co_return co_await reply_error(ex, 404, "not_found",
+                                     "no turn \"" + request_id + "\" for this user");
+    co_return co_await reply_caf_error(ex, stored.error());
+  }
+  auto executor = co_await net::this_coro::executor;
+  event_channel ch{executor, 1};
+  ch.try_send(boost::system::error_code{}, stored_turn_events(*stored, *after));
+  co_await write_sse(sock, ch, timing, request_id, [] {});
+}
 
 handler_result chat_stream(handler_context& ctx, exchange& ex) {
   co_await chat(ctx, ex, true);

@@ -14,17 +14,6 @@ namespace ragtor::http {
 
 namespace {
 
-// The user_id query parameter, validated; "" after answering 400.
-boost::asio::awaitable<std::string> user_param(handler_context& ctx, exchange& ex) {
-  auto& query = ex.target.query;
-  auto i = query.find("user_id");
-  if (i == query.end() || !is_valid_id(i->second, ctx.settings.limits.max_id_chars)) {
-    co_await reply_request_error(ex, id_field_error("user_id", ctx.settings.limits.max_id_chars));
-    co_return std::string{};
-  }
-  co_return i->second;
-}
-
 // The integer query parameter `name` (`fallback` when absent); nullopt
 // after answering 400.
 boost::asio::awaitable<std::optional<int64_t>> int_query(exchange& ex, std::string_view name,

@@ -4,6 +4,7 @@
 
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
+#include "protocol/json_object.hpp"
 
 namespace ragtor::http {
 
@@ -36,6 +37,16 @@ boost::asio::awaitable<void> reply_caf_error(exchange& ex, const caf::error& err
 
 boost::asio::awaitable<void> reply_request_error(exchange& ex, const request_error& e) {
   co_await reply_error(ex, static_cast<unsigned>(e.status), e.code, e.message, e.field);
+}
+
+boost::asio::awaitable<std::string> user_param(handler_context& ctx, exchange& ex) {
+  auto& query = ex.target.query;
+  auto i = query.find("user_id");
+  if (i == query.end() || !is_valid_id(i->second, ctx.settings.limits.max_id_chars)) {
+    co_await reply_request_error(ex, id_field_error("user_id", ctx.settings.limits.max_id_chars));
+    co_return std::string{};
+  }
+  co_return i->second;
 }
 
 }  // namespace ragtor::http

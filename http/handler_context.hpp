@@ -8,6 +8,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstddef>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -74,6 +75,8 @@ struct exchange {
   bool keep_alive = true;                // a handler may clear it: the connection then closes
   ndjson_documents* streamed = nullptr;  // the documents of an NDJSON ingestion, already parsed
   connection_io& io;
+  // A request header's value by name ("" when absent).
+  std::function<std::string_view(std::string_view)> header;
 };
 
 // Answers with `body` as application/json (keep-alive as the exchange says).
@@ -88,5 +91,8 @@ boost::asio::awaitable<void> reply_caf_error(exchange& ex, const caf::error& err
 
 // Answers with a request parser's error.
 boost::asio::awaitable<void> reply_request_error(exchange& ex, const request_error& e);
+
+// The user_id query parameter, validated; "" after answering 400.
+boost::asio::awaitable<std::string> user_param(handler_context& ctx, exchange& ex);
 
 }  // namespace ragtor::http

@@ -26,8 +26,18 @@ handler_result health(handler_context& ctx, exchange& ex);
 handler_result chat_stream(handler_context& ctx, exchange& ex);
 handler_result chat_json(handler_context& ctx, exchange& ex);
 handler_result chat_stop(handler_context& ctx, exchange& ex);
+// GET /api/v1/chat/stream/{request_id}: re-attaches to a running turn
+// (events after Last-Event-ID), or replays a finished one from the store.
+handler_result chat_resume(handler_context& ctx, exchange& ex);
 handler_result clear_conversation(handler_context& ctx, exchange& ex);
 handler_result feedback(handler_context& ctx, exchange& ex);
+
+// -- OpenAI-compatible façade (openai_handlers.cpp) ------------------------------------
+
+// GET /v1/models: auto, general and the served KBs as models.
+handler_result openai_models(handler_context& ctx, exchange& ex);
+// POST /v1/chat/completions: a turn in the OpenAI shapes (stream or not).
+handler_result openai_chat(handler_context& ctx, exchange& ex);
 
 // -- conversations (conversation_handlers.cpp) -------------------------------------------
 

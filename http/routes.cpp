@@ -9,7 +9,10 @@ std::vector<route> api_routes() {
   // clang-format off
   return {
     {"GET",    "/healthz",                                     "health",                health},
+    {"GET",    "/v1/models",                                   "openai_models",         openai_models},
+    {"POST",   "/v1/chat/completions",                         "openai_chat",           openai_chat},
     {"POST",   "/api/v1/chat/stream",                          "chat_stream",           chat_stream},
+    {"GET",    "/api/v1/chat/stream/{request_id}",             "chat_resume",           chat_resume},
     {"POST",   "/api/v1/chat",                                 "chat_json",             chat_json},
     {"POST",   "/api/v1/chat/stop",                            "chat_stop",             chat_stop},
     {"POST",   "/api/v1/clear",                                "clear_conversation",    clear_conversation},

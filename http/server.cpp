@@ -267,7 +267,10 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
                 std::move(match.params),
                 keep,
                 streamed,
-                io};
+                io,
+                [&req](std::string_view name) {
+                  return to_string_view(req[beast::string_view{name.data(), name.size()}]);
+                }};
     co_await match.matched->handler(*this, ex);
     co_return ex.keep_alive;
   }

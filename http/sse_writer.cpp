@@ -53,6 +53,21 @@ net::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
 
 net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,
                                std::string_view request_id, std::function<void()> batch_written) {
+  auto format = [request_id](std::string& out, const event_batch& batch) {
+    bool done = false;
+    for (auto& ev : batch) {
+      if (ev.visible)
+        append_sse_frame(out, ev, request_id, ev.seq);
+      done = done || ev.kind == event_kind::done;
+    }
+    return done;
+  };
+  co_return co_await write_sse_as(sock, ch, timing, format, true, std::move(batch_written));
+}
+
+net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,
+                                  sse_formatter format, bool send_retry,
+                                  std::function<void()> batch_written) {
   // Written by hand rather than by a Beast serializer: the header never
   // changes and the body is chunks we frame ourselves.
   std::string head =
@@ -65,8 +80,12 @@ net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, ss
       "Transfer-Encoding: chunked\r\n\r\n";
   if (!co_await write_with_deadline(sock, head, false, timing.write_timeout))
     co_return false;
-  uint64_t seq = 0;
   std::string frames;
+  if (send_retry) {
+    frames = "retry: " + std::to_string(timing.retry.count()) + "\n\n";
+    if (!co_await write_with_deadline(sock, frames, true, timing.write_timeout))
+      co_return false;
+  }
   for (;;) {
     std::optional<event_batch> batch;
     try {
@@ -76,15 +95,10 @@ net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, ss
     }
     frames.clear();
     bool done = false;
-    if (!batch) {
+    if (!batch)
       frames = ": ping\n\n";
-    } else {
-      for (auto& ev : *batch) {
-        if (ev.visible)
-          append_sse_frame(frames, ev, request_id, ++seq);
-        done = done || ev.kind == event_kind::done;
-      }
-    }
+    else
+      done = format(frames, *batch);
     if (!frames.empty() && !co_await write_with_deadline(sock, frames, true, timing.write_timeout))
       co_return false;
     if (done) {

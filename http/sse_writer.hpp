@@ -33,14 +33,28 @@ boost::asio::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
 struct sse_timing {
   std::chrono::seconds heartbeat;      // ": ping" after this much silence
   std::chrono::seconds write_timeout;  // a write taking longer ends the stream
+  // Sent once as `retry:`: how long an EventSource waits before it
+  // reconnects (with Last-Event-ID) after the connection dropped.
+  std::chrono::milliseconds retry{1000};
 };
 
-// Writes the response header and then every batch from `ch` as SSE frames
-// (`id: <request_id>:<seq>`) until `done`, calling `batch_written` after
-// each batch so the turn can send more. Returns true once `done` was
-// written, false when the client went away, stalled or the channel closed.
+// Writes the response header, `retry:`, and then every batch from `ch` as
+// SSE frames (`id: <request_id>:<seq>`, the seq the turn gave the event)
+// until `done`, calling `batch_written` after each batch so the turn can
+// send more. Returns true once `done` was written, false when the client
+// went away, stalled or the channel closed.
 boost::asio::awaitable<bool> write_sse(boost::asio::ip::tcp::socket& sock, event_channel& ch,
                                        sse_timing timing, std::string_view request_id,
                                        std::function<void()> batch_written);
+
+// Appends the SSE text of one batch to `out`; returns true when the batch
+// ended the stream (it held `done`).
+using sse_formatter = std::function<bool(std::string& out, const event_batch& batch)>;
+
+// As write_sse, in another dialect of SSE (the OpenAI façade's chunks):
+// `format` frames each batch; `retry` is sent only when `send_retry`.
+boost::asio::awaitable<bool> write_sse_as(boost::asio::ip::tcp::socket& sock, event_channel& ch,
+                                          sse_timing timing, sse_formatter format,
+                                          bool send_retry, std::function<void()> batch_written);
 
 }  // namespace ragtor::http

@@ -54,6 +54,11 @@ public:
   // Appends an assistant message at the next seq; returns its id.
   virtual std::string finish_turn(const stored_message& msg, int64_t now_ms) = 0;
 
+  // The assistant message stored for `request_id` in one of `user_id`'s
+  // conversations; false when there is none.
+  virtual bool find_turn(const std::string& request_id, const std::string& user_id,
+                         stored_message& out) = 0;
+
   // The last `limit` messages of a conversation, oldest first.
   virtual std::vector<stored_message> history(const std::string& conversation_id,
                                               int32_t limit) = 0;

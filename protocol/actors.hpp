@@ -38,16 +38,18 @@ using token_sink_actor = caf::typed_actor<
 // One per request: runs route -> history -> retrieve -> generate -> persist
 // and publishes the turn's events. Quits after `done` was delivered.
 using stream_actor = caf::typed_actor<
-    // Attaches a subscriber; it is replayed the turn so far (a client
-    // retrying its request_id joins the running turn), then events flow as
-    // its demand allows.
-    caf::reacts_to<atom::subscribe, event_sink_actor>,
+    // Attaches a subscriber; it is replayed the turn's events after seq
+    // `after` (0 = all: a client retrying its request_id joins the running
+    // turn; > 0: a client re-attaching with Last-Event-ID), then events
+    // flow as its demand allows.
+    caf::reacts_to<atom::subscribe, event_sink_actor, uint64_t /*after*/>,
     // That subscriber can take `n` more event batches.
     caf::reacts_to<atom::demand, event_sink_actor, int32_t>,
     // Stop generating; store what was generated as partial, then end with
     // `error` + `done`.
     caf::reacts_to<atom::cancel>,
-    // INTERNAL: a timer fired (0 = subscriber check, 1 = turn deadline).
+    // INTERNAL: a timer fired (0 = subscriber check, 1 = turn deadline,
+    // 2 = end of the detach grace period).
     caf::reacts_to<atom::tick, int32_t>>::extend_with<token_sink_actor>;
 
 // -- sessions -------------------------------------------------------------------
@@ -74,6 +76,9 @@ using session_actor = caf::typed_actor<
     caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
     // Cancels the running or queued turn with this request id; true if found.
     caf::replies_to<atom::stop, std::string /*request_id*/>::with<bool>,
+    // The stream of the running turn with this request id (re-attaching a
+    // client); not_found when it is not running here.
+    caf::replies_to<atom::attach, std::string /*request_id*/>::with<stream_actor>,
     // POST /api/v1/clear: cancels the running and queued turns, waits until
     // the running one is stored, then drops the conversation's messages,
     // summary and episodes; answers how many messages were removed. Turns
@@ -90,10 +95,15 @@ using session_actor = caf::typed_actor<
 
 // One per node: maps (user_id, session_id) to session actors.
 using session_manager_actor = caf::typed_actor<
-    // Routes the turn to its session (spawning it on first use).
+    // Routes the turn to its session (spawning it on first use); a
+    // stateless turn runs at once, without a session.
     caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
     // POST /api/v1/chat/stop: cancels a user's running turn; true if found.
     caf::replies_to<atom::stop, std::string /*request_id*/, std::string /*user_id*/>::with<bool>,
+    // GET /api/v1/chat/stream/{request_id}: the stream of a user's running
+    // turn; a null handle when none of the user's sessions runs it.
+    caf::replies_to<atom::attach, std::string /*request_id*/,
+                    std::string /*user_id*/>::with<stream_actor>,
     // POST /api/v1/clear: through the conversation's session (see there),
     // or straight to the store when it has none.
     caf::replies_to<atom::clear, std::string /*user_id*/,
@@ -235,6 +245,10 @@ using store_actor = caf::typed_actor<
                     std::string /*content*/, std::string /*request_id*/>::with<turn_opened>,
     // Appends the assistant message (completed or partial); answers its id.
     caf::replies_to<atom::finish_turn, stored_message>::with<std::string>,
+    // The stored assistant message of a user's turn by request id;
+    // not_found when the turn has no stored answer or is someone else's.
+    caf::replies_to<atom::find_turn, std::string /*request_id*/,
+                    std::string /*user_id*/>::with<stored_message>,
     // The last `limit` messages of a conversation, oldest first.
     caf::replies_to<atom::history, std::string /*conversation_id*/,
                     int32_t /*limit*/>::with<std::vector<stored_message>>,

@@ -142,6 +142,8 @@ stream_event make_done_event(const done_content& c) {
       .field("total_tokens", c.usage.prompt_tokens + c.usage.completion_tokens)
       .end_object();
   w.field("partial", c.partial);
+  if (!c.finish_reason.empty())
+    w.field("finish_reason", c.finish_reason);
   if (c.need_human_help)
     w.field("need_human_help", true).field("reason", c.escalation_reason);
   w.end_object();

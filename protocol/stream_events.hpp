@@ -42,6 +42,7 @@ struct done_content {
   std::string citations_raw;           // a stored JSON array; used instead of `citations` when set
   std::vector<std::string> chunk_ids;  // reference.chunks
   usage_info usage;
+  std::string finish_reason;  // "stop" | "length" | "cancelled"; "" = not written
   bool partial = false;
   // A guided workflow handed the conversation to a human (seed 003):
   // written as need_human_help/reason only when set.

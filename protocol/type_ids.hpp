@@ -100,6 +100,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, flow_state, "flowstate")
   CAF_ADD_ATOM(ragtor, ragtor::atom, rerank, "rerank")
   CAF_ADD_ATOM(ragtor, ragtor::atom, embedded, "qembedded")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, attach, "attach")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, find_turn, "findturn")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
 // clang-format on

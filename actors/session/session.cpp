@@ -1,6 +1,7 @@
 #include "actors/session/session.hpp"
 
 #include <deque>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -184,6 +185,12 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
           }
           return false;
         },
+        [=](atom::attach, const std::string& request_id) -> caf::result<stream_actor> {
+          auto& st = self->state;
+          if (st.running && st.running->request_id == request_id)
+            return st.running->stream;
+          return make_error(errc::not_found, "no running turn \"" + request_id + "\"");
+        },
         [=](atom::clear) -> caf::result<int64_t> {
           auto& st = self->state;
           ++st.epoch;
@@ -241,6 +248,9 @@ struct manager_state {
   session_settings settings;
   // (user_id, session_id) -> session
   std::map<std::pair<std::string, std::string>, session_actor> sessions;
+  // Stateless turns (no conversation, nothing stored) run without a
+  // session; kept here so shutdown can stop them.
+  std::vector<stream_actor> stateless;
   std::optional<caf::typed_response_promise<bool>> shutdown_promise;
   uint64_t opened = 0;
 };
@@ -249,7 +259,7 @@ using manager_ptr = session_manager_actor::stateful_pointer<manager_state>;
 
 void check_shutdown_done(manager_ptr self) {
   auto& st = self->state;
-  if (st.shutdown_promise && st.sessions.empty()) {
+  if (st.shutdown_promise && st.sessions.empty() && st.stateless.empty()) {
     st.shutdown_promise->deliver(true);
     st.shutdown_promise.reset();
   }
@@ -291,6 +301,51 @@ void open_in_session(manager_ptr self, chat_request req,
             });
 }
 
+// Asks every session of `user_id` the same question (stop, attach) and
+// answers with the first hit, or `none` when no session has one.
+template <class T, class... Ts>
+caf::result<T> ask_user_sessions(manager_ptr self, const std::string& user_id, T none,
+                                 std::function<bool(const T&)> hit, Ts... xs) {
+  auto& st = self->state;
+  std::vector<session_actor> candidates;
+  for (auto& [key, s] : st.sessions)
+    if (key.first == user_id)
+      candidates.push_back(s);
+  if (candidates.empty())
+    return none;
+  auto rp = self->make_response_promise<T>();
+  auto pending = std::make_shared<size_t>(candidates.size());
+  auto answered = std::make_shared<bool>(false);
+  auto one_done = [=](std::optional<T> value) mutable {
+    if (value && !*answered) {
+      *answered = true;
+      rp.deliver(std::move(*value));
+    }
+    if (--*pending == 0 && !*answered)
+      rp.deliver(none);
+  };
+  for (auto& s : candidates)
+    self->request(s, std::chrono::seconds(5), xs...)
+        .then(
+            [=](T& value) mutable {
+              one_done(hit(value) ? std::optional<T>{std::move(value)} : std::nullopt);
+            },
+            [=](caf::error&) mutable { one_done(std::nullopt); });
+  return rp;
+}
+
+// A stateless turn (the OpenAI façade without a session id): nothing to
+// order or store, so its stream runs without a session.
+turn_ticket open_stateless(manager_ptr self, chat_request req) {
+  auto& st = self->state;
+  stream_deps deps{st.deps.router,     st.deps.pool, st.deps.llm, st.deps.store,
+                   st.deps.summarizer, session_actor{}, st.deps.planners, st.deps.tools_http};
+  auto stream = spawn_stream(self->system(), req, turn_opened{}, deps, st.settings.stream);
+  self->monitor(stream);
+  st.stateless.push_back(stream);
+  return turn_ticket{stream, "", req.request_id, ""};
+}
+
 }  // namespace
 
 session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps deps,
@@ -299,6 +354,11 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
     self->state.deps = deps;
     self->state.settings = settings;
     self->set_down_handler([=](caf::down_msg& msg) {
+      auto& stateless = self->state.stateless;
+      auto before = stateless.size();
+      std::erase_if(stateless, [&](const stream_actor& s) { return s.address() == msg.source; });
+      if (stateless.size() != before)
+        return check_shutdown_done(self);
       auto& sessions = self->state.sessions;
       for (auto i = sessions.begin(); i != sessions.end(); ++i) {
         if (i->second.address() == msg.source) {
@@ -322,35 +382,25 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
           if (st.shutdown_promise)
             return make_error(errc::unavailable, "the server is shutting down");
           ++st.opened;
+          if (req.stateless)
+            return open_stateless(self, std::move(req));
           auto rp = self->make_response_promise<turn_ticket>();
           open_in_session(self, std::move(req), rp, true);
           return rp;
         },
         [=](atom::stop, const std::string& request_id,
             const std::string& user_id) -> caf::result<bool> {
-          auto& st = self->state;
-          std::vector<session_actor> candidates;
-          for (auto& [key, s] : st.sessions)
-            if (key.first == user_id)
-              candidates.push_back(s);
-          if (candidates.empty())
-            return false;
-          auto rp = self->make_response_promise<bool>();
-          auto pending = std::make_shared<size_t>(candidates.size());
-          auto found = std::make_shared<bool>(false);
-          for (auto& s : candidates)
-            self->request(s, std::chrono::seconds(5), atom::stop_v, request_id)
-                .then(
-                    [=](bool hit) mutable {
-                      *found = *found || hit;
-                      if (--*pending == 0)
-                        rp.deliver(*found);
-                    },
-                    [=](caf::error&) mutable {
-                      if (--*pending == 0)
-                        rp.deliver(*found);
-                    });
-          return rp;
+          return ask_user_sessions<bool>(
+              self, user_id, false, [](const bool& hit) { return hit; }, atom::stop_v,
+              request_id);
+        },
+        [=](atom::attach, const std::string& request_id,
+            const std::string& user_id) -> caf::result<stream_actor> {
+          // A stream that is not found answers as a null handle here; the
+          // caller then looks for the stored turn.
+          return ask_user_sessions<stream_actor>(
+              self, user_id, stream_actor{}, [](const stream_actor& s) { return bool{s}; },
+              atom::attach_v, request_id);
         },
         [=](atom::clear, const std::string& user_id,
             const std::string& session_id) -> caf::result<int64_t> {
@@ -366,6 +416,8 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
           st.shutdown_promise = rp;
           for (auto& [key, s] : st.sessions)
             self->send(s, atom::shutdown_v);
+          for (auto& s : st.stateless)
+            self->send(s, atom::cancel_v);
           check_shutdown_done(self);
           return rp;
         },

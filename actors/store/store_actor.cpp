@@ -124,6 +124,15 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
           return submit<std::string>(
               self, true, [=](store_backend& db) { return db.finish_turn(msg, now_ms()); });
         },
+        [=](atom::find_turn, const std::string& request_id, const std::string& user_id) {
+          return submit<stored_message>(
+              self, false, [=](store_backend& db) -> caf::expected<stored_message> {
+                stored_message out;
+                if (!db.find_turn(request_id, user_id, out))
+                  return make_error(errc::not_found, "no turn \"" + request_id + "\"");
+                return out;
+              });
+        },
         [=](atom::history, const std::string& conversation_id, int32_t limit) {
           return submit<std::vector<stored_message>>(
               self, false, [=](store_backend& db) { return db.history(conversation_id, limit); });

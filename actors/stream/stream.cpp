@@ -4,6 +4,7 @@
 #include <deque>
 #include <functional>
 #include <memory>
+#include <optional>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_cast.hpp>
@@ -27,14 +28,58 @@ enum class phase { routing, history, retrieving, generating, persisting, finishe
 
 constexpr int32_t subscriber_check = 0;
 constexpr int32_t turn_deadline = 1;
+constexpr int32_t detach_check = 2;
 
-// Appends `ev`, merging consecutive tokens into one event.
+// Appends `ev`, merging consecutive tokens into one event (which carries
+// the last one's seq).
 template <class Container>
 void append_coalesced(Container& events, const stream_event& ev) {
-  if (ev.kind == event_kind::token && !events.empty() && events.back().kind == event_kind::token)
+  if (ev.kind == event_kind::token && !events.empty() && events.back().kind == event_kind::token) {
     events.back().data += ev.data;
-  else
+    events.back().seq = ev.seq;
+  } else {
     events.push_back(ev);
+  }
+}
+
+// One entry of a turn's event log. Consecutive tokens are one entry; `ends`
+// holds the length of its text after each of them (seq first_seq + i), so
+// a client that saw part of the run is replayed exactly the rest.
+struct log_entry {
+  stream_event ev;
+  uint64_t first_seq = 0;
+  std::vector<uint32_t> ends;
+};
+
+void append_to_log(std::vector<log_entry>& log, const stream_event& ev) {
+  if (ev.kind == event_kind::token && !log.empty() && log.back().ev.kind == event_kind::token) {
+    auto& run = log.back();
+    run.ev.data += ev.data;
+    run.ev.seq = ev.seq;
+    run.ends.push_back(static_cast<uint32_t>(run.ev.data.size()));
+    return;
+  }
+  log_entry e{ev, ev.seq, {}};
+  if (ev.kind == event_kind::token)
+    e.ends.push_back(static_cast<uint32_t>(ev.data.size()));
+  log.push_back(std::move(e));
+}
+
+// The logged events after seq `after`, tokens coalesced.
+std::deque<stream_event> replay_after(const std::vector<log_entry>& log, uint64_t after) {
+  std::deque<stream_event> out;
+  for (auto& e : log) {
+    if (e.ev.seq <= after)
+      continue;
+    if (e.ev.kind == event_kind::token && e.first_seq <= after) {
+      stream_event rest = e.ev;
+      rest.data.erase(0, e.ends[after - e.first_seq]);
+      out.push_back(std::move(rest));
+    } else {
+      out.push_back(e.ev);
+    }
+  }
+  return out;
 }
 
 struct subscriber {
@@ -80,13 +125,17 @@ struct stream_state {
   planner_actor planner;  // while a planner plans this turn
 
   // Delivery. Every event is also kept (tokens coalesced) so that a
-  // subscriber joining late — a client retrying with the same request_id —
-  // is replayed the whole turn.
-  std::vector<stream_event> log;
+  // subscriber joining late — a client retrying with the same request_id,
+  // or re-attaching after it went away — is replayed what it missed.
+  uint64_t next_seq = 0;
+  std::vector<log_entry> log;
   std::vector<subscriber> subs;
   bool had_subscriber = false;
   bool abandoned = false;  // nobody subscribed in time
   bool done_emitted = false;
+  // The last subscriber went away: the turn runs on until this instant
+  // for a client to re-attach (server.detach_grace_ms).
+  std::optional<std::chrono::steady_clock::time_point> detached_until;
 };
 
 using self_ptr = stream_actor::stateful_pointer<stream_state>;
@@ -155,6 +204,12 @@ void maybe_quit(self_ptr self) {
   for (auto& sub : st.subs)
     if (!sub.got_done)
       return;
+  // A turn that completed while detached waits out the grace period, so a
+  // client re-attaching gets its exact events (a cancelled one is stored
+  // and replayed from the store).
+  if (st.subs.empty() && st.detached_until && !st.cancelled
+      && std::chrono::steady_clock::now() < *st.detached_until)
+    return;
   self->quit();
 }
 
@@ -172,6 +227,7 @@ void flush(self_ptr self, subscriber& sub) {
 
 void emit(self_ptr self, stream_event ev) {
   auto& st = self->state;
+  ev.seq = ++st.next_seq;
   bool too_slow = false;
   for (auto& sub : st.subs) {
     sub.pending_bytes += ev.data.size();
@@ -180,7 +236,7 @@ void emit(self_ptr self, stream_event ev) {
     flush(self, sub);
     too_slow = too_slow || sub.pending_bytes > st.settings.max_pending_bytes;
   }
-  append_coalesced(st.log, ev);
+  append_to_log(st.log, ev);
   if (too_slow && !st.cancelled && st.ph != phase::finished)
     cancel_turn(self, "slow_client", "the client does not read the stream fast enough");
   maybe_quit(self);
@@ -301,10 +357,12 @@ void finish(self_ptr self) {
   c.chunk_ids = st.evidence.chunk_ids;
   c.usage = st.gen.usage;
   c.partial = !st.error_code.empty() || st.cancelled;
+  c.finish_reason = c.partial ? "cancelled" : st.gen.finish_reason.empty() ? "stop" : st.gen.finish_reason;
   c.need_human_help = st.need_human_help;
   c.escalation_reason = st.escalation_reason;
   st.done_emitted = true;
-  self->send(st.deps.session, atom::turn_done_v, st.req.request_id);
+  if (st.deps.session)
+    self->send(st.deps.session, atom::turn_done_v, st.req.request_id);
   emit(self, make_done_event(c));
 }
 
@@ -314,6 +372,11 @@ void persist(self_ptr self) {
     return;
   st.ph = phase::persisting;
   begin_node(self);
+  if (st.req.stateless) {
+    // Nothing of a stateless turn is stored.
+    log_node(self, "persist", persist_input(self), json_strings({{"stored", "no (stateless)"}}));
+    return finish(self);
+  }
   stored_message msg;
   msg.conversation_id = st.opened.conversation_id;
   msg.role = "assistant";
@@ -362,8 +425,8 @@ void generate(self_ptr self) {
   gr.episodic = st.episodic;
   gr.summary = st.summary;
   gr.cite = st.route.kb.enable_source_citation;
-  gr.temperature = st.route.kb.temperature;
-  gr.max_tokens = st.route.kb.max_tokens;
+  gr.temperature = st.req.temperature >= 0 ? st.req.temperature : st.route.kb.temperature;
+  gr.max_tokens = st.req.max_tokens > 0 ? st.req.max_tokens : st.route.kb.max_tokens;
   gr.instructions = st.instructions;
   auto sink = caf::actor_cast<token_sink_actor>(self);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
@@ -566,7 +629,7 @@ void load_memory(self_ptr self) {
   auto& st = self->state;
   if (st.cancelled)
     return persist(self);
-  if (st.req.incognito)
+  if (st.req.incognito || st.req.stateless)
     return plan(self);
   begin_node(self);
   self->request(st.deps.store, st.settings.step_timeout, atom::core_mem_v, st.req.user_id)
@@ -682,6 +745,13 @@ void load_history(self_ptr self) {
     return persist(self);
   st.ph = phase::history;
   begin_node(self);
+  if (st.req.stateless) {
+    // The client sent the history with the question.
+    st.history = st.req.context;
+    log_node(self, "history", history_input(self),
+             json_strings({{"source", "request (stateless)"}}));
+    return load_memory(self);
+  }
   auto left = std::make_shared<int>(st.req.incognito ? 1 : 2);
   auto degraded = std::make_shared<bool>(false);
   auto joined = [=] {
@@ -763,6 +833,36 @@ void cancel_turn(self_ptr self, std::string code, std::string message) {
     self->send(st.planner, atom::cancel_v);
 }
 
+// The last client went away: with a grace period the turn runs on,
+// detached, for a client to re-attach; without one it is cancelled.
+void detach(self_ptr self) {
+  auto& st = self->state;
+  if (st.settings.detach_grace <= caf::timespan::zero()) {
+    if (st.done_emitted)
+      return self->quit();
+    return cancel_turn(self, "cancelled", "the client went away");
+  }
+  st.detached_until = std::chrono::steady_clock::now() + st.settings.detach_grace;
+  spdlog::debug("stream {}: detached; waiting {} ms for a client", st.req.request_id,
+                std::chrono::duration_cast<std::chrono::milliseconds>(st.settings.detach_grace)
+                    .count());
+  self->delayed_send(self, st.settings.detach_grace, atom::tick_v, detach_check);
+  maybe_quit(self);
+}
+
+// A detach timer fired: unless a client came back (or a later detach set
+// a later deadline), the turn is cancelled, or quits when it is done.
+void detach_expired(self_ptr self) {
+  auto& st = self->state;
+  if (!st.subs.empty() || !st.detached_until
+      || std::chrono::steady_clock::now() < *st.detached_until)
+    return;
+  if (st.done_emitted)
+    return self->quit();
+  cancel_turn(self, "cancelled",
+              "the client went away and did not re-attach within server.detach_grace_ms");
+}
+
 void start_pipeline(self_ptr self) {
   auto& st = self->state;
   begin_node(self);
@@ -801,17 +901,25 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
              st.route.kb.answer_mode);
         return persist(self);
       }
+      if (st.deps.session && msg.source == st.deps.session.address()) {
+        // The session stopped (shutdown) after this turn was stored: a
+        // finished turn kept for re-attaching ends now.
+        if (st.done_emitted)
+          self->quit();
+        else
+          cancel_turn(self, "unavailable", "the session stopped");
+        return;
+      }
       if (!find_subscriber(self, msg.source))
         return;
       std::erase_if(st.subs,
                     [&](const subscriber& sub) { return sub.sink.address() == msg.source; });
       if (!st.subs.empty())
         return;
-      if (st.done_emitted)
-        self->quit();
-      else
-        cancel_turn(self, "cancelled", "the client went away");
+      detach(self);
     });
+    if (st.deps.session)
+      self->monitor(st.deps.session);
     emit(self, make_start_event());
     self->delayed_send(self, settings.subscriber_timeout, atom::tick_v, subscriber_check);
     if (opened.has_answer) {
@@ -832,7 +940,7 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
       start_pipeline(self);
     }
     return {
-        [=](atom::subscribe, event_sink_actor sink) {
+        [=](atom::subscribe, event_sink_actor sink, uint64_t after) {
           auto& st = self->state;
           if (find_subscriber(self, sink.address()))
             return;
@@ -840,11 +948,10 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
           self->monitor(sink);
           subscriber sub;
           sub.sink = sink;
-          // A late subscriber first gets everything so far.
-          for (auto& ev : st.log) {
-            sub.pending.push_back(ev);
+          // A late subscriber first gets what it missed.
+          sub.pending = replay_after(st.log, after);
+          for (auto& ev : sub.pending)
             sub.pending_bytes += ev.data.size();
-          }
           st.subs.push_back(std::move(sub));
         },
         [=](atom::demand, event_sink_actor sink, int32_t n) {
@@ -859,6 +966,8 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
           auto& st = self->state;
           if (which == turn_deadline) {
             cancel_turn(self, "timeout", "the turn exceeded server.turn_timeout_s");
+          } else if (which == detach_check) {
+            detach_expired(self);
           } else if (!st.had_subscriber) {
             st.abandoned = true;
             if (st.done_emitted)

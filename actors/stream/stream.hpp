@@ -1,9 +1,12 @@
 // The stream actor: one per request. It runs the turn's state machine —
 // route -> history -> retrieve -> generate -> persist — and publishes the
-// turn's events to one subscriber with credit-based flow control (tokens
-// are coalesced while the subscriber is behind, never dropped). `start` is
+// turn's events to its subscribers with credit-based flow control (tokens
+// are coalesced while a subscriber is behind, never dropped). `start` is
 // always first and `done` always last, also after errors, cancels and
 // timeouts. The assistant message is committed before `done` is published.
+// Every event has a seq; the turn keeps its events (tokens coalesced) so a
+// client that went away can re-attach and be replayed what came after the
+// last seq it saw, within server.detach_grace_ms.
 #pragma once
 
 #include <chrono>
@@ -40,6 +43,10 @@ struct stream_settings {
   caf::timespan turn_timeout = std::chrono::seconds(300);
   // How long a finished or unobserved turn waits for its subscriber.
   caf::timespan subscriber_timeout = std::chrono::seconds(30);
+  // How long a turn whose client went away keeps running, detached, for a
+  // client to re-attach ([server] detach_grace_ms); 0 = cancel at once.
+  // A turn that completes while detached is kept for the rest of it.
+  caf::timespan detach_grace = std::chrono::milliseconds(15000);
   size_t max_pending_bytes = 1 << 20;  // buffered for a slow subscriber
 };
 

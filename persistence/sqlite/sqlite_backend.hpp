@@ -41,6 +41,8 @@ public:
                          const std::string& content, const std::string& request_id,
                          int64_t now_ms) override;
   std::string finish_turn(const stored_message& msg, int64_t now_ms) override;
+  bool find_turn(const std::string& request_id, const std::string& user_id,
+                 stored_message& out) override;
   std::vector<stored_message> history(const std::string& conversation_id, int32_t limit) override;
   conversation_page list_conversations(const std::string& user_id, int32_t limit,
                                        const std::string& cursor) override;

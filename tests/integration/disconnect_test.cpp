@@ -14,7 +14,11 @@ constexpr const char* festival_question =
 // Paces the extractive generator so a stream lasts long enough to cut.
 class disconnect_test : public ragtor_server_test, public ::testing::WithParamInterface<bool> {
 protected:
-  env_vars server_env() const override { return {{"RAGTOR_GENERATOR__EXTRACTIVE_PACE_MS", "30"}}; }
+  // detach_grace_ms 0: a client that goes away cancels at once (the grace
+  // period and re-attaching are resume_test's).
+  env_vars server_env() const override {
+    return {{"RAGTOR_GENERATOR__EXTRACTIVE_PACE_MS", "30"}, {"RAGTOR_SERVER__DETACH_GRACE_MS", "0"}};
+  }
   bool with_reset() const { return GetParam(); }
 };
 

@@ -40,6 +40,7 @@ protected:
     env["RAGTOR_LLM__MAX_RETRIES"] = "1";
     env["RAGTOR_LLM__MAX_CONCURRENCY"] = "2";
     env["RAGTOR_LLM__MAX_QUEUE"] = "0";
+    env["RAGTOR_SERVER__DETACH_GRACE_MS"] = "0";  // a hang-up cancels at once
     return env;
   }
 };

@@ -430,4 +430,11 @@ sse_stream open_sse(uint16_t port, std::string_view path, std::string_view json_
       timeout);
 }
 
+sse_stream open_sse_get(uint16_t port, std::string_view path, const header_list& headers,
+                        std::chrono::milliseconds timeout) {
+  auto all = headers;
+  all.emplace_back("Accept", "text/event-stream");
+  return sse_stream::send_raw(port, build_request(port, "GET", path, {}, all), timeout);
+}
+
 }  // namespace ragtor::test

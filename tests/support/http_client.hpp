@@ -131,4 +131,8 @@ private:
 sse_stream open_sse(uint16_t port, std::string_view path, std::string_view json_body,
                     std::chrono::milliseconds timeout = 30s);
 
+// GET `path` as an event stream (re-attaching: Last-Event-ID in `headers`).
+sse_stream open_sse_get(uint16_t port, std::string_view path, const header_list& headers = {},
+                        std::chrono::milliseconds timeout = 30s);
+
 }  // namespace ragtor::test

@@ -370,7 +370,12 @@ command_result run_ragtor(const std::vector<std::string>& args_in, const env_var
                           std::chrono::milliseconds timeout) {
   std::vector<std::string> argv{ragtor_binary()};
   argv.insert(argv.end(), args_in.begin(), args_in.end());
-  exec_args args{std::move(argv), env};
+  return run_command(argv, env, timeout);
+}
+
+command_result run_command(const std::vector<std::string>& argv, const env_vars& env,
+                           std::chrono::milliseconds timeout) {
+  exec_args args{argv, env};
   int out_pipe[2];
   if (::pipe2(out_pipe, O_CLOEXEC) != 0)
     throw process_error{errno_text("pipe2")};

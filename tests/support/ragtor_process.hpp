@@ -133,6 +133,11 @@ command_result run_ingest(const std::filesystem::path& data_dir, const std::stri
                           const std::vector<std::filesystem::path>& paths, const env_vars& env = {},
                           std::chrono::milliseconds timeout = 60s);
 
+// Runs `argv` (argv[0] a path or a name on PATH) to completion (stdin
+// /dev/null), with `env` added as for the server.
+command_result run_command(const std::vector<std::string>& argv, const env_vars& env = {},
+                           std::chrono::milliseconds timeout = 60s);
+
 // Runs `ragtor ARGS...` to completion (stdin /dev/null).
 command_result run_ragtor(const std::vector<std::string>& args, const env_vars& env = {},
                           std::chrono::milliseconds timeout = 60s);

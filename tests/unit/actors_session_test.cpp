@@ -109,7 +109,7 @@ protected:
   std::shared_ptr<collected> subscribe(const turn_ticket& t) {
     auto out = std::make_shared<collected>();
     auto sink = spawn_collector(sys, out);
-    caf::anon_send(t.stream, atom::subscribe_v, sink);
+    caf::anon_send(t.stream, atom::subscribe_v, sink, uint64_t{0});
     caf::anon_send(t.stream, atom::demand_v, sink, int32_t{1000});
     sched.run();
     return out;

@@ -1,0 +1,121 @@
+#include "http/turn_follow.hpp"
+
+#include <random>
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/redirect_error.hpp>
+#include <boost/asio/this_coro.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <caf/actor_system.hpp>
+#include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
+
+#include "http/connection_io.hpp"
+#include "http/handler_context.hpp"
+#include "protocol/stream_events.hpp"
+
+namespace ragtor::http {
+
+namespace net = boost::asio;
+
+namespace {
+
+constexpr size_t channel_capacity = 256;  // > initial credit: try_send never fails on "full"
+
+// Per-request bridge actor: hands event batches from the stream actor to the
+// connection's coroutine through a thread-safe channel. If the stream dies
+// without a `done` (e.g. a retry joined a turn that just ended), it ends
+// the client's stream itself with error + done.
+event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<event_channel> ch,
+                            stream_actor stream) {
+  return sys.spawn([ch, stream](event_sink_actor::pointer self) -> event_sink_actor::behavior_type {
+    self->monitor(stream);
+    self->set_down_handler([=](caf::down_msg&) {
+      done_content partial;
+      partial.partial = true;
+      partial.finish_reason = "cancelled";
+      event_batch tail{
+          make_error_event("unavailable", "the turn ended before it could be followed"),
+          make_done_event(partial)};
+      ch->try_send(boost::system::error_code{}, std::move(tail));
+      self->quit();
+    });
+    return {
+        [=](atom::events, event_batch& batch) {
+          bool last = !batch.empty() && batch.back().kind == event_kind::done;
+          // try_send fails only if the connection closed the channel.
+          if (!ch->try_send(boost::system::error_code{}, std::move(batch)) || last)
+            self->quit();
+        },
+    };
+  });
+}
+
+// Reads until the client closes; any read result ends the wait.
+net::awaitable<void> watch_disconnect(net::ip::tcp::socket& sock, std::shared_ptr<event_channel> ch,
+                                      std::shared_ptr<bool> finished) {
+  char byte;
+  for (;;) {
+    boost::system::error_code ec;
+    co_await sock.async_read_some(net::buffer(&byte, 1),
+                                  net::redirect_error(net::use_awaitable, ec));
+    if (*finished)
+      co_return;
+    if (ec) {
+      ch->close();  // wakes the writer, which returns false
+      co_return;
+    }
+    // Extra bytes (pipelining) are ignored: the connection closes anyway.
+  }
+}
+
+}  // namespace
+
+std::string new_request_id() {
+  thread_local std::mt19937_64 rng{std::random_device{}()};
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string id = "req_";
+  for (int i = 0; i < 2; ++i) {
+    auto x = rng();
+    for (int j = 0; j < 16; ++j, x >>= 4)
+      id += hex[x & 0xf];
+  }
+  return id;
+}
+
+sse_timing sse_timing_of(const server_settings& s) {
+  return sse_timing{s.heartbeat, s.write_timeout};
+}
+
+net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_actor turn,
+                                 uint64_t after, on_hangup hangup, turn_writer write) {
+  ex.keep_alive = false;
+  auto executor = co_await net::this_coro::executor;
+  auto ch = std::make_shared<event_channel>(executor, channel_capacity);
+  auto sink = spawn_sink(ctx.sys, ch, turn);
+  caf::anon_send(turn, atom::subscribe_v, sink, after);
+  caf::anon_send(turn, atom::demand_v, sink, static_cast<int32_t>(ctx.settings.initial_credit));
+  std::function<void()> grant_one = [turn, sink] {
+    caf::anon_send(turn, atom::demand_v, sink, int32_t{1});
+  };
+
+  // Watch the socket: a client that goes away ends the writer at once.
+  auto& sock = ex.io.socket;
+  auto finished = std::make_shared<bool>(false);
+  net::co_spawn(executor, watch_disconnect(sock, ch, finished), net::detached);
+
+  bool done = co_await write(*ch, grant_one);
+  *finished = true;
+  if (!done && hangup == on_hangup::cancel)
+    caf::anon_send(turn, atom::cancel_v);
+  ch->close();
+  // The turn sees its subscriber go: without others it detaches (or was
+  // cancelled above).
+  caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+  boost::system::error_code ignored;
+  sock.cancel(ignored);
+  co_return done;
+}
+
+}  // namespace ragtor::http
