@@ -319,9 +319,12 @@ std::string turn_outcome::sources_text() const {
   size_t n = 0;
   for (auto c : cites) {
     std::string_view title, doc;
-    (void)c["title"].get_string().get(title);
-    (void)c["doc_id"].get_string().get(doc);
-    out += (n == 0 ? " [" : "; [") + std::to_string(++n) + "] ";
+    if (c["title"].get_string().get(title) != simdjson::SUCCESS)
+      title = {};
+    if (c["doc_id"].get_string().get(doc) != simdjson::SUCCESS)
+      doc = {};
+    out += n == 0 ? " [" : "; [";
+    out += std::to_string(++n) + "] ";
     out += title.empty() ? doc : title;
   }
   return out;

@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/this_coro.hpp>
@@ -25,15 +26,16 @@ net::awaitable<bool> write_with_deadline(net::ip::tcp::socket& sock, std::string
   net::steady_timer timer{co_await net::this_coro::executor};
   timer.expires_after(timeout);
   try {
+    // as_tuple: a failed write ends the wait at once (see next_batch).
     if (as_chunk) {
       auto r = co_await (net::async_write(sock, boost::beast::http::make_chunk(net::buffer(data)),
-                                          net::use_awaitable)
+                                          net::as_tuple(net::use_awaitable))
                          || timer.async_wait(net::use_awaitable));
-      co_return r.index() == 0;
+      co_return r.index() == 0 && !std::get<0>(std::get<0>(r));
     }
-    auto r = co_await (net::async_write(sock, net::buffer(data), net::use_awaitable)
+    auto r = co_await (net::async_write(sock, net::buffer(data), net::as_tuple(net::use_awaitable))
                        || timer.async_wait(net::use_awaitable));
-    co_return r.index() == 0;
+    co_return r.index() == 0 && !std::get<0>(std::get<0>(r));
   } catch (const boost::system::system_error&) {
     co_return false;
   }
@@ -45,10 +47,17 @@ net::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
                                                       std::chrono::seconds timeout) {
   net::steady_timer timer{co_await net::this_coro::executor};
   timer.expires_after(timeout);
-  auto r = co_await (ch.async_receive(net::use_awaitable) || timer.async_wait(net::use_awaitable));
-  if (r.index() == 0)
-    co_return std::move(std::get<0>(r));
-  co_return std::nullopt;
+  // as_tuple: a closed or cancelled channel completes the wait at once
+  // (operator|| waits for the first *success*, so an error would otherwise
+  // wait for the timer).
+  auto r = co_await (ch.async_receive(net::as_tuple(net::use_awaitable))
+                     || timer.async_wait(net::use_awaitable));
+  if (r.index() == 1)
+    co_return std::nullopt;
+  auto& [ec, batch] = std::get<0>(r);
+  if (ec)
+    throw boost::system::system_error{ec};
+  co_return std::move(batch);
 }
 
 net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,

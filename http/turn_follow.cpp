@@ -63,7 +63,10 @@ net::awaitable<void> watch_disconnect(net::ip::tcp::socket& sock, std::shared_pt
     if (*finished)
       co_return;
     if (ec) {
-      ch->close();  // wakes the writer, which returns false
+      // Wakes the writer, which returns false: cancel() completes a pending
+      // receive (close() alone does not), close() fails later ones.
+      ch->cancel();
+      ch->close();
       co_return;
     }
     // Extra bytes (pipelining) are ignored: the connection closes anyway.

@@ -44,6 +44,8 @@ std::string event_json(const stream_event& ev, std::string_view request_id) {
 void append_sse_frame(std::string& out, const stream_event& ev, std::string_view request_id,
                       uint64_t seq) {
   out += "id: ";
+  out += request_id;
+  out += ':';
   out += std::to_string(seq);
   out += "\ndata: ";
   // JSON never contains a raw newline (the writer escapes it), so one

@@ -12,7 +12,8 @@
 
 namespace ragtor {
 
-// Appends one SSE frame (`id: <seq>\ndata: <json>\n\n`) for `ev` to `out`.
+// Appends one SSE frame (`id: <request_id>:<seq>\ndata: <json>\n\n`) for
+// `ev` to `out`; a client re-attaches with that id as Last-Event-ID.
 void append_sse_frame(std::string& out, const stream_event& ev, std::string_view request_id,
                       uint64_t seq);
 

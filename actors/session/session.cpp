@@ -37,6 +37,9 @@ struct session_state {
   std::string session_id;
   std::deque<queued_turn> queue;
   std::optional<running_turn> running;
+  // Turns that ended but whose stream is still alive (kept for a client to
+  // re-attach during server.detach_grace_ms): request_id -> stream.
+  std::map<std::string, stream_actor> lingering;
   bool starting = false;    // begin_turn in flight
   std::string starting_id;  // its request_id
   bool stopping = false;    // shutdown requested
@@ -56,6 +59,8 @@ void turn_ended(session_ptr self, const std::string& request_id) {
   auto& st = self->state;
   if (!st.running || st.running->request_id != request_id)
     return;
+  // Still alive: it may be kept for a re-attach; forgotten at its down.
+  st.lingering.emplace(request_id, st.running->stream);
   st.running.reset();
   start_next(self);
 }
@@ -142,8 +147,12 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
     st.session_id = session_id;
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& st = self->state;
-      if (st.running && st.running->stream.address() == msg.source)
-        turn_ended(self, st.running->request_id);
+      std::erase_if(st.lingering, [&](const auto& kv) { return kv.second.address() == msg.source; });
+      if (st.running && st.running->stream.address() == msg.source) {
+        auto id = st.running->request_id;
+        turn_ended(self, id);
+        st.lingering.erase(id);  // it is gone, not lingering
+      }
     });
     return {
         [=](atom::open_turn, chat_request& req) -> caf::result<turn_ticket> {
@@ -189,6 +198,8 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
           auto& st = self->state;
           if (st.running && st.running->request_id == request_id)
             return st.running->stream;
+          if (auto i = st.lingering.find(request_id); i != st.lingering.end())
+            return i->second;
           return make_error(errc::not_found, "no running turn \"" + request_id + "\"");
         },
         [=](atom::clear) -> caf::result<int64_t> {

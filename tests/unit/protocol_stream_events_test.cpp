@@ -76,5 +76,5 @@ TEST(stream_events, progress_nulls) {
 TEST(stream_events, sse_frame_format) {
   std::string out;
   append_sse_frame(out, make_token_event("hi"), "r", 7);
-  EXPECT_EQ(out, "id: 7\ndata: {\"status\":\"token\",\"content\":\"hi\"}\n\n");
+  EXPECT_EQ(out, "id: r:7\ndata: {\"status\":\"token\",\"content\":\"hi\"}\n\n");
 }
