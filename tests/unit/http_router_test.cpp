@@ -27,6 +27,9 @@ std::vector<route_case> table_cases() {
   return {
       {"GET", "/healthz", "health", {}},
       {"POST", "/api/v1/chat/stream", "chat_stream", {}},
+      {"GET", "/api/v1/chat/stream/req_1", "chat_resume", {{"request_id", "req_1"}}},
+      {"GET", "/v1/models", "openai_models", {}},
+      {"POST", "/v1/chat/completions", "openai_chat", {}},
       {"POST", "/api/v1/chat", "chat_json", {}},
       {"POST", "/api/v1/chat/stop", "chat_stop", {}},
       {"POST", "/api/v1/clear", "clear_conversation", {}},
@@ -97,7 +100,7 @@ TEST(http_router, unknown_paths_match_nothing_and_allow_nothing) {
                     "/api/v1/kbs/", "/api/v1/kbs//documents", "/api/v1/kbs/harbour/unknown",
                     "/api/v1/kbs/harbour/documents/extra", "/api/v1/conversations/c1/other",
                     "/api/v1/users/ann", "/api/v1/users/ann/memories/", "/API/V1/KBS",
-                    "/api/v1/chat/stream/req_1"}) {
+                    "/api/v1/chat/stream/req_1/x", "/v1/chat", "/v1/models/x"}) {
     for (auto method : {"GET", "POST"}) {
       auto m = routes.match(method, path);
       EXPECT_EQ(m.matched, nullptr) << method << " " << path;
