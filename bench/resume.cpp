@@ -1,8 +1,9 @@
 // Resumable generations (docs/streams.md): what a dropped client costs.
 //  1. Re-attach latency: a turn streams from the fake model (tokens 10 ms
-//     apart); the client reads three tokens and drops the connection, then
-//     re-attaches with GET /api/v1/chat/stream/{id} + Last-Event-ID. Timed
-//     from sending the GET to the first replayed event (median, p99).
+//     apart); the client reads three tokens, drops the connection, waits
+//     50 ms (missing ~5 tokens) and re-attaches with GET
+//     /api/v1/chat/stream/{id} + Last-Event-ID. Timed from connecting for
+//     the GET to the first replayed event (median, p99).
 //  2. Memory of detached turns: `--detached` turns of `--tokens` tokens each
 //     are started and dropped at once; they finish detached and are kept for
 //     the grace period. RSS after / before, per turn and per 1,000 tokens.
@@ -158,6 +159,8 @@ int main(int argc, char** argv) {
       }
       last = first.last_id();
     }  // closed: the turn detaches
+    // Miss a few tokens (10 ms apart), so the first event is a replay.
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
     auto t0 = steady::now();
     sse_conn again{server.port, "GET /api/v1/chat/stream/" + rid
                                     + "?user_id=u HTTP/1.1\r\nHost: 127.0.0.1\r\nLast-Event-ID: "

@@ -205,6 +205,28 @@ TEST_F(resume_test, stop_still_stops_a_detached_turn_at_once) {
   EXPECT_EQ(rest.done->str("/content/answer"), rows[1].content);
 }
 
+TEST_F(resume_test, after_a_restart_the_stored_partial_is_replayed) {
+  auto a = open_sse(port(), chat_stream_path,
+                    chat_body("ann", "s7", festival_question, "test", {{"request_id", "rq-7"}}));
+  auto head = read_tokens(a, 2);
+  ASSERT_FALSE(head.saw_done);
+  a.close();  // detached
+  // Shutdown cancels the detached turn and stores what it generated.
+  ASSERT_TRUE(stop_server().clean());
+  start_server();
+  auto again = open_sse_get(port(), resume_path("rq-7", "ann"), {{"Last-Event-ID", head.last_id}});
+  auto rest = read_stream(again);
+  ASSERT_TRUE(rest.done) << rest.statuses();
+  EXPECT_TRUE(rest.done->boolean("/content/partial"));
+  ASSERT_EQ(rest.errors.size(), 1u);
+  EXPECT_EQ(rest.errors[0].str("/code"), "cancelled") << rest.errors[0].dump();
+  auto rows = db().messages("ann", "s7");
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[1].completed, 0);
+  EXPECT_TRUE(rows[1].content.starts_with(head.tokens));
+  EXPECT_EQ(rest.done->str("/content/answer"), rows[1].content);
+}
+
 // A short grace period: nobody re-attaches in time.
 class short_grace_test : public ragtor_server_test {
 protected:
