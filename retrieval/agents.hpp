@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "protocol/messages.hpp"
+#include "retrieval/fusion.hpp"
 #include "retrieval/kb_catalog.hpp"
 
 namespace ragtor {
@@ -63,6 +64,45 @@ query_vector embed_query(const kb_snapshot& snap, std::string_view query);
 // !needs_query_vector). Throws search_error (above).
 retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                            std::string_view query, const query_vector& qv, size_t top_k);
+
+// Deep research one round at a time (DESIGN §6), so that an actor can ask
+// a model between rounds whether the evidence answers the question and for
+// a better query; run_agent's deep_research_agent runs it without a model:
+// round 1 is the hybrid search, then RM3 rounds while the evidence covers
+// less than research_sufficient_coverage of the query's (idf-weighted)
+// terms and still gains, at most research_max_rounds in all. Every round's
+// leg is fused with the earlier ones by the KB's fusion rule; an RM3 round
+// weighs research_expansion_weight x the keyword weight (it drifts from the
+// question), a rewritten query the full keyword weight.
+constexpr int research_max_rounds = 3;
+constexpr double research_sufficient_coverage = 0.8;
+constexpr double research_expansion_weight = 0.5;
+
+struct research_state {
+  std::string query;
+  size_t k = 0;
+  int round = 0;        // rounds run so far
+  double coverage = 0;  // of the query's terms by the top k
+  fusion_rule rule = fusion_rule::rrf;
+  double keyword_weight = 1;
+  std::vector<ranked_list> legs;  // round 1's two legs, then one per round
+  std::vector<fused_item> fused;  // the current ranking, over-retrieved
+  std::vector<trace_step> trace;
+};
+
+research_state research_first_round(const kb_snapshot& snap, std::string_view query,
+                                    const query_vector& qv, size_t k);
+// The best `n` chunks so far as "title\ntext", for a model to judge.
+std::vector<std::string> research_evidence(const kb_snapshot& snap, const research_state& st,
+                                           size_t n);
+// One more round with the query expanded by RM3 from the current top 5;
+// true when coverage grew.
+bool research_rm3_round(const kb_snapshot& snap, research_state& st);
+// One more round searching `rewritten` (a model's rewrite); `why` goes to
+// the trace. True when coverage grew.
+bool research_rewrite_round(const kb_snapshot& snap, research_state& st,
+                            std::string_view rewritten, std::string_view why);
+retrieval_result research_result(const kb_snapshot& snap, research_state st);
 
 // The same, embedding the query first (blocking).
 retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
