@@ -243,9 +243,7 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, const qu
 retrieval_result research(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
                           size_t k, int max_rounds = research_max_rounds) {
   auto st = research_first_round(snap, query, qv, k);
-  while (st.round < max_rounds && st.coverage < research_sufficient_coverage)
-    if (!research_rm3_round(snap, st))
-      break;  // no progress: stop early
+  research_rm3_rounds(snap, st, max_rounds);
   return research_result(snap, std::move(st));
 }
 
@@ -403,6 +401,12 @@ bool research_rm3_round(const kb_snapshot& snap, research_state& st) {
   return add_round(snap, st, std::move(leg), "rewrite=[" + shown + "]", t);
 }
 
+void research_rm3_rounds(const kb_snapshot& snap, research_state& st, int max_rounds) {
+  while (st.round < max_rounds && st.coverage < research_sufficient_coverage)
+    if (!research_rm3_round(snap, st))
+      break;  // no progress: stop early
+}
+
 bool research_rewrite_round(const kb_snapshot& snap, research_state& st,
                             std::string_view rewritten, std::string_view why) {
   auto t = steady::now();
@@ -466,6 +470,11 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
     r = fusion(snap, query, qv, top_k);
   else
     r = hybrid(snap, query, qv, top_k);
+  finish_result(snap, r);
+  return r;
+}
+
+void finish_result(const kb_snapshot& snap, retrieval_result& r) {
   // min_confidence_score (KB setting): drop results far below the best.
   if (auto min = snap.settings.min_confidence_score; min > 0 && !r.retrieval_results.empty()) {
     double best = 0;
@@ -481,7 +490,6 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                        0});
   }
   fill_ids_and_context(r);
-  return r;
 }
 
 void fill_ids_and_context(retrieval_result& r) {

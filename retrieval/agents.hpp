@@ -98,11 +98,19 @@ std::vector<std::string> research_evidence(const kb_snapshot& snap, const resear
 // One more round with the query expanded by RM3 from the current top 5;
 // true when coverage grew.
 bool research_rm3_round(const kb_snapshot& snap, research_state& st);
+// RM3 rounds (above) from wherever `st` is, up to `max_rounds` in all.
+void research_rm3_rounds(const kb_snapshot& snap, research_state& st,
+                         int max_rounds = research_max_rounds);
 // One more round searching `rewritten` (a model's rewrite); `why` goes to
 // the trace. True when coverage grew.
 bool research_rewrite_round(const kb_snapshot& snap, research_state& st,
                             std::string_view rewritten, std::string_view why);
+// The top k of the rounds fused (not finished: see finish_result).
 retrieval_result research_result(const kb_snapshot& snap, research_state st);
+
+// What run_agent does to every agent's result at the end: the KB's
+// min_confidence_score, then chunk ids and context.
+void finish_result(const kb_snapshot& snap, retrieval_result& r);
 
 // The same, embedding the query first (blocking).
 retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
