@@ -11,8 +11,14 @@
 // again with one typo each (one word of >= 5 letters, the longest, gets a
 // deletion, swap, substitution or doubled letter chosen by the id's hash;
 // never its first or last letter).
-// Agents: every agent_type, plus "bm25" (the index alone) and "bm25_typo"
-// (the index with typo expansion of unknown terms).
+// Agents: every agent_type, plus "bm25" (the index alone), "bm25_typo"
+// (the index with typo expansion of unknown terms) and deep research with a
+// stand-in model that always answers the same way, through the same
+// verdict code as the retrieval worker: "deep_research_agent+sufficient"
+// ({"sufficient": true}: round one only), "deep_research_agent+unusable"
+// (no JSON: RM3 from round two) and "deep_research_agent+rewrite" (not
+// sufficient; the next query is the question's longest words). This proves
+// the wiring and what it costs, not what a real model would gain.
 //
 //   build/bench/bench_retrieval_eval [--data DIR] [--dataset scifact|cmrc2018|all]
 //       [--agents bm25,naive_rag_agent,...] [--max-queries N] [--vector-weight W]
@@ -36,6 +42,7 @@
 #include <unistd.h>
 
 #include "bench/bench_util.hpp"
+#include "llm/research_judge.hpp"
 #include "retrieval/agents.hpp"
 #include "retrieval/fusion_policy.hpp"
 #include "retrieval/kb_catalog.hpp"
@@ -142,6 +149,47 @@ std::vector<std::string> dedupe_docs(const kb_snapshot& snap,
   return out;
 }
 
+// The stand-in model's reply to a verdict request about `question`.
+std::string stand_in_reply(std::string_view mode, const std::string& question) {
+  if (mode == "sufficient")
+    return R"({"sufficient": true})";
+  if (mode == "unusable")
+    return "I cannot say.";
+  // The four longest words of the question, in their order.
+  std::vector<std::string> words;
+  std::stringstream ss{question};
+  for (std::string w; ss >> w;)
+    words.push_back(w);
+  auto sorted = words;
+  std::stable_sort(sorted.begin(), sorted.end(),
+                   [](auto& a, auto& b) { return a.size() > b.size(); });
+  if (sorted.size() > 4)
+    sorted.resize(4);
+  std::string q;
+  for (auto& w : words)
+    if (std::find(sorted.begin(), sorted.end(), w) != sorted.end())
+      q += (q.empty() ? "" : " ") + w;
+  return R"({"sufficient": false, "query": ")" + q + "\"}";
+}
+
+// Deep research as the retrieval worker runs it with a model, the model
+// answering stand_in_reply(mode).
+retrieval_result research_with_stand_in(const kb_snapshot& snap, std::string_view mode,
+                                        const std::string& question, size_t k) {
+  auto st = research_first_round(snap, question, embed_query(snap, question), k);
+  std::vector<std::string> queries{question};
+  while (st.round < research_max_rounds) {
+    auto req = llm::research_judge_request(question, queries, research_evidence(snap, st, 5));
+    (void)req;  // what would be sent
+    auto next = llm::apply_research_verdict(snap, st, queries, stand_in_reply(mode, question), 0);
+    if (next != llm::research_next::ask_again)
+      break;
+  }
+  auto r = research_result(snap, std::move(st));
+  finish_result(snap, r);
+  return r;
+}
+
 std::vector<std::string> dedupe_items(const retrieval_result& r) {
   std::vector<std::string> out;
   std::set<std::string> seen;
@@ -236,6 +284,10 @@ void run_dataset(const std::string& dir, const std::string& name, const run_opti
           }
           lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
           ranked = dedupe_docs(*snap, hits);
+        } else if (auto plus = agent.find('+'); plus != std::string::npos) {
+          auto r = research_with_stand_in(*snap, std::string_view{agent}.substr(plus + 1), q[1], 100);
+          lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
+          ranked = dedupe_items(r);
         } else {
           auto r = run_agent(*snap, agent, q[1], 100);
           lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());

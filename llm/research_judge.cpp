@@ -73,4 +73,28 @@ std::optional<research_verdict> parse_research_verdict(std::string_view reply,
   return v;
 }
 
+void research_fall_back(const kb_snapshot& snap, research_state& st, const std::string& why,
+                        double judge_ms) {
+  st.trace.push_back({"judge", why + "; pseudo-relevance feedback from here", judge_ms});
+  research_rm3_rounds(snap, st);
+}
+
+research_next apply_research_verdict(const kb_snapshot& snap, research_state& st,
+                                     std::vector<std::string>& queries, std::string_view reply,
+                                     double judge_ms) {
+  auto verdict = parse_research_verdict(reply, queries);
+  if (!verdict) {
+    research_fall_back(snap, st, "the model's verdict was unusable", judge_ms);
+    return research_next::fell_back;
+  }
+  if (verdict->sufficient) {
+    st.trace.push_back({"judge", "model: the evidence answers the question", judge_ms});
+    return research_next::done;
+  }
+  st.trace.push_back({"judge", "model: not yet", judge_ms});
+  queries.push_back(verdict->query);
+  research_rewrite_round(snap, st, verdict->query, "model");
+  return st.round < research_max_rounds ? research_next::ask_again : research_next::done;
+}
+
 }  // namespace ragtor::llm

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "protocol/messages.hpp"
+#include "retrieval/agents.hpp"
 
 namespace ragtor::llm {
 
@@ -34,5 +35,26 @@ struct research_verdict {
 // searching it again cannot find anything new.
 std::optional<research_verdict> parse_research_verdict(std::string_view reply,
                                                        const std::vector<std::string>& queries);
+
+// What the research does next after a verdict (apply_research_verdict).
+enum class research_next {
+  ask_again,  // the model's query was searched as a new round; ask again
+  done,       // sufficient, or no rounds left
+  fell_back,  // the reply was unusable: the remaining rounds ran with RM3
+};
+
+// Applies the model's `reply` to `st` (queries: searched so far, the
+// question first; the new query is appended): sufficient ends the research,
+// a new query is searched as the next round, an unusable reply hands the
+// remaining rounds to RM3. Each outcome leaves a "judge" step in the trace
+// (judge_ms: how long the model took). A caller whose model call failed
+// uses research_fall_back.
+research_next apply_research_verdict(const kb_snapshot& snap, research_state& st,
+                                     std::vector<std::string>& queries, std::string_view reply,
+                                     double judge_ms);
+
+// The model could not be asked (`why`): the remaining rounds run with RM3.
+void research_fall_back(const kb_snapshot& snap, research_state& st, const std::string& why,
+                        double judge_ms);
 
 }  // namespace ragtor::llm

@@ -326,7 +326,7 @@ double coverage_of(const kb_snapshot& snap, const research_state& st) {
                         [&](std::string_view term) { return snap.index.idf(term); });
 }
 
-// Adds a later round's leg, refuses and re-measures; true when the
+// Adds a later round's leg, fuses the rounds again and re-measures; true when the
 // evidence now covers more of the question.
 bool add_round(const kb_snapshot& snap, research_state& st, ranked_list leg, std::string detail,
                steady::time_point t) {

@@ -279,14 +279,6 @@ void research_done(worker_ptr self, std::shared_ptr<research_job> job) {
            job->started);
 }
 
-void research_fallback(worker_ptr self, std::shared_ptr<research_job> job, std::string why,
-                       steady::time_point t0) {
-  ++self->state.cfg.stats->research_fallbacks;
-  job->st.trace.push_back({"judge", why + "; pseudo-relevance feedback from here", ms_since(t0)});
-  research_rm3_rounds(*job->snapshot, job->st);
-  research_done(self, std::move(job));
-}
-
 void research_judge(worker_ptr self, std::shared_ptr<research_job> job) {
   if (job->st.round >= research_max_rounds) {
     research_done(self, std::move(job));
@@ -298,25 +290,27 @@ void research_judge(worker_ptr self, std::shared_ptr<research_job> job) {
   self->request(self->state.cfg.rr.model, research_judge_timeout, atom::complete_v, std::move(req))
       .then(
           [=](completion_result& reply) {
-            auto verdict = llm::parse_research_verdict(reply.text, job->queries);
-            if (!verdict) {
-              research_fallback(self, job, "the model's verdict was unusable", t0);
-              return;
+            auto& stats = *self->state.cfg.stats;
+            switch (llm::apply_research_verdict(*job->snapshot, job->st, job->queries, reply.text,
+                                                ms_since(t0))) {
+              case llm::research_next::ask_again:
+                ++stats.research_verdicts;
+                research_judge(self, job);
+                return;
+              case llm::research_next::done:
+                ++stats.research_verdicts;
+                break;
+              case llm::research_next::fell_back:
+                ++stats.research_fallbacks;
+                break;
             }
-            ++self->state.cfg.stats->research_verdicts;
-            if (verdict->sufficient) {
-              job->st.trace.push_back(
-                  {"judge", "model: the evidence answers the question", ms_since(t0)});
-              research_done(self, job);
-              return;
-            }
-            job->st.trace.push_back({"judge", "model: not yet", ms_since(t0)});
-            job->queries.push_back(verdict->query);
-            research_rewrite_round(*job->snapshot, job->st, verdict->query, "model");
-            research_judge(self, job);
+            research_done(self, job);
           },
           [=](caf::error& err) {
-            research_fallback(self, job, "model failed: " + error_message(err), t0);
+            ++self->state.cfg.stats->research_fallbacks;
+            llm::research_fall_back(*job->snapshot, job->st, "model failed: " + error_message(err),
+                                    ms_since(t0));
+            research_done(self, job);
           });
 }
 

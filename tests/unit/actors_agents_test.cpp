@@ -22,6 +22,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/agents/agent_pool.hpp"
 #include "llm/research_judge.hpp"
@@ -421,7 +422,7 @@ TEST_F(research_with_model, unusable_or_failed_verdicts_fall_back_to_pseudo_rele
   for (auto reply : {std::string{"I think the passages are fine."},
                      std::string{R"({"sufficient": "perhaps"})"},
                      std::string{R"({"sufficient": false})"},
-                     std::string{R"({"sufficient": false, "query": ")"} + question + ""}",
+                     std::string{R"({"sufficient": false, "query": ")"} + question + R"("})",
                      std::string{}}) {
     SCOPED_TRACE(reply.empty() ? "model fails" : reply);
     auto r = one(spawn_with({reply}), question);

@@ -62,9 +62,11 @@ TEST(fusion_rules, convex_fusion_bounds_what_a_weak_leg_alone_can_reach) {
         EXPECT_LE(x.score, w + 1e-12) << x.id;
         best_weak_only = std::max(best_weak_only, x.score);
       }
-    for (auto& x : f)
-      if (x.id[0] == 's')
+    for (auto& x : f) {
+      if (x.id[0] == 's') {
         EXPECT_GT(x.score, best_weak_only) << "w=" << w << " " << x.id;
+      }
+    }
   }
   // Scores are max-normalised per leg: the top of each leg counts its weight.
   auto single = convex_fusion({strong_leg(1)}, 3);
