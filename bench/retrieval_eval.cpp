@@ -26,8 +26,8 @@
 //       [--typos] [--chunk-chars N]
 //       [--scale N]
 #include <algorithm>
-#include <chrono>
 #include <cctype>
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <fstream>
@@ -285,7 +285,8 @@ void run_dataset(const std::string& dir, const std::string& name, const run_opti
           lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
           ranked = dedupe_docs(*snap, hits);
         } else if (auto plus = agent.find('+'); plus != std::string::npos) {
-          auto r = research_with_stand_in(*snap, std::string_view{agent}.substr(plus + 1), q[1], 100);
+          auto r =
+              research_with_stand_in(*snap, std::string_view{agent}.substr(plus + 1), q[1], 100);
           lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
           ranked = dedupe_items(r);
         } else {

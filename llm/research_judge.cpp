@@ -45,8 +45,8 @@ completion_request research_judge_request(std::string_view question,
     user += "- " + q + "\n";
   user += "\nPassages:\n";
   for (size_t i = 0; i < evidence.size(); ++i)
-    user += "[" + std::to_string(i + 1) + "] " + utf8_prefix(evidence[i], max_chars_per_passage)
-            + "\n";
+    user +=
+        "[" + std::to_string(i + 1) + "] " + utf8_prefix(evidence[i], max_chars_per_passage) + "\n";
   req.messages.push_back({"user", std::move(user)});
   return req;
 }

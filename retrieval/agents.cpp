@@ -42,8 +42,7 @@ fusion_policy policy_of(const kb_snapshot& snap) {
 
 // The BM25 leg; unknown query terms also search their near spellings
 // (typo_expansion.hpp) unless the KB turned that off.
-ranked_list bm25_leg(const kb_snapshot& snap, std::string_view query, size_t depth,
-                     double weight) {
+ranked_list bm25_leg(const kb_snapshot& snap, std::string_view query, size_t depth, double weight) {
   ranked_list l;
   l.leg = "bm25";
   l.weight = weight;
@@ -173,8 +172,8 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
     legs.push_back(v);
   t = steady::now();
   auto fused = fuse(legs, k, policy.rule);
-  trace.push_back({"fusion", policy.reason + " fused=" + std::to_string(fused.size()),
-                   ms_since(t)});
+  trace.push_back(
+      {"fusion", policy.reason + " fused=" + std::to_string(fused.size()), ms_since(t)});
   return fused;
 }
 
@@ -256,9 +255,8 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
   // fusion policy gives the vector leg relative to BM25, at most 1 (so
   // with a semantic embedder all four weigh the same, as before).
   auto policy = policy_of(snap);
-  double weak = policy.keyword_weight > 0
-                    ? std::min(1.0, policy.vector_weight / policy.keyword_weight)
-                    : 1.0;
+  double weak =
+      policy.keyword_weight > 0 ? std::min(1.0, policy.vector_weight / policy.keyword_weight) : 1.0;
   auto add = [&](std::string name, retrieval_result sub) {
     ranked_list l;
     l.leg = name;
@@ -303,8 +301,8 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
   }
   r.trace.push_back({"fusion",
                      std::string{to_string(policy.rule)} + " agents=4 weights hybrid=1 research=1"
-                         + " naive=" + std::to_string(weak).substr(0, 4) + " graph="
-                         + std::to_string(weak).substr(0, 4)
+                         + " naive=" + std::to_string(weak).substr(0, 4)
+                         + " graph=" + std::to_string(weak).substr(0, 4)
                          + " fused=" + std::to_string(fused.size()) + " (" + policy.reason + ")",
                      ms_since(t)});
   return r;
@@ -407,10 +405,11 @@ void research_rm3_rounds(const kb_snapshot& snap, research_state& st, int max_ro
       break;  // no progress: stop early
 }
 
-bool research_rewrite_round(const kb_snapshot& snap, research_state& st,
-                            std::string_view rewritten, std::string_view why) {
+bool research_rewrite_round(const kb_snapshot& snap, research_state& st, std::string_view rewritten,
+                            std::string_view why) {
   auto t = steady::now();
-  auto leg = bm25_leg(snap, rewritten, over_retrieve_depth(st.k), st.keyword_weight);
+  auto leg = bm25_leg(snap, rewritten, over_retrieve_depth(st.k),
+                      st.keyword_weight * research_expansion_weight);
   leg.leg = "rewrite_round" + std::to_string(st.round + 1);
   auto detail = std::string{why} + " rewrite=[" + std::string{rewritten.substr(0, 80)} + "]"
                 + (leg.note.empty() ? "" : " " + leg.note);

@@ -71,9 +71,11 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
 // round 1 is the hybrid search, then RM3 rounds while the evidence covers
 // less than research_sufficient_coverage of the query's (idf-weighted)
 // terms and still gains, at most research_max_rounds in all. Every round's
-// leg is fused with the earlier ones by the KB's fusion rule; an RM3 round
-// weighs research_expansion_weight x the keyword weight (it drifts from the
-// question), a rewritten query the full keyword weight.
+// leg is fused with the earlier ones by the KB's fusion rule and weighs
+// research_expansion_weight x the keyword weight, RM3 expansion and a
+// model's rewrite alike: a later round can add what the question's own
+// BM25 leg missed but never outweigh it (a rewrite that drops the
+// question's words cost SciFact 0.05 nDCG@10 at full weight).
 constexpr int research_max_rounds = 3;
 constexpr double research_sufficient_coverage = 0.8;
 constexpr double research_expansion_weight = 0.5;
@@ -103,8 +105,8 @@ void research_rm3_rounds(const kb_snapshot& snap, research_state& st,
                          int max_rounds = research_max_rounds);
 // One more round searching `rewritten` (a model's rewrite); `why` goes to
 // the trace. True when coverage grew.
-bool research_rewrite_round(const kb_snapshot& snap, research_state& st,
-                            std::string_view rewritten, std::string_view why);
+bool research_rewrite_round(const kb_snapshot& snap, research_state& st, std::string_view rewritten,
+                            std::string_view why);
 // The top k of the rounds fused (not finished: see finish_result).
 retrieval_result research_result(const kb_snapshot& snap, research_state st);
 

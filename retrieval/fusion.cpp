@@ -78,8 +78,8 @@ std::vector<fused_item> convex_fusion(const std::vector<ranked_list>& lists, siz
     for (auto& [id, score] : list.items)
       if (!list.min_score || score >= *list.min_score)
         best = std::max(best, score);
-    double scale = best > 0 && total_weight > 0 ? std::max(list.weight, 0.0) / (best * total_weight)
-                                                : 0.0;
+    double scale =
+        best > 0 && total_weight > 0 ? std::max(list.weight, 0.0) / (best * total_weight) : 0.0;
     add_leg(list, by_id, [&](int, double score) { return std::max(score, 0.0) * scale; });
   }
   return ranked(std::move(by_id), k);

@@ -39,18 +39,18 @@ fusion_policy choose_fusion(const kb_settings& settings, const embedder* embed) 
     p.rule = fusion_rule::rrf;
   else if (settings.fusion == "convex")
     p.rule = fusion_rule::convex;
-  std::string who = !embed ? std::string{"no embedder"}
-                           : fmt::format("{} embedder {}",
-                                         kind == embedder_kind::lexical ? "lexical" : "semantic",
-                                         embed->name());
+  std::string who =
+      !embed ? std::string{"no embedder"}
+             : fmt::format("{} embedder {}",
+                           kind == embedder_kind::lexical ? "lexical" : "semantic", embed->name());
   std::string what = p.keyword_weight >= p.vector_weight ? "BM25-led" : "vector-led";
   std::string source;
   if (vector_given || keyword_given)
     source = "KB weights";
   if (settings.fusion != "auto")
     source += std::string{source.empty() ? "" : " and "} + "KB fusion rule";
-  p.reason = fmt::format("{}: {} {} vector={:.2f} keyword={:.2f} ({})", who, what, to_string(p.rule),
-                         p.vector_weight, p.keyword_weight,
+  p.reason = fmt::format("{}: {} {} vector={:.2f} keyword={:.2f} ({})", who, what,
+                         to_string(p.rule), p.vector_weight, p.keyword_weight,
                          source.empty() ? "defaults for this embedder kind" : source);
   return p;
 }

@@ -11,8 +11,9 @@ namespace ragtor {
 namespace {
 
 bool is_latin_word(std::string_view term) {
-  return !term.empty()
-         && std::all_of(term.begin(), term.end(), [](char c) { return (c >= 'a' && c <= 'z') || c == '\''; });
+  return !term.empty() && std::all_of(term.begin(), term.end(), [](char c) {
+    return (c >= 'a' && c <= 'z') || c == '\'';
+  });
 }
 
 }  // namespace

@@ -419,11 +419,10 @@ protected:
 TEST_F(research_with_model, unusable_or_failed_verdicts_fall_back_to_pseudo_relevance_feedback) {
   auto offline = ranked_of(run_agent(*snap, "deep_research_agent", question, 5));
   ASSERT_FALSE(offline.empty());
-  for (auto reply : {std::string{"I think the passages are fine."},
-                     std::string{R"({"sufficient": "perhaps"})"},
-                     std::string{R"({"sufficient": false})"},
-                     std::string{R"({"sufficient": false, "query": ")"} + question + R"("})",
-                     std::string{}}) {
+  for (auto reply :
+       {std::string{"I think the passages are fine."}, std::string{R"({"sufficient": "perhaps"})"},
+        std::string{R"({"sufficient": false})"},
+        std::string{R"({"sufficient": false, "query": ")"} + question + R"("})", std::string{}}) {
     SCOPED_TRACE(reply.empty() ? "model fails" : reply);
     auto r = one(spawn_with({reply}), question);
     ASSERT_TRUE(r) << sys.render(r.error());
