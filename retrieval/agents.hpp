@@ -4,14 +4,21 @@
 // the embedding model fails at query time, agents with a BM25 leg go on
 // without vectors and say so in the trace ("vector failed: ...").
 //   naive_rag_agent      vector leg only (fails if the embedding model does)
-//   hybrid_agent         BM25 + vectors, thresholded per leg, weighted RRF
+//   hybrid_agent         BM25 (typo-tolerant) + vectors, thresholded per
+//                        leg, fused by the KB's fusion policy
+//                        (fusion_policy.hpp: BM25-led convex fusion with
+//                        the lexical embedder, weighted RRF with a
+//                        semantic one)
 //   graph_agent          entity graph: query entities -> neighbours ->
 //                        chunks; topics when no entity matches; hybrid last
 //   deep_research_agent  hybrid, then up to 2 more rounds of RM3 query
 //                        expansion while the evidence covers < 80% of the
-//                        query's (idf-weighted) terms; rounds fused by RRF
+//                        query's (idf-weighted) terms (with a model: the
+//                        model's verdicts, see research_state below);
+//                        rounds fused by the same policy
 //   fusion_agent         naive + hybrid + graph + research, run in parallel
-//                        threads, fused by RRF
+//                        threads, fused by the same policy (the vector-only
+//                        and graph agents at the vector/keyword ratio)
 // Agents never generate answers, hold state or cache results.
 //
 // The query's embedding is computed before the search (query_vector), so a
