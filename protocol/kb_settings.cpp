@@ -36,13 +36,16 @@ std::optional<std::string> validate(const kb_settings& s) {
            "graph_agent, deep_research_agent, fusion_agent";
   if (s.top_k < 0 || s.top_k > 100)
     return "field \"top_k\" must be in [0, 100]";
-  auto weight_ok = [](double w) { return std::isfinite(w) && w >= 0 && w <= 100; };
+  // -1 = not given (the embedder kind decides).
+  auto weight_ok = [](double w) { return w == -1 || (std::isfinite(w) && w >= 0 && w <= 100); };
   if (!weight_ok(s.vector_weight))
-    return "field \"vector_weight\" must be in [0, 100]";
+    return "field \"vector_weight\" must be in [0, 100] (or -1: chosen by the embedder kind)";
   if (!weight_ok(s.keyword_weight))
-    return "field \"keyword_weight\" must be in [0, 100]";
-  if (s.vector_weight + s.keyword_weight <= 0)
+    return "field \"keyword_weight\" must be in [0, 100] (or -1: chosen by the embedder kind)";
+  if (s.vector_weight == 0 && s.keyword_weight == 0)
     return "fields \"vector_weight\" and \"keyword_weight\" must not both be 0";
+  if (s.fusion != "auto" && s.fusion != "rrf" && s.fusion != "convex")
+    return "field \"fusion\" must be one of auto, rrf, convex";
   if (!std::isfinite(s.bm25_threshold) || s.bm25_threshold < 0)
     return "field \"bm25_threshold\" must be >= 0";
   if (!std::isfinite(s.vector_threshold) || s.vector_threshold < -1 || s.vector_threshold > 1)
@@ -83,6 +86,8 @@ std::string to_json(const kb_settings& s) {
       .field("top_k", static_cast<int64_t>(s.top_k))
       .field("vector_weight", s.vector_weight)
       .field("keyword_weight", s.keyword_weight)
+      .field("fusion", s.fusion)
+      .field("typo_tolerance", s.typo_tolerance)
       .field("bm25_threshold", s.bm25_threshold)
       .field("vector_threshold", s.vector_threshold)
       .field("enable_rerank", s.enable_rerank)
@@ -102,7 +107,7 @@ std::string to_json(const kb_settings& s) {
 }
 
 caf::expected<kb_settings> kb_settings_from_json(std::string_view json) {
-  static constexpr std::array<field_spec, 22> specs{{
+  static constexpr std::array<field_spec, 24> specs{{
       {"name", field_kind::string, true},
       {"description", field_kind::string, false},
       {"keywords", field_kind::string_array, false},
@@ -110,6 +115,8 @@ caf::expected<kb_settings> kb_settings_from_json(std::string_view json) {
       {"top_k", field_kind::integer, false},
       {"vector_weight", field_kind::number, false},
       {"keyword_weight", field_kind::number, false},
+      {"fusion", field_kind::string, false},
+      {"typo_tolerance", field_kind::boolean, false},
       {"bm25_threshold", field_kind::number, false},
       {"vector_threshold", field_kind::number, false},
       {"enable_rerank", field_kind::boolean, false},
@@ -151,6 +158,8 @@ caf::expected<kb_settings> kb_settings_from_json(std::string_view json) {
   };
   number("vector_weight", s.vector_weight);
   number("keyword_weight", s.keyword_weight);
+  s.fusion = f.string_or("fusion", s.fusion);
+  s.typo_tolerance = f.bool_or("typo_tolerance", s.typo_tolerance);
   number("bm25_threshold", s.bm25_threshold);
   number("vector_threshold", s.vector_threshold);
   if (auto i = f.bools.find("enable_rerank"); i != f.bools.end())

@@ -22,9 +22,21 @@ struct kb_settings {
   std::vector<std::string> keywords;
   // Agent used when a request names none; "" = router.default_agent_type.
   std::string default_agent_type;
-  int32_t top_k = 0;            // 0 = retrieval.top_k
-  double vector_weight = 0.7;   // weighted RRF, vector leg
-  double keyword_weight = 0.3;  // weighted RRF, BM25 leg
+  int32_t top_k = 0;  // 0 = retrieval.top_k
+  // Fusion weights of the vector and BM25 legs; -1 = chosen by the kind of
+  // embedder (retrieval/fusion_policy.hpp: lexical -> BM25-led, semantic ->
+  // vector 0.7 / keyword 0.3). Given ones win over every default; when only
+  // one is given the other is 1 - it (at least 0).
+  double vector_weight = -1;
+  double keyword_weight = -1;
+  // How the legs are fused: "auto" (by embedder kind), "rrf" (weighted
+  // reciprocal rank fusion, k = 60) or "convex" (a weighted sum of the
+  // legs' max-normalised scores).
+  std::string fusion = "auto";
+  // Query terms that are not in the BM25 vocabulary (typos like
+  // "lightouse") also search the indexed terms within a small edit
+  // distance (retrieval/typo_expansion.hpp).
+  bool typo_tolerance = true;
   double bm25_threshold = 0;    // BM25 scores below are dropped before fusion (0 = keep all)
   double vector_threshold = 0;  // cosine similarities below are dropped before fusion
   // Rerank the fused results with the language model (listwise), when one
@@ -60,9 +72,9 @@ struct kb_settings {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kb_settings& x) {
   return f(caf::meta::type_name("kb_settings"), x.name, x.description, x.keywords,
-           x.default_agent_type, x.top_k, x.vector_weight, x.keyword_weight, x.bm25_threshold,
-           x.vector_threshold, x.enable_rerank, x.rerank_top_k, x.answer_mode,
-           x.enable_query_rewrite, x.search_mode, x.min_confidence_score,
+           x.default_agent_type, x.top_k, x.vector_weight, x.keyword_weight, x.fusion,
+           x.typo_tolerance, x.bm25_threshold, x.vector_threshold, x.enable_rerank, x.rerank_top_k,
+           x.answer_mode, x.enable_query_rewrite, x.search_mode, x.min_confidence_score,
            x.enable_source_citation, x.temperature, x.max_tokens, x.max_tool_calls,
            x.workflow_json);
 }

@@ -7,6 +7,8 @@
 #include <map>
 
 #include "retrieval/fusion.hpp"
+#include "retrieval/fusion_policy.hpp"
+#include "retrieval/typo_expansion.hpp"
 
 namespace ragtor {
 
@@ -34,33 +36,51 @@ retrieval_item item_of(const kb_snapshot& snap, uint32_t idx, double score, std:
   return item;
 }
 
-ranked_list bm25_leg(const kb_snapshot& snap, std::string_view query, size_t depth) {
+fusion_policy policy_of(const kb_snapshot& snap) {
+  return choose_fusion(snap.settings, snap.embed.get());
+}
+
+// The BM25 leg; unknown query terms also search their near spellings
+// (typo_expansion.hpp) unless the KB turned that off.
+ranked_list bm25_leg(const kb_snapshot& snap, std::string_view query, size_t depth, double weight) {
   ranked_list l;
   l.leg = "bm25";
-  l.weight = snap.settings.keyword_weight;
+  l.weight = weight;
   if (snap.settings.bm25_threshold > 0)
     l.min_score = snap.settings.bm25_threshold;
-  for (auto& [idx, score] : snap.index.search(query, depth))
+  std::vector<bm25_index::hit> hits;
+  if (snap.settings.typo_tolerance) {
+    auto expanded = expand_typos(snap.index, query);
+    if (!expanded.expansions.empty()) {
+      hits = snap.index.search_terms(expanded.terms, depth);
+      l.note = "typos " + describe(expanded.expansions);
+    }
+  }
+  if (l.note.empty())
+    hits = snap.index.search(query, depth);
+  for (auto& [idx, score] : hits)
     if (score > 0)
       l.items.emplace_back(std::to_string(idx), score);
   return l;
 }
 
 ranked_list bm25_terms_leg(const kb_snapshot& snap,
-                           const std::vector<std::pair<std::string, double>>& terms, size_t depth) {
+                           const std::vector<std::pair<std::string, double>>& terms, size_t depth,
+                           double weight) {
   ranked_list l;
   l.leg = "bm25";
-  l.weight = snap.settings.keyword_weight;
+  l.weight = weight;
   for (auto& [idx, score] : snap.index.search_terms(terms, depth))
     if (score > 0)
       l.items.emplace_back(std::to_string(idx), score);
   return l;
 }
 
-ranked_list vector_leg(const kb_snapshot& snap, const query_vector& qv, size_t depth) {
+ranked_list vector_leg(const kb_snapshot& snap, const query_vector& qv, size_t depth,
+                       double weight) {
   ranked_list l;
   l.leg = "vector";
-  l.weight = snap.settings.vector_weight;
+  l.weight = weight;
   if (snap.settings.vector_threshold != 0)
     l.min_score = snap.settings.vector_threshold;
   if (!snap.embed || snap.vectors.size() == 0)
@@ -101,16 +121,16 @@ std::vector<retrieval_item> from_fused(const kb_snapshot& snap, const std::vecto
 std::string leg_detail(const ranked_list& l) {
   if (!l.error.empty())
     return l.leg + " failed: " + l.error;
-  return l.leg + " hits=" + std::to_string(l.items.size());
+  return l.leg + " hits=" + std::to_string(l.items.size()) + (l.note.empty() ? "" : " " + l.note);
 }
 
 retrieval_result naive(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
                        size_t k) {
   retrieval_result r;
   auto t = steady::now();
-  auto v = vector_leg(snap, qv, k);
+  auto v = vector_leg(snap, qv, k, 1.0);
   if (!snap.embed) {
-    auto b = bm25_leg(snap, query, k);
+    auto b = bm25_leg(snap, query, k, 1.0);
     r.retrieval_results = from_list(snap, b, k);
     r.trace.push_back({"bm25", "no vector index for this KB; " + leg_detail(b), ms_since(t)});
     return r;
@@ -132,9 +152,10 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
   auto& mode = snap.settings.search_mode;
   bool use_vector = mode != "bm25" && (mode != "vector" || snap.embed);
   bool use_bm25 = mode != "vector" || !snap.embed;
+  auto policy = policy_of(snap);
   std::vector<ranked_list> legs;
   auto t = steady::now();
-  auto v = use_vector ? vector_leg(snap, qv, depth) : ranked_list{};
+  auto v = use_vector ? vector_leg(snap, qv, depth, policy.vector_weight) : ranked_list{};
   trace.push_back(
       {"vector", use_vector ? leg_detail(v) : "skipped: search_mode=" + mode, ms_since(t)});
   if (!v.error.empty()) {
@@ -143,19 +164,16 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
     use_bm25 = true;
   }
   t = steady::now();
-  auto b = use_bm25 ? bm25_leg(snap, query, depth) : ranked_list{};
+  auto b = use_bm25 ? bm25_leg(snap, query, depth, policy.keyword_weight) : ranked_list{};
   trace.push_back({"bm25", use_bm25 ? leg_detail(b) : "skipped: search_mode=" + mode, ms_since(t)});
   if (use_bm25)
     legs.push_back(b);
   if (use_vector)
     legs.push_back(v);
   t = steady::now();
-  auto fused = weighted_rrf(legs, k);
-  trace.push_back({"rrf",
-                   "k=60 weights vector=" + std::to_string(v.weight).substr(0, 4)
-                       + " keyword=" + std::to_string(b.weight).substr(0, 4)
-                       + " fused=" + std::to_string(fused.size()),
-                   ms_since(t)});
+  auto fused = fuse(legs, k, policy.rule);
+  trace.push_back(
+      {"fusion", policy.reason + " fused=" + std::to_string(fused.size()), ms_since(t)});
   return fused;
 }
 
@@ -222,67 +240,27 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, const qu
 }
 
 retrieval_result research(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                          size_t k, int max_rounds = 3, double sufficient = 0.8) {
-  retrieval_result r;
-  auto depth = over_retrieve_depth(k);
-  std::vector<ranked_list> rounds;
-  auto idf = [&](std::string_view term) { return snap.index.idf(term); };
-  auto evidence_of = [&](const std::vector<fused_item>& f) {
-    std::vector<std::string> texts;
-    for (size_t i = 0; i < f.size() && i < k; ++i)
-      texts.push_back(snap.chunks[std::stoul(f[i].id)].text);
-    return texts;
-  };
-  auto t = steady::now();
-  auto first = bm25_leg(snap, query, depth);
-  auto vec = vector_leg(snap, qv, depth);
-  rounds.push_back(first);
-  rounds.push_back(vec);
-  auto fused = weighted_rrf(rounds, depth);
-  auto coverage = query_coverage(query, evidence_of(fused), idf);
-  r.trace.push_back({"round 1",
-                     (vec.error.empty() ? "hybrid" : "bm25 only (" + leg_detail(vec) + ")")
-                         + " coverage=" + std::to_string(coverage).substr(0, 4),
-                     ms_since(t)});
-  for (int round = 2; round <= max_rounds && coverage < sufficient; ++round) {
-    t = steady::now();
-    std::vector<std::pair<std::string, double>> feedback;
-    for (size_t i = 0; i < fused.size() && i < 5; ++i) {
-      auto& c = snap.chunks[std::stoul(fused[i].id)];
-      feedback.emplace_back(c.title + "\n" + c.text, fused[i].score);
-    }
-    auto expansion = rm3_expand(query, feedback, 10, 0.6);
-    std::vector<std::pair<std::string, double>> terms;
-    std::string shown;
-    for (auto& w : expansion) {
-      terms.emplace_back(w.term, w.weight);
-      if (shown.size() < 80)
-        shown += (shown.empty() ? "" : " ") + w.term;
-    }
-    auto expanded = bm25_terms_leg(snap, terms, depth);
-    expanded.leg = "rm3_round" + std::to_string(round);
-    rounds.push_back(expanded);
-    fused = weighted_rrf(rounds, depth);
-    auto next = query_coverage(query, evidence_of(fused), idf);
-    r.trace.push_back({"round " + std::to_string(round),
-                       "rewrite=[" + shown + "] coverage=" + std::to_string(next).substr(0, 4),
-                       ms_since(t)});
-    if (next <= coverage)
-      break;  // no progress: stop early
-    coverage = next;
-  }
-  fused.resize(std::min(fused.size(), k));
-  r.retrieval_results = from_fused(snap, fused, "deep_research");
-  return r;
+                          size_t k, int max_rounds = research_max_rounds) {
+  auto st = research_first_round(snap, query, qv, k);
+  research_rm3_rounds(snap, st, max_rounds);
+  return research_result(snap, std::move(st));
 }
 
 retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
                         size_t k) {
   retrieval_result r;
   std::vector<ranked_list> lists;
+  // The agents with a BM25 leg carry full weight; the vector-only and the
+  // graph agent (weaker than BM25 on the evaluation sets) the share the
+  // fusion policy gives the vector leg relative to BM25, at most 1 (so
+  // with a semantic embedder all four weigh the same, as before).
+  auto policy = policy_of(snap);
+  double weak =
+      policy.keyword_weight > 0 ? std::min(1.0, policy.vector_weight / policy.keyword_weight) : 1.0;
   auto add = [&](std::string name, retrieval_result sub) {
     ranked_list l;
     l.leg = name;
+    l.weight = name == "naive_rag_agent" || name == "graph_agent" ? weak : 1.0;
     for (auto& item : sub.retrieval_results)
       l.items.emplace_back(item.result_id, item.score);
     for (auto& s : sub.trace)
@@ -311,7 +289,7 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
   add("deep_research_agent", f_research.get());
   r.trace.push_back({"parallel", "4 agents", ms_since(t0)});
   auto t = steady::now();
-  auto fused = weighted_rrf(lists, k);
+  auto fused = fuse(lists, k, policy.rule);
   std::map<std::string, uint32_t> by_chunk_id;
   for (uint32_t i = 0; i < snap.chunks.size(); ++i)
     by_chunk_id.emplace(snap.chunks[i].chunk_id, i);
@@ -321,11 +299,130 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
       src += (src.empty() ? "" : "+") + leg.substr(0, leg.find('_'));
     r.retrieval_results.push_back(item_of(snap, by_chunk_id.at(f.id), f.score, src));
   }
-  r.trace.push_back({"rrf", "agents=4 fused=" + std::to_string(fused.size()), ms_since(t)});
+  r.trace.push_back({"fusion",
+                     std::string{to_string(policy.rule)} + " agents=4 weights hybrid=1 research=1"
+                         + " naive=" + std::to_string(weak).substr(0, 4)
+                         + " graph=" + std::to_string(weak).substr(0, 4)
+                         + " fused=" + std::to_string(fused.size()) + " (" + policy.reason + ")",
+                     ms_since(t)});
   return r;
 }
 
 }  // namespace
+
+namespace {
+
+std::vector<fused_item> fuse_rounds(const research_state& st) {
+  return fuse(st.legs, over_retrieve_depth(st.k), st.rule);
+}
+
+double coverage_of(const kb_snapshot& snap, const research_state& st) {
+  std::vector<std::string> texts;
+  for (size_t i = 0; i < st.fused.size() && i < st.k; ++i)
+    texts.push_back(snap.chunks[std::stoul(st.fused[i].id)].text);
+  return query_coverage(st.query, texts,
+                        [&](std::string_view term) { return snap.index.idf(term); });
+}
+
+// Adds a later round's leg, fuses the rounds again and re-measures; true when the
+// evidence now covers more of the question.
+bool add_round(const kb_snapshot& snap, research_state& st, ranked_list leg, std::string detail,
+               steady::time_point t) {
+  st.legs.push_back(std::move(leg));
+  st.fused = fuse_rounds(st);
+  auto next = coverage_of(snap, st);
+  ++st.round;
+  st.trace.push_back({"round " + std::to_string(st.round),
+                      detail + " coverage=" + std::to_string(next).substr(0, 4), ms_since(t)});
+  bool progress = next > st.coverage;
+  st.coverage = next;
+  return progress;
+}
+
+}  // namespace
+
+research_state research_first_round(const kb_snapshot& snap, std::string_view query,
+                                    const query_vector& qv, size_t k) {
+  research_state st;
+  st.query = std::string{query};
+  st.k = k;
+  auto policy = policy_of(snap);
+  st.rule = policy.rule;
+  st.keyword_weight = policy.keyword_weight;
+  auto depth = over_retrieve_depth(k);
+  auto t = steady::now();
+  auto bm25 = bm25_leg(snap, query, depth, policy.keyword_weight);
+  auto vec = vector_leg(snap, qv, depth, policy.vector_weight);
+  std::string detail = vec.error.empty() ? "hybrid" : "bm25 only (" + leg_detail(vec) + ")";
+  if (!bm25.note.empty())
+    detail += " " + bm25.note;
+  st.legs.push_back(std::move(bm25));
+  st.legs.push_back(std::move(vec));
+  st.fused = fuse_rounds(st);
+  st.coverage = coverage_of(snap, st);
+  st.round = 1;
+  st.trace.push_back({"round 1",
+                      detail + " coverage=" + std::to_string(st.coverage).substr(0, 4) + " ("
+                          + policy.reason + ")",
+                      ms_since(t)});
+  return st;
+}
+
+std::vector<std::string> research_evidence(const kb_snapshot& snap, const research_state& st,
+                                           size_t n) {
+  std::vector<std::string> out;
+  for (size_t i = 0; i < st.fused.size() && i < n; ++i) {
+    auto& c = snap.chunks[std::stoul(st.fused[i].id)];
+    out.push_back(c.title.empty() ? c.text : c.title + "\n" + c.text);
+  }
+  return out;
+}
+
+bool research_rm3_round(const kb_snapshot& snap, research_state& st) {
+  auto t = steady::now();
+  std::vector<std::pair<std::string, double>> feedback;
+  for (size_t i = 0; i < st.fused.size() && i < 5; ++i) {
+    auto& c = snap.chunks[std::stoul(st.fused[i].id)];
+    feedback.emplace_back(c.title + "\n" + c.text, st.fused[i].score);
+  }
+  auto expansion = rm3_expand(st.query, feedback, 10, 0.6);
+  std::vector<std::pair<std::string, double>> terms;
+  std::string shown;
+  for (auto& w : expansion) {
+    terms.emplace_back(w.term, w.weight);
+    if (shown.size() < 80)
+      shown += (shown.empty() ? "" : " ") + w.term;
+  }
+  auto leg = bm25_terms_leg(snap, terms, over_retrieve_depth(st.k),
+                            st.keyword_weight * research_expansion_weight);
+  leg.leg = "rm3_round" + std::to_string(st.round + 1);
+  return add_round(snap, st, std::move(leg), "rewrite=[" + shown + "]", t);
+}
+
+void research_rm3_rounds(const kb_snapshot& snap, research_state& st, int max_rounds) {
+  while (st.round < max_rounds && st.coverage < research_sufficient_coverage)
+    if (!research_rm3_round(snap, st))
+      break;  // no progress: stop early
+}
+
+bool research_rewrite_round(const kb_snapshot& snap, research_state& st, std::string_view rewritten,
+                            std::string_view why) {
+  auto t = steady::now();
+  auto leg = bm25_leg(snap, rewritten, over_retrieve_depth(st.k),
+                      st.keyword_weight * research_expansion_weight);
+  leg.leg = "rewrite_round" + std::to_string(st.round + 1);
+  auto detail = std::string{why} + " rewrite=[" + std::string{rewritten.substr(0, 80)} + "]"
+                + (leg.note.empty() ? "" : " " + leg.note);
+  return add_round(snap, st, std::move(leg), std::move(detail), t);
+}
+
+retrieval_result research_result(const kb_snapshot& snap, research_state st) {
+  retrieval_result r;
+  r.trace = std::move(st.trace);
+  st.fused.resize(std::min(st.fused.size(), st.k));
+  r.retrieval_results = from_fused(snap, st.fused, "deep_research");
+  return r;
+}
 
 bool needs_query_vector(const kb_snapshot& snap, std::string_view agent_type) {
   if (!snap.embed || snap.vectors.size() == 0)
@@ -372,6 +469,11 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
     r = fusion(snap, query, qv, top_k);
   else
     r = hybrid(snap, query, qv, top_k);
+  finish_result(snap, r);
+  return r;
+}
+
+void finish_result(const kb_snapshot& snap, retrieval_result& r) {
   // min_confidence_score (KB setting): drop results far below the best.
   if (auto min = snap.settings.min_confidence_score; min > 0 && !r.retrieval_results.empty()) {
     double best = 0;
@@ -387,7 +489,6 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                        0});
   }
   fill_ids_and_context(r);
-  return r;
 }
 
 void fill_ids_and_context(retrieval_result& r) {

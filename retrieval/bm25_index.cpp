@@ -167,6 +167,11 @@ double bm25_index::idf(std::string_view term) const {
   return i == postings_.end() ? 0.0 : i->second.idf;
 }
 
+size_t bm25_index::document_frequency(std::string_view term) const {
+  auto i = postings_.find(std::string{term});
+  return i == postings_.end() ? 0 : i->second.docs.size();
+}
+
 size_t bm25_index::memory_bytes() const {
   size_t bytes = doc_len_.capacity() * sizeof(uint32_t);
   for (auto& [term, pl] : postings_)

@@ -52,6 +52,16 @@ public:
 
   // idf of an index term (0 when unknown) and the approximate heap size.
   double idf(std::string_view term) const;
+  // Whether `term` (an index term) occurs in some chunk, and in how many.
+  bool has_term(std::string_view term) const { return document_frequency(term) > 0; }
+  size_t document_frequency(std::string_view term) const;
+  // Calls visit(term, document frequency) for every index term, in no
+  // particular order (typo_expansion.hpp searches it).
+  template <class Visitor>
+  void visit_vocabulary(Visitor&& visit) const {
+    for (auto& [term, pl] : postings_)
+      visit(std::string_view{term}, pl.docs.size());
+  }
   size_t memory_bytes() const;
 
   // A binary snapshot (see binary_io.hpp) and back; nullopt for a

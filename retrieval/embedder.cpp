@@ -26,6 +26,7 @@ public:
 
   std::string name() const override { return "hashed-ngram-v1/" + std::to_string(dims_); }
   size_t dims() const override { return dims_; }
+  embedder_kind kind() const override { return embedder_kind::lexical; }
 
   std::variant<embedding_batch, std::string> embed(const std::vector<std::string>& texts) override {
     embedding_batch out;

@@ -19,12 +19,20 @@ namespace ragtor {
 
 using embedding_batch = std::vector<std::vector<float>>;
 
+// What an embedder's similarity means, which decides how its leg is fused
+// with BM25 (fusion.hpp, choose_fusion): a lexical one finds what BM25
+// finds, only worse, so BM25 leads; a semantic one finds paraphrases BM25
+// cannot.
+enum class embedder_kind { lexical, semantic };
+
 class embedder {
 public:
   virtual ~embedder() = default;
   // Identifies model and dimensions; stored with index snapshots.
   virtual std::string name() const = 0;
   virtual size_t dims() const = 0;
+  // Models behind /v1/embeddings are semantic; the hashed embedder is not.
+  virtual embedder_kind kind() const { return embedder_kind::semantic; }
   // Blocking. One L2-normalised vector per text, in order; an error message
   // on failure.
   virtual std::variant<embedding_batch, std::string> embed(

@@ -13,24 +13,29 @@ size_t over_retrieve_depth(size_t k) {
   return std::max<size_t>(5 * k, 50);
 }
 
-std::vector<fused_item> weighted_rrf(const std::vector<ranked_list>& lists, size_t k,
-                                     double rrf_k) {
-  std::unordered_map<std::string, fused_item> by_id;
-  for (auto& list : lists) {
-    std::set<std::string_view> seen;
-    int rank = 0;
-    for (auto& [id, score] : list.items) {
-      if (list.min_score && score < *list.min_score)
-        continue;
-      if (!seen.insert(id).second)
-        continue;
-      ++rank;
-      auto& f = by_id[id];
-      f.id = id;
-      f.score += list.weight / (rrf_k + rank);
-      f.ranks.emplace_back(list.leg, rank);
-    }
+namespace {
+
+// Adds one leg's surviving items (thresholded, first occurrence of an id)
+// to `by_id`, each with its 1-based rank and contribution(rank, score).
+template <class Contribution>
+void add_leg(const ranked_list& list, std::unordered_map<std::string, fused_item>& by_id,
+             Contribution contribution) {
+  std::set<std::string_view> seen;
+  int rank = 0;
+  for (auto& [id, score] : list.items) {
+    if (list.min_score && score < *list.min_score)
+      continue;
+    if (!seen.insert(id).second)
+      continue;
+    ++rank;
+    auto& f = by_id[id];
+    f.id = id;
+    f.score += contribution(rank, score);
+    f.ranks.emplace_back(list.leg, rank);
   }
+}
+
+std::vector<fused_item> ranked(std::unordered_map<std::string, fused_item> by_id, size_t k) {
   std::vector<fused_item> out;
   out.reserve(by_id.size());
   for (auto& [id, f] : by_id)
@@ -51,6 +56,41 @@ std::vector<fused_item> weighted_rrf(const std::vector<ranked_list>& lists, size
   if (out.size() > k)
     out.resize(k);
   return out;
+}
+
+}  // namespace
+
+std::vector<fused_item> weighted_rrf(const std::vector<ranked_list>& lists, size_t k,
+                                     double rrf_k) {
+  std::unordered_map<std::string, fused_item> by_id;
+  for (auto& list : lists)
+    add_leg(list, by_id, [&](int rank, double) { return list.weight / (rrf_k + rank); });
+  return ranked(std::move(by_id), k);
+}
+
+std::vector<fused_item> convex_fusion(const std::vector<ranked_list>& lists, size_t k) {
+  double total_weight = 0;
+  for (auto& list : lists)
+    total_weight += std::max(list.weight, 0.0);
+  std::unordered_map<std::string, fused_item> by_id;
+  for (auto& list : lists) {
+    double best = 0;
+    for (auto& [id, score] : list.items)
+      if (!list.min_score || score >= *list.min_score)
+        best = std::max(best, score);
+    double scale =
+        best > 0 && total_weight > 0 ? std::max(list.weight, 0.0) / (best * total_weight) : 0.0;
+    add_leg(list, by_id, [&](int, double score) { return std::max(score, 0.0) * scale; });
+  }
+  return ranked(std::move(by_id), k);
+}
+
+std::string_view to_string(fusion_rule rule) {
+  return rule == fusion_rule::rrf ? "rrf" : "convex";
+}
+
+std::vector<fused_item> fuse(const std::vector<ranked_list>& lists, size_t k, fusion_rule rule) {
+  return rule == fusion_rule::rrf ? weighted_rrf(lists, k) : convex_fusion(lists, k);
 }
 
 std::vector<weighted_term> rm3_expand(std::string_view query,

@@ -1,10 +1,17 @@
 // Rank fusion and the offline deep-research helpers (DESIGN §6).
 //
-// Weighted reciprocal rank fusion: every leg over-retrieves
-// max(5k, 50), drops its own results below its threshold (on the leg's own
-// score scale — never a 0-1 threshold on an RRF score), and each surviving
-// item scores sum(weight / (60 + rank)). RM3 pseudo-relevance feedback and
-// a query-coverage measure drive the research loop without a model.
+// Every leg over-retrieves max(5k, 50) and drops its own results below its
+// threshold (on the leg's own score scale — never a 0-1 threshold on a
+// fused score); the survivors are fused by one of two rules:
+//   weighted RRF  each item scores sum(weight / (60 + rank)): ranks only,
+//                 so a weak leg's rank 1 counts as much as a strong leg's;
+//   convex        each item scores sum(weight * score / leg's best score)
+//                 / sum(weights): score-aware, so an item a leg ranks
+//                 first by a wide margin keeps that margin, and an item
+//                 only a leg of weight w likes scores at most w.
+// Which rule and weights a KB gets: fusion_policy.hpp. RM3
+// pseudo-relevance feedback and a query-coverage measure drive the
+// research loop without a model.
 #pragma once
 
 #include <functional>
@@ -22,6 +29,7 @@ struct ranked_list {
   std::optional<double> min_score;  // applied to the leg's own scores, before fusion
   std::vector<std::pair<std::string, double>> items;  // (id, leg score), best first
   std::string error;  // why the leg could not run ("" = it ran); items is then empty
+  std::string note;   // what the leg did beyond the plain search, for the trace
 };
 
 struct fused_item {
@@ -35,6 +43,15 @@ size_t over_retrieve_depth(size_t k);
 // Ties: better best single-leg rank, then id.
 std::vector<fused_item> weighted_rrf(const std::vector<ranked_list>& lists, size_t k,
                                      double rrf_k = 60);
+
+// The convex combination of max-normalised leg scores (above); a leg whose
+// best score is not positive contributes nothing. Same ties as weighted_rrf.
+std::vector<fused_item> convex_fusion(const std::vector<ranked_list>& lists, size_t k);
+
+enum class fusion_rule { rrf, convex };
+std::string_view to_string(fusion_rule rule);
+
+std::vector<fused_item> fuse(const std::vector<ranked_list>& lists, size_t k, fusion_rule rule);
 
 struct weighted_term {
   std::string term;  // an index term (tokenize())

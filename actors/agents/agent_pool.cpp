@@ -12,6 +12,7 @@
 
 #include "llm/openai_client.hpp"
 #include "llm/rerank.hpp"
+#include "llm/research_judge.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/worker_name.hpp"
@@ -26,6 +27,9 @@ namespace {
 // answers at once (a worker in the middle of a search could not).
 struct agent_stats {
   std::atomic<uint64_t> served{0}, failed{0}, reranked{0}, rerank_fallbacks{0};
+  // deep_research_agent with a model: verdicts used, and fallbacks to
+  // pseudo-relevance feedback (model failed or its reply was unusable).
+  std::atomic<uint64_t> research_verdicts{0}, research_fallbacks{0};
   std::atomic<uint64_t> total_us{0};  // search time, without reranking
 };
 
@@ -97,6 +101,10 @@ using result_promise = caf::typed_response_promise<retrieval_result>;
 using steady = std::chrono::steady_clock;
 
 constexpr auto rerank_timeout = std::chrono::seconds(30);
+
+// How long deep research waits for the model's verdict on one round; at
+// most research_max_rounds - 1 verdicts per query.
+constexpr auto research_judge_timeout = std::chrono::seconds(20);
 
 // How long the agent waits for a worker: only a backstop for an answer
 // lost with a worker that died holding it (callers time out much sooner;
@@ -213,25 +221,14 @@ void on_rerank_reply(worker_ptr self, uint64_t call, rerank_reply& reply) {
                               "endpoint " + st.cfg.rr.endpoint->config().model, p.t0));
 }
 
-// The search proper, once the query's vector is known: CPU only, over the
-// snapshot the query arrived at; then reranking, if the KB wants it.
-void search(worker_ptr self, result_promise rp, const kb_snapshot& snapshot,
-            const std::string& query, const retrieve_options& opts, const query_vector& qv,
-            steady::time_point started) {
+// A finished search: counted, then reranked if the KB wants it.
+void searched(worker_ptr self, result_promise rp, const kb_snapshot& snapshot,
+              const std::string& query, const retrieve_options& opts, retrieval_result result,
+              steady::time_point started) {
   auto& cfg = self->state.cfg;
   auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
   auto& settings = snapshot.settings;
   bool reranking = settings.enable_rerank && (cfg.rr.endpoint || cfg.rr.model);
-  // The reranker chooses among more candidates than it keeps.
-  auto depth = reranking ? std::max<size_t>(2 * k, 10) : k;
-  retrieval_result result;
-  try {
-    result = run_agent(snapshot, cfg.agent_type, query, qv, depth);
-  } catch (const search_error& e) {
-    ++cfg.stats->failed;
-    rp.deliver(make_error(errc::retrieval_failed, e.what()));
-    return;
-  }
   ++cfg.stats->served;
   cfg.stats->total_us += static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - started).count());
@@ -253,6 +250,102 @@ void search(worker_ptr self, result_promise rp, const kb_snapshot& snapshot,
     rerank_by_endpoint(self, std::move(rp), query, std::move(result), keep);
   else
     rerank_by_model(self, std::move(rp), query, std::move(result), keep);
+}
+
+// Deep research with a model (DESIGN §6): after each round the model says
+// whether the evidence answers the question and, if not, what to search
+// next; a failed call or an unusable reply hands the remaining rounds to
+// pseudo-relevance feedback (RM3), as without a model. The rounds search
+// on this worker between verdicts; the worker serves other queries while
+// a verdict is awaited.
+struct research_job {
+  result_promise rp;
+  std::shared_ptr<const kb_snapshot> snapshot;
+  std::string query;
+  retrieve_options opts;
+  steady::time_point started;
+  research_state st;
+  std::vector<std::string> queries;  // searched so far, the question first
+};
+
+double ms_since(steady::time_point t0) {
+  return std::chrono::duration<double, std::milli>(steady::now() - t0).count();
+}
+
+void research_done(worker_ptr self, std::shared_ptr<research_job> job) {
+  auto r = research_result(*job->snapshot, std::move(job->st));
+  finish_result(*job->snapshot, r);
+  searched(self, std::move(job->rp), *job->snapshot, job->query, job->opts, std::move(r),
+           job->started);
+}
+
+void research_judge(worker_ptr self, std::shared_ptr<research_job> job) {
+  if (job->st.round >= research_max_rounds) {
+    research_done(self, std::move(job));
+    return;
+  }
+  auto t0 = steady::now();
+  auto req = llm::research_judge_request(job->query, job->queries,
+                                         research_evidence(*job->snapshot, job->st, 5));
+  self->request(self->state.cfg.rr.model, research_judge_timeout, atom::complete_v, std::move(req))
+      .then(
+          [=](completion_result& reply) {
+            auto& stats = *self->state.cfg.stats;
+            switch (llm::apply_research_verdict(*job->snapshot, job->st, job->queries, reply.text,
+                                                ms_since(t0))) {
+              case llm::research_next::ask_again:
+                ++stats.research_verdicts;
+                research_judge(self, job);
+                return;
+              case llm::research_next::done:
+                ++stats.research_verdicts;
+                break;
+              case llm::research_next::fell_back:
+                ++stats.research_fallbacks;
+                break;
+            }
+            research_done(self, job);
+          },
+          [=](caf::error& err) {
+            ++self->state.cfg.stats->research_fallbacks;
+            llm::research_fall_back(*job->snapshot, job->st, "model failed: " + error_message(err),
+                                    ms_since(t0));
+            research_done(self, job);
+          });
+}
+
+// The search proper, once the query's vector is known: CPU only, over the
+// snapshot the query arrived at; then reranking, if the KB wants it.
+void search(worker_ptr self, result_promise rp, std::shared_ptr<const kb_snapshot> snapshot,
+            const std::string& query, const retrieve_options& opts, const query_vector& qv,
+            steady::time_point started) {
+  auto& cfg = self->state.cfg;
+  auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
+  auto& settings = snapshot->settings;
+  bool reranking = settings.enable_rerank && (cfg.rr.endpoint || cfg.rr.model);
+  // The reranker chooses among more candidates than it keeps.
+  auto depth = reranking ? std::max<size_t>(2 * k, 10) : k;
+  if (cfg.agent_type == "deep_research_agent" && cfg.rr.model) {
+    auto job = std::make_shared<research_job>();
+    job->st = research_first_round(*snapshot, query, qv, depth);
+    job->rp = std::move(rp);
+    job->snapshot = std::move(snapshot);
+    job->query = query;
+    job->opts = opts;
+    job->started = started;
+    job->queries.push_back(query);
+    research_judge(self, std::move(job));
+    return;
+  }
+  retrieval_result result;
+  try {
+    result = run_agent(*snapshot, cfg.agent_type, query, qv, depth);
+  } catch (const search_error& e) {
+    ++cfg.stats->failed;
+    rp.deliver(make_error(errc::retrieval_failed, e.what()));
+    return;
+  }
+  searched(self, std::move(rp), *snapshot, query, opts, std::move(result), started);
 }
 
 // A remote embedding model answers on the HTTP client's thread; the vector
@@ -283,12 +376,14 @@ retrieval_worker_actor::behavior_type retrieval_worker(worker_ptr self, worker_c
         if (!snapshot)
           return make_error(errc::not_found, "unknown knowledge base \"" + st.cfg.kb + "\"");
         auto rp = self->make_response_promise<retrieval_result>();
-        if (!needs_query_vector(*snapshot, st.cfg.agent_type))
-          search(self, rp, *snapshot, query, opts, {}, started);
-        else if (!snapshot->embed->remote())
-          search(self, rp, *snapshot, query, opts, embed_query(*snapshot, query), started);
-        else
+        if (!needs_query_vector(*snapshot, st.cfg.agent_type)) {
+          search(self, rp, std::move(snapshot), query, opts, {}, started);
+        } else if (!snapshot->embed->remote()) {
+          auto qv = embed_query(*snapshot, query);
+          search(self, rp, std::move(snapshot), query, opts, qv, started);
+        } else {
           embed_then_search(self, rp, std::move(snapshot), query, opts, started);
+        }
         return rp;
       },
       [=](atom::rerank, uint64_t call, rerank_reply& reply) { on_rerank_reply(self, call, reply); },
@@ -299,7 +394,7 @@ retrieval_worker_actor::behavior_type retrieval_worker(worker_ptr self, worker_c
           return;
         auto p = std::move(i->second);
         st.embedding.erase(i);
-        search(self, std::move(p.promise), *p.snapshot, p.query, p.opts,
+        search(self, std::move(p.promise), std::move(p.snapshot), p.query, p.opts,
                query_vector{std::move(values), std::move(error)}, p.started);
       },
   };
@@ -392,6 +487,8 @@ retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_conf
             .field("failed", static_cast<uint64_t>(stats.failed))
             .field("reranked", static_cast<uint64_t>(stats.reranked))
             .field("rerank_fallbacks", static_cast<uint64_t>(stats.rerank_fallbacks))
+            .field("research_verdicts", static_cast<uint64_t>(stats.research_verdicts))
+            .field("research_fallbacks", static_cast<uint64_t>(stats.research_fallbacks))
             .field("mean_latency_ms",
                    served ? static_cast<double>(stats.total_us) / 1000.0 / served : 0.0);
         w.key("worker_in_flight").begin_array();

@@ -27,7 +27,9 @@ class openai_client;
 
 // Who reranks the results of KBs with enable_rerank: an OpenAI-compatible
 // /rerank endpoint when configured (retrieval.rerank_base_url), else the
-// model, listwise; neither = results stay in fused order.
+// model, listwise; neither = results stay in fused order. `model` (set when
+// answers come from a model) also judges deep_research_agent's rounds
+// (llm/research_judge.hpp); without it deep research uses RM3 alone.
 struct reranker {
   std::shared_ptr<llm::openai_client> endpoint;
   llm_actor model;

@@ -3,8 +3,10 @@
 // answer exactly what the same queries answer one at a time; an ingest (a
 // snapshot swap) during a query storm never yields an answer mixing old and
 // new indexes; and a worker waiting for a remote embedding model keeps
-// accepting queries (the model answers on a foreign thread). No sleeps and
-// no timing assertions: every wait is for a message or a condition.
+// accepting queries (the model answers on a foreign thread). Deep research
+// with a model follows the model's verdicts and falls back to RM3 when the
+// model fails or answers nonsense. No sleeps and no timing assertions:
+// every wait is for a message or a condition.
 #include <algorithm>
 #include <condition_variable>
 #include <filesystem>
@@ -20,8 +22,10 @@
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/agents/agent_pool.hpp"
+#include "llm/research_judge.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
 #include "retrieval/agents.hpp"
@@ -313,6 +317,160 @@ TEST_F(agent_concurrency, a_worker_waiting_for_a_remote_embedding_serves_other_q
       }
     }
   }
+}
+
+// A language model that answers deep research's verdict requests from a
+// script (one reply per call, the last one repeated; "" = fail the call)
+// and records what it was asked.
+struct scripted_judge {
+  std::mutex mx;
+  std::vector<std::string> script;
+  std::vector<completion_request> asked;
+};
+
+llm_actor spawn_judge(caf::actor_system& sys, std::shared_ptr<scripted_judge> j) {
+  return sys.spawn([j](llm_actor::pointer) -> llm_actor::behavior_type {
+    return {
+        [](atom::generate, generation_request&, token_sink_actor) -> generation_result {
+          return {};
+        },
+        [](atom::cancel, const std::string&) {},
+        [j](atom::complete, completion_request& req) -> caf::result<completion_result> {
+          std::lock_guard lock{j->mx};
+          auto n = j->asked.size();
+          j->asked.push_back(req);
+          auto& reply = j->script[std::min(n, j->script.size() - 1)];
+          if (reply.empty())
+            return make_error(errc::unavailable, "scripted model failure");
+          completion_result r;
+          r.text = reply;
+          return r;
+        },
+        [](atom::tick, const std::string&) {},
+        [](atom::upstream, const std::string&, upstream_event&) {},
+        [](atom::status) { return std::string{"{}"}; },
+    };
+  });
+}
+
+bool trace_has(const retrieval_result& r, std::string_view text) {
+  for (auto& s : r.trace)
+    if (s.detail.find(text) != std::string::npos)
+      return true;
+  return false;
+}
+
+TEST(research_verdict, parses_the_verdict_and_refuses_unusable_replies) {
+  std::vector<std::string> searched{"Where is the Marigold moored?"};
+  auto yes = llm::parse_research_verdict("```json\n{\"sufficient\": true}\n```", searched);
+  ASSERT_TRUE(yes);
+  EXPECT_TRUE(yes->sufficient);
+  auto next = llm::parse_research_verdict(
+      R"(Sure! {"sufficient": "no", "query": "Marigold harbour mooring"})", searched);
+  ASSERT_TRUE(next);
+  EXPECT_FALSE(next->sufficient);
+  EXPECT_EQ(next->query, "Marigold harbour mooring");
+  for (auto bad : {"", "no JSON here", R"({"query": "x"})", R"({"sufficient": "maybe"})",
+                   R"({"sufficient": false})", R"({"sufficient": false, "query": "  "})",
+                   R"({"sufficient": false, "query": " where is the MARIGOLD moored? "})"})
+    EXPECT_FALSE(llm::parse_research_verdict(bad, searched)) << bad;
+  auto req = llm::research_judge_request("q?", searched, {"passage one", "passage two"});
+  EXPECT_EQ(req.purpose, "research");
+  ASSERT_EQ(req.messages.size(), 2u);
+  EXPECT_NE(req.messages[1].content.find("[2] passage two"), std::string::npos);
+  EXPECT_NE(req.messages[1].content.find("- Where is the Marigold moored?"), std::string::npos);
+}
+
+class research_with_model : public agent_concurrency {
+protected:
+  research_with_model() {
+    catalog->put(kb_catalog::build_snapshot("kb", demo_documents(), kb_build_options{}));
+    snap = catalog->get("kb");
+  }
+
+  retrieval_agent_actor spawn_with(std::vector<std::string> script) {
+    judge = std::make_shared<scripted_judge>();
+    judge->script = std::move(script);
+    reranker rr;
+    rr.model = spawn_judge(sys, judge);
+    models.push_back(rr.model);
+    auto agent = spawn_retrieval_agent(sys, catalog, "kb", "deep_research_agent", 1, rr);
+    agents.push_back(agent);
+    return agent;
+  }
+
+  size_t calls() {
+    std::lock_guard lock{judge->mx};
+    return judge->asked.size();
+  }
+
+  ~research_with_model() override {
+    for (auto& m : models)
+      caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+  }
+
+  std::shared_ptr<kb_catalog> catalog = std::make_shared<kb_catalog>();
+  std::shared_ptr<const kb_snapshot> snap;
+  std::shared_ptr<scripted_judge> judge;
+  std::vector<llm_actor> models;
+  const std::string question = "How are retrieval agents pooled and reused?";
+};
+
+TEST_F(research_with_model, unusable_or_failed_verdicts_fall_back_to_pseudo_relevance_feedback) {
+  auto offline = ranked_of(run_agent(*snap, "deep_research_agent", question, 5));
+  ASSERT_FALSE(offline.empty());
+  for (auto reply :
+       {std::string{"I think the passages are fine."}, std::string{R"({"sufficient": "perhaps"})"},
+        std::string{R"({"sufficient": false})"},
+        std::string{R"({"sufficient": false, "query": ")"} + question + R"("})", std::string{}}) {
+    SCOPED_TRACE(reply.empty() ? "model fails" : reply);
+    auto r = one(spawn_with({reply}), question);
+    ASSERT_TRUE(r) << sys.render(r.error());
+    EXPECT_EQ(calls(), 1u) << "one bad verdict ends the model's part";
+    EXPECT_EQ(ranked_of(*r), offline) << "the same answer as without a model";
+    EXPECT_TRUE(trace_has(*r, "pseudo-relevance feedback from here"));
+    EXPECT_TRUE(trace_has(*r, reply.empty() ? "model failed" : "verdict was unusable"));
+  }
+}
+
+TEST_F(research_with_model, a_sufficient_verdict_ends_the_research_after_round_one) {
+  auto r = one(spawn_with({R"({"sufficient": true})"}), question);
+  ASSERT_TRUE(r) << sys.render(r.error());
+  EXPECT_EQ(calls(), 1u);
+  auto st = research_first_round(*snap, question, embed_query(*snap, question), 5);
+  auto expected = research_result(*snap, st);
+  EXPECT_EQ(ranked_of(*r), ranked_of(expected));
+  EXPECT_TRUE(trace_has(*r, "model: the evidence answers the question"));
+  EXPECT_FALSE(trace_has(*r, "rewrite="));
+  std::lock_guard lock{judge->mx};
+  auto& prompt = judge->asked.front().messages.back().content;
+  EXPECT_NE(prompt.find(question), std::string::npos);
+  EXPECT_NE(prompt.find("[1] "), std::string::npos) << "the evidence is shown to the model";
+}
+
+TEST_F(research_with_model, rewritten_queries_are_searched_and_rounds_are_bounded) {
+  // A model that is never satisfied and always has a new query.
+  auto agent = spawn_with({R"({"sufficient": false, "query": "SSE heartbeat ping"})",
+                           R"({"sufficient": false, "query": "postgres store durability"})",
+                           R"({"sufficient": false, "query": "one query too many"})"});
+  auto r = one(agent, question);
+  ASSERT_TRUE(r) << sys.render(r.error());
+  EXPECT_EQ(calls(), static_cast<size_t>(research_max_rounds - 1))
+      << "no verdict is asked after the last round";
+  EXPECT_TRUE(trace_has(*r, "model rewrite=[SSE heartbeat ping]"));
+  EXPECT_TRUE(trace_has(*r, "model rewrite=[postgres store durability]"));
+  EXPECT_FALSE(trace_has(*r, "one query too many"));
+  {
+    std::lock_guard lock{judge->mx};
+    EXPECT_NE(judge->asked[1].messages.back().content.find("- SSE heartbeat ping"),
+              std::string::npos)
+        << "the model sees what was searched";
+  }
+  // The rewritten queries' results are fused in: the result differs from
+  // round one alone.
+  auto st = research_first_round(*snap, question, embed_query(*snap, question), 5);
+  EXPECT_NE(ranked_of(*r), ranked_of(research_result(*snap, st)));
+  EXPECT_LE(r->retrieval_results.size(), 5u);
 }
 
 }  // namespace

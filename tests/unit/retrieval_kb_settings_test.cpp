@@ -28,6 +28,7 @@ TEST(kb_settings, json_round_trip_and_persistence) {
   EXPECT_EQ(s->top_k, 7);
   EXPECT_DOUBLE_EQ(s->keyword_weight, 1.0);
   EXPECT_DOUBLE_EQ(s->vector_threshold, 0.0) << "missing fields keep their defaults";
+  EXPECT_EQ(s->fusion, "auto");
   auto again = kb_settings_from_json(to_json(*s));
   ASSERT_TRUE(again);
   EXPECT_EQ(to_json(*again), to_json(*s));
@@ -40,14 +41,19 @@ TEST(kb_settings, json_round_trip_and_persistence) {
   auto fresh = load_kb_settings(dir.path, "other");
   ASSERT_TRUE(fresh);
   EXPECT_EQ(fresh->name, "other");
-  EXPECT_DOUBLE_EQ(fresh->vector_weight, 0.7);
-  EXPECT_DOUBLE_EQ(fresh->keyword_weight, 0.3);
+  EXPECT_DOUBLE_EQ(fresh->vector_weight, -1) << "not given: the embedder kind decides";
+  EXPECT_DOUBLE_EQ(fresh->keyword_weight, -1);
+  EXPECT_EQ(fresh->fusion, "auto");
+  EXPECT_TRUE(fresh->typo_tolerance);
 }
 
 TEST(kb_settings, rejects_bad_values_with_the_field_named) {
   for (auto [body, field] : std::vector<std::pair<const char*, const char*>>{
            {R"({"name":"x","top_k":101})", "top_k"},
-           {R"({"name":"x","vector_weight":-1})", "vector_weight"},
+           {R"({"name":"x","vector_weight":-2})", "vector_weight"},
+           {R"({"name":"x","keyword_weight":101})", "keyword_weight"},
+           {R"({"name":"x","fusion":"borda"})", "fusion"},
+           {R"({"name":"x","typo_tolerance":1})", "typo_tolerance"},
            {R"({"name":"x","vector_weight":0,"keyword_weight":0})", "keyword_weight"},
            {R"({"name":"x","vector_threshold":2})", "vector_threshold"},
            {R"({"name":"x","default_agent_type":"x"})", "default_agent_type"},

@@ -1,0 +1,255 @@
+// Fusion that cannot dilute a strong leg, the fusion policy chosen by the
+// embedder's kind (and overridden by a KB's settings), the trace naming the
+// choice, and typo expansion against the BM25 vocabulary (bounded, and off
+// for terms the index knows).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+
+#include "retrieval/agents.hpp"
+#include "retrieval/embedder.hpp"
+#include "retrieval/fusion.hpp"
+#include "retrieval/fusion_policy.hpp"
+#include "retrieval/kb_catalog.hpp"
+#include "retrieval/typo_expansion.hpp"
+
+namespace ragtor {
+namespace {
+
+std::vector<std::string> ids_of(const std::vector<fused_item>& f) {
+  std::vector<std::string> out;
+  for (auto& x : f)
+    out.push_back(x.id);
+  return out;
+}
+
+// A strong leg with a clear top 3 and a weak leg that likes other items
+// (and ranks the strong leg's best last).
+ranked_list strong_leg(double weight) {
+  return {"bm25",
+          weight,
+          std::nullopt,
+          {{"s1", 20}, {"s2", 18}, {"s3", 16}, {"m1", 6}, {"m2", 5}, {"m3", 4}}};
+}
+ranked_list weak_leg(double weight) {
+  return {"vector",
+          weight,
+          std::nullopt,
+          {{"w1", 0.62}, {"w2", 0.61}, {"w3", 0.60}, {"m1", 0.59}, {"s3", 0.40}, {"s1", 0.31}}};
+}
+
+TEST(fusion_rules, the_lexical_default_keeps_the_strong_legs_top_results_on_top) {
+  auto p = default_fusion(embedder_kind::lexical);
+  auto f = fuse({strong_leg(p.keyword_weight), weak_leg(p.vector_weight)}, 3, p.rule);
+  EXPECT_EQ(ids_of(f), (std::vector<std::string>{"s1", "s2", "s3"}));
+  // The same legs under rank-only RRF at the DESIGN weights: the weak leg's
+  // favourites push the strong leg's top results out of the top 3 — the
+  // dilution the lexical default exists to avoid.
+  auto rrf = weighted_rrf({strong_leg(0.3), weak_leg(0.7)}, 3);
+  EXPECT_NE(ids_of(rrf), (std::vector<std::string>{"s1", "s2", "s3"}));
+}
+
+TEST(fusion_rules, convex_fusion_bounds_what_a_weak_leg_alone_can_reach) {
+  // An item only the weak leg (weight w of W) returns scores at most w/W,
+  // so every item the strong leg scores above w/(W-w) of its best stays
+  // ahead of it, whatever the weak leg's order.
+  for (double w : {0.05, 0.1, 0.2, 0.3}) {
+    auto f = convex_fusion({strong_leg(1 - w), weak_leg(w)}, 20);
+    ASSERT_FALSE(f.empty());
+    double best_weak_only = 0;
+    for (auto& x : f)
+      if (x.id[0] == 'w') {
+        EXPECT_LE(x.score, w + 1e-12) << x.id;
+        best_weak_only = std::max(best_weak_only, x.score);
+      }
+    for (auto& x : f) {
+      if (x.id[0] == 's') {
+        EXPECT_GT(x.score, best_weak_only) << "w=" << w << " " << x.id;
+      }
+    }
+  }
+  // Scores are max-normalised per leg: the top of each leg counts its weight.
+  auto single = convex_fusion({strong_leg(1)}, 3);
+  ASSERT_EQ(single.size(), 3u);
+  EXPECT_DOUBLE_EQ(single[0].score, 1.0);
+  EXPECT_DOUBLE_EQ(single[1].score, 18.0 / 20.0);
+}
+
+TEST(fusion_rules, convex_fusion_thresholds_dedupes_and_ignores_legs_without_scores) {
+  ranked_list kw{"bm25", 0.5, 10.0, {{"a", 30}, {"b", 9}, {"a", 30}, {"c", 15}}};
+  ranked_list empty{"vector", 0.5, std::nullopt, {}};
+  auto f = convex_fusion({kw, empty}, 10);
+  ASSERT_EQ(f.size(), 2u) << "b is below the leg's threshold; a counts once";
+  EXPECT_EQ(f[0].id, "a");
+  EXPECT_DOUBLE_EQ(f[0].score, 0.5) << "weights are shares of all legs' weight";
+  EXPECT_DOUBLE_EQ(f[1].score, 0.5 * 15 / 30);
+  EXPECT_EQ(f[0].ranks.size(), 1u);
+  EXPECT_DOUBLE_EQ(fuse({kw}, 10, fusion_rule::rrf).front().score, 0.5 / 61);
+}
+
+TEST(fusion_policy, the_embedder_kind_chooses_the_default) {
+  kb_settings s;  // no weights, fusion "auto"
+  auto hashed = make_hashed_embedder(64);
+  EXPECT_EQ(hashed->kind(), embedder_kind::lexical);
+  auto lexical = choose_fusion(s, hashed.get());
+  EXPECT_EQ(lexical.rule, fusion_rule::convex);
+  EXPECT_GT(lexical.keyword_weight, 4 * lexical.vector_weight) << "BM25 leads";
+  EXPECT_NE(lexical.reason.find("lexical embedder hashed-ngram-v1/64"), std::string::npos)
+      << lexical.reason;
+  EXPECT_NE(lexical.reason.find("defaults"), std::string::npos) << lexical.reason;
+
+  struct semantic_embedder final : embedder {
+    std::string name() const override { return "remote-model/8"; }
+    size_t dims() const override { return 8; }
+    std::variant<embedding_batch, std::string> embed(const std::vector<std::string>&) override {
+      return std::string{"not used"};
+    }
+  } model;
+  EXPECT_EQ(model.kind(), embedder_kind::semantic) << "an embedding model is semantic";
+  auto semantic = choose_fusion(s, &model);
+  EXPECT_EQ(semantic.rule, fusion_rule::rrf);
+  EXPECT_DOUBLE_EQ(semantic.vector_weight, 0.7);
+  EXPECT_DOUBLE_EQ(semantic.keyword_weight, 0.3);
+  EXPECT_NE(semantic.reason.find("semantic embedder remote-model/8"), std::string::npos);
+}
+
+TEST(fusion_policy, a_kbs_own_settings_win_over_every_default) {
+  auto hashed = make_hashed_embedder(64);
+  kb_settings s;
+  s.vector_weight = 0.7;
+  s.keyword_weight = 0.3;
+  auto both = choose_fusion(s, hashed.get());
+  EXPECT_DOUBLE_EQ(both.vector_weight, 0.7);
+  EXPECT_DOUBLE_EQ(both.keyword_weight, 0.3);
+  EXPECT_EQ(both.rule, fusion_rule::convex) << "the rule stays the kind's default";
+  EXPECT_NE(both.reason.find("KB weights"), std::string::npos) << both.reason;
+  EXPECT_NE(both.reason.find("vector-led"), std::string::npos) << both.reason;
+
+  kb_settings one;
+  one.vector_weight = 0.25;
+  auto completed = choose_fusion(one, hashed.get());
+  EXPECT_DOUBLE_EQ(completed.keyword_weight, 0.75) << "the other weight is the complement";
+
+  kb_settings rule;
+  rule.fusion = "rrf";
+  auto by_rule = choose_fusion(rule, hashed.get());
+  EXPECT_EQ(by_rule.rule, fusion_rule::rrf);
+  EXPECT_DOUBLE_EQ(by_rule.keyword_weight, default_fusion(embedder_kind::lexical).keyword_weight);
+  EXPECT_NE(by_rule.reason.find("KB fusion rule"), std::string::npos) << by_rule.reason;
+}
+
+std::vector<document> harbour_docs() {
+  return {
+      {"lighthouse", "The lighthouse",
+       "The lighthouse on the cape guides ships past the reef at night.", ""},
+      {"kestrel", "Birds of the cliffs", "A kestrel hovers over the cliffs hunting voles.", ""},
+      {"harbour", "The harbour", "Ships unload timber and salt in the harbour at dawn.", ""},
+      {"market", "The market", "Fishermen sell their catch at the market near the harbour.", ""},
+  };
+}
+
+TEST(fusion_policy, the_search_trace_names_the_choice) {
+  auto snap = kb_catalog::build_snapshot("harbour", harbour_docs(), kb_build_options{});
+  auto r = run_agent(*snap, "hybrid_agent", "ships in the harbour", 2);
+  auto step = std::find_if(r.trace.begin(), r.trace.end(),
+                           [](const trace_step& s) { return s.step == "fusion"; });
+  ASSERT_NE(step, r.trace.end());
+  EXPECT_NE(step->detail.find("BM25-led convex vector=0.10 keyword=0.90"), std::string::npos)
+      << step->detail;
+
+  kb_settings s;
+  s.name = "harbour";
+  s.vector_weight = 0.7;
+  s.keyword_weight = 0.3;
+  s.fusion = "rrf";
+  auto own = kb_catalog::build_snapshot(s, harbour_docs(), kb_build_options{});
+  auto r2 = run_agent(*own, "hybrid_agent", "ships in the harbour", 2);
+  step = std::find_if(r2.trace.begin(), r2.trace.end(),
+                      [](const trace_step& s) { return s.step == "fusion"; });
+  ASSERT_NE(step, r2.trace.end());
+  EXPECT_NE(step->detail.find("rrf vector=0.70 keyword=0.30 (KB weights and KB fusion rule)"),
+            std::string::npos)
+      << step->detail;
+}
+
+TEST(typo_expansion, bounded_edit_distance_counts_swaps_as_one_and_stops_at_the_bound) {
+  EXPECT_EQ(bounded_edit_distance("kestral", "kestrel", 2), 1);
+  EXPECT_EQ(bounded_edit_distance("lightouse", "lighthouse", 2), 1);
+  EXPECT_EQ(bounded_edit_distance("hrabour", "harbour", 2), 1) << "a swap of neighbours";
+  EXPECT_EQ(bounded_edit_distance("harbour", "harbour", 1), 0);
+  EXPECT_EQ(bounded_edit_distance("abcdef", "badcfe", 2), 3) << "more than the bound: bound + 1";
+  EXPECT_EQ(bounded_edit_distance("ab", "abcdef", 2), 3) << "lengths too far apart";
+}
+
+TEST(typo_expansion, an_unknown_term_finds_its_near_spelling_and_the_document) {
+  auto snap = kb_catalog::build_snapshot("harbour", harbour_docs(), kb_build_options{});
+  auto e = expand_typos(snap->index, "the lightouse at night");
+  ASSERT_EQ(e.expansions.size(), 1u) << describe(e.expansions);
+  EXPECT_EQ(e.expansions[0].matches.front().first, "lighthous");  // stemmed
+  auto kestrel = expand_typos(snap->index, "Kestral");
+  ASSERT_EQ(kestrel.expansions.size(), 1u);
+  EXPECT_EQ(kestrel.expansions[0].matches.front().first, "kestrel");
+  EXPECT_TRUE(snap->index.search("Kestral", 3).empty()) << "without expansion nothing matches";
+  for (auto agent : {"hybrid_agent", "deep_research_agent", "fusion_agent"}) {
+    auto r = run_agent(*snap, agent, "Kestral", 3);
+    ASSERT_FALSE(r.retrieval_results.empty()) << agent;
+    EXPECT_EQ(r.retrieval_results[0].doc_id, "kestrel") << agent;
+  }
+  auto r = run_agent(*snap, "hybrid_agent", "Kestral", 3);
+  bool noted = false;
+  for (auto& s : r.trace)
+    noted |= s.detail.find("typos kestral->kestrel") != std::string::npos;
+  EXPECT_TRUE(noted) << "the trace shows the expansion";
+}
+
+TEST(typo_expansion, is_off_for_known_short_or_numeric_terms_and_bounded) {
+  auto snap = kb_catalog::build_snapshot("harbour", harbour_docs(), kb_build_options{});
+  EXPECT_TRUE(expand_typos(snap->index, "ships in the harbour").expansions.empty())
+      << "known terms are never expanded";
+  EXPECT_TRUE(expand_typos(snap->index, "sal").expansions.empty()) << "too short";
+  EXPECT_TRUE(expand_typos(snap->index, "2024 20245").expansions.empty()) << "numbers";
+  EXPECT_TRUE(expand_typos(snap->index, "zzzzzzzz").expansions.empty()) << "nothing near";
+  // Distance 1 below long_length: "harbxxr" is 2 edits from "harbour".
+  EXPECT_TRUE(expand_typos(snap->index, "harbxxr").expansions.empty());
+  // From long_length on, distance 2.
+  auto two = expand_typos(snap->index, "lighxxouse");
+  ASSERT_EQ(two.expansions.size(), 1u);
+  EXPECT_EQ(two.expansions[0].matches.front().second, 2);
+
+  // Many equally near terms: at most max_expansions, the closest only.
+  std::vector<chunk> chunks;
+  for (auto w : {"tamper", "temper", "timper", "tomper", "tumper", "tempera"}) {
+    chunk c;
+    c.chunk_id = w;
+    c.text = std::string{w} + " " + w;
+    chunks.push_back(c);
+  }
+  auto index = bm25_index::build(chunks, {});
+  typo_options opts;
+  opts.max_expansions = 2;
+  opts.long_length = 100;
+  auto e = expand_typos(index, "txmper", opts);
+  ASSERT_EQ(e.expansions.size(), 1u);
+  EXPECT_EQ(e.expansions[0].matches.size(), 2u);
+  for (auto& [term, d] : e.expansions[0].matches)
+    EXPECT_EQ(d, 1) << term;
+  // Ambiguity splits the term's weight among its expansions.
+  double expansion_weight = 0;
+  for (auto& [term, w] : e.terms)
+    if (term != "txmper")
+      expansion_weight += w;
+  EXPECT_DOUBLE_EQ(expansion_weight, 1.0);
+
+  kb_settings off;
+  off.name = "harbour";
+  off.search_mode = "bm25";  // the BM25 leg alone (the hashed vectors share trigrams)
+  auto on = kb_catalog::build_snapshot(off, harbour_docs(), kb_build_options{});
+  EXPECT_FALSE(run_agent(*on, "hybrid_agent", "Kestral", 3).retrieval_results.empty());
+  off.typo_tolerance = false;
+  auto plain = kb_catalog::build_snapshot(off, harbour_docs(), kb_build_options{});
+  EXPECT_TRUE(run_agent(*plain, "hybrid_agent", "Kestral", 3).retrieval_results.empty())
+      << "typo_tolerance=false: no expansion";
+}
+
+}  // namespace
+}  // namespace ragtor
