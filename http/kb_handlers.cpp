@@ -4,6 +4,7 @@
 // and for an unknown KB.
 #include <caf/actor_system.hpp>
 
+#include "http/auth.hpp"
 #include "http/caf_asio.hpp"
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
@@ -51,7 +52,8 @@ handler_result list_kbs(handler_context& ctx, exchange& ex) {
     co_return;
   std::vector<snapshot_ptr> snaps;
   for (auto& name : ctx.settings.catalog->names())
-    snaps.push_back(ctx.settings.catalog->get(name));
+    if (!ex.key || ex.key->allows_kb(name))  // a key limited to some KBs sees only those
+      snaps.push_back(ctx.settings.catalog->get(name));
   co_await reply_json(ex, 200, kb_list_json(snaps));
 }
 
