@@ -1,5 +1,6 @@
 #include "http/server.hpp"
 
+#include <array>
 #include <atomic>
 #include <limits>
 #include <optional>
@@ -255,7 +256,14 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
     stream.expires_after(std::chrono::seconds(1));
     co_await net::async_write(stream, net::buffer(reply.data(), reply.size()),
                               net::redirect_error(net::use_awaitable, ec));
-    stream.socket().shutdown(tcp::socket::shutdown_both, ec);
+    // Read what the client sent (up to 1 s, 64 KiB) so closing does not
+    // reset the connection before it read the answer.
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    std::array<char, 4096> scratch;
+    for (size_t total = 0; !ec && total < (64u << 10);) {
+      total += co_await stream.async_read_some(net::buffer(scratch),
+                                               net::redirect_error(net::use_awaitable, ec));
+    }
     stream.socket().close(ec);
   }
 

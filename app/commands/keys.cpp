@@ -2,6 +2,7 @@
 // the configuration names (SQLite under the data dir, or PostgreSQL), so
 // every node sharing that store sees the change (docs/security.md). The
 // CLI talks to the database directly: no server needs to run.
+#include <ctime>
 #include <iomanip>
 #include <iostream>
 #include <memory>
