@@ -58,6 +58,7 @@ std::vector<binding> bindings_of(config& c) {
       {"auth", "allow_unauthenticated", &c.auth.allow_unauthenticated},
       {"auth", "admin_token", &c.auth.admin_token},
       {"auth", "key_refresh_ms", &c.auth.key_refresh_ms},
+      {"security", "allowed_outbound_hosts", &c.security.allowed_outbound_hosts},
       {"sse", "heartbeat_s", &c.sse.heartbeat_s},
       {"sse", "write_timeout_s", &c.sse.write_timeout_s},
       {"sse", "initial_credit", &c.sse.initial_credit},

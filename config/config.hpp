@@ -37,6 +37,14 @@ struct server_config {
   bool operator==(const server_config&) const = default;
 };
 
+// [security] (docs/security.md).
+struct security_config {
+  // Comma-separated hosts outbound requests (workflow tool URLs) may go
+  // to; "*" = any.
+  std::string allowed_outbound_hosts = "127.0.0.1,::1,localhost";
+  bool operator==(const security_config&) const = default;
+};
+
 // [auth] (docs/security.md).
 struct auth_config {
   std::string mode = "off";  // off | api_key
@@ -170,6 +178,7 @@ struct config {
   actors_config actors;
   log_config log;
   auth_config auth;
+  security_config security;
   // [kbs.<name>]: knowledge-base settings (kb_settings, docs/pipelines.md)
   // as JSON objects by KB name; at start each is written to the KB's
   // kb.json (creating the KB when it does not exist), so the file wins

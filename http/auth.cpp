@@ -9,7 +9,9 @@
 #include <openssl/rand.h>
 #include <simdjson.h>
 
+#include "llm/base_url.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/workflow_def.hpp"
 #include <boost/asio/ip/address.hpp>
 
 namespace ragtor::http {
@@ -180,6 +182,28 @@ std::string key_json(const api_key_record& r) {
     w.null();
   w.end_object();
   return w.take();
+}
+
+std::optional<spec_error> check_outbound_hosts(const kb_settings& settings,
+                                               const std::vector<std::string>& allowed) {
+  if (settings.workflow_json.empty()
+      || std::find(allowed.begin(), allowed.end(), "*") != allowed.end())
+    return std::nullopt;
+  auto wf = wf::parse_workflow(settings.workflow_json);
+  if (!wf)
+    return std::nullopt;  // the KB's own validation reports it
+  for (size_t i = 0; i < wf->tools.size(); ++i) {
+    auto field = "workflow.tools[" + std::to_string(i) + "].url";
+    auto url = llm::parse_base_url(wf->tools[i].url);
+    if (!url)
+      return spec_error{field, "not an http:// or https:// URL"};
+    bool ok = std::any_of(allowed.begin(), allowed.end(),
+                          [&](const std::string& h) { return iequals_ascii(h, url->host); });
+    if (!ok)
+      return spec_error{field, "host \"" + url->host
+                                   + "\" is not in [security] allowed_outbound_hosts"};
+  }
+  return std::nullopt;
 }
 
 int64_t token_bucket::take(double rate, double burst, auth_clock::time_point now) {

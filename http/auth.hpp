@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "http/router.hpp"
+#include "protocol/kb_settings.hpp"
 #include "protocol/messages.hpp"
 
 namespace ragtor::http {
@@ -76,6 +77,11 @@ api_key_record record_of(const key_spec& spec, std::string_view key);
 
 // A record as JSON for listings: never the hash.
 std::string key_json(const api_key_record& r);
+
+// Whether `settings` (a KB's) sends requests only to `allowed` hosts (its
+// workflow tools' URLs); the error names the field. "*" allows any host.
+std::optional<spec_error> check_outbound_hosts(const kb_settings& settings,
+                                               const std::vector<std::string>& allowed);
 
 // A token bucket of `burst` tokens refilling at `rate` per second, behind
 // one small mutex per key.

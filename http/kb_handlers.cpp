@@ -63,6 +63,8 @@ handler_result create_kb(handler_context& ctx, exchange& ex) {
   auto s = kb_settings_from_json(ex.body);
   if (!s)
     co_return co_await reply_caf_error(ex, s.error());
+  if (auto err = check_outbound_hosts(*s, ctx.settings.allowed_outbound_hosts))
+    co_return co_await reply_error(ex, 400, "invalid_request", err->message, err->field);
   auto created = co_await async_request<kb_settings>(ctx.sys, ctx.settings.kb_admin, store_timeout,
                                                      atom::kb_create_v, *s);
   if (!created)

@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
@@ -70,6 +71,10 @@ struct server_settings {
   // admin scope, or (auth off) a loopback listen address.
   std::string admin_token;
   std::chrono::milliseconds key_refresh{2000};
+
+  // Hosts workflow tool URLs may name ([security] allowed_outbound_hosts);
+  // "*" allows any. A KB naming another host is refused at creation.
+  std::vector<std::string> allowed_outbound_hosts{"127.0.0.1", "::1", "localhost"};
 };
 
 class server {

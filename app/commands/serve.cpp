@@ -175,8 +175,15 @@ int run_serve(const serve_options& opts) {
 
   // [kbs.<name>] of the config file: written to kb.json, the KB created
   // when new, before the catalog loads them.
+  auto outbound = http::split_list(cfg->security.allowed_outbound_hosts);
   for (auto& [name, json] : cfg->kbs) {
     auto s = kb_settings_from_json(json);
+    if (s) {
+      if (auto bad = http::check_outbound_hosts(*s, outbound)) {
+        spdlog::error("cannot apply [kbs.{}]: {}: {}", name, bad->field, bad->message);
+        return 1;
+      }
+    }
     caf::error err = s ? save_kb_settings(cfg->data_dir, *s) : s.error();
     if (!err && !kb_exists(cfg->data_dir, name))
       err = create_kb(cfg->data_dir, name);
@@ -280,6 +287,7 @@ int run_serve(const serve_options& opts) {
   hs.api_keys = cfg->auth.mode == "api_key";
   hs.admin_token = cfg->auth.admin_token;
   hs.key_refresh = std::chrono::milliseconds{cfg->auth.key_refresh_ms};
+  hs.allowed_outbound_hosts = outbound;
   if (hs.api_keys)
     spdlog::info("auth: API keys required (reloaded every {} ms)", cfg->auth.key_refresh_ms);
   hs.kb_exists = [catalog = *catalog](std::string_view kb) {

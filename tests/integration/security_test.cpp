@@ -320,6 +320,22 @@ TEST_F(admission_test, the_fifth_concurrent_stream_gets_503_and_nothing_is_store
   EXPECT_EQ(status, 200);
 }
 
+TEST_F(admission_test, a_workflow_tool_on_a_host_not_allowed_is_refused_with_the_field_named) {
+  auto kb = [](const std::string& url, const std::string& name) {
+    return R"({"name":")" + name + R"(","answer_mode":"workflow","workflow":{"tools":[{"name":"t","url":")"
+           + url + R"("}],"intents":[{"l2":"a","description":"a","sources":["tool:t"]}]}})";
+  };
+  auto refused = request(port(), "POST", "/api/v1/kbs", kb("http://10.20.30.40:9/hook", "leaky"));
+  EXPECT_EQ(refused.status, 400) << refused.body;
+  auto j = json::parse(refused.body);
+  EXPECT_EQ(j.str("/error/field"), "workflow.tools[0].url");
+  EXPECT_NE(j.str("/error/message").find("10.20.30.40"), std::string::npos);
+  EXPECT_EQ(request(port(), "GET", "/api/v1/kbs/leaky").status, 404) << "nothing was created";
+  // Loopback is allowed by default.
+  auto local = request(port(), "POST", "/api/v1/kbs", kb("http://127.0.0.1:9/hook", "local"));
+  EXPECT_EQ(local.status, 201) << local.body;
+}
+
 // A TCP connection to the server that sends nothing unless told.
 class raw_connection {
 public:

@@ -126,6 +126,8 @@ mode = "api_key"
 allow_unauthenticated = true
 admin_token = "t0ken"
 key_refresh_ms = 100
+[security]
+allowed_outbound_hosts = "tools.internal"
 )"};
   auto cfg = load_config(file.path(), {});
   ASSERT_TRUE(cfg) << error_message(cfg.error());
@@ -176,6 +178,7 @@ key_refresh_ms = 100
   EXPECT_TRUE(cfg->auth.allow_unauthenticated);
   EXPECT_EQ(cfg->auth.admin_token, "t0ken");
   EXPECT_EQ(cfg->auth.key_refresh_ms, 100);
+  EXPECT_EQ(cfg->security.allowed_outbound_hosts, "tools.internal");
 }
 
 TEST(config, auth_section_from_environment_and_validated) {

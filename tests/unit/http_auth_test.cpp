@@ -217,6 +217,19 @@ TEST(http_auth, every_route_names_its_scope) {
   EXPECT_EQ(open, std::set<std::string_view>{"health"});
 }
 
+TEST(http_auth, workflow_tool_hosts_must_be_allowed) {
+  kb_settings s;
+  s.workflow_json =
+      R"({"tools":[{"name":"a","url":"http://127.0.0.1:9/a"},{"name":"b","url":"https://Tools.Example:8443/b"}],)"
+      R"("intents":[{"l2":"x","description":"x","sources":["tool:a"]}]})";
+  auto e = check_outbound_hosts(s, {"127.0.0.1", "::1", "localhost"});
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->field, "workflow.tools[1].url");
+  EXPECT_FALSE(check_outbound_hosts(s, {"127.0.0.1", "tools.example"}));
+  EXPECT_FALSE(check_outbound_hosts(s, {"*"}));
+  EXPECT_FALSE(check_outbound_hosts(kb_settings{}, {}));
+}
+
 TEST(http_auth, loopback_hosts) {
   EXPECT_TRUE(is_loopback_host("127.0.0.1"));
   EXPECT_TRUE(is_loopback_host("127.8.9.10"));
