@@ -220,7 +220,7 @@ TEST(http_auth, every_route_names_its_scope) {
 TEST(http_auth, workflow_tool_hosts_must_be_allowed) {
   kb_settings s;
   s.workflow_json =
-      R"({"tools":[{"name":"a","url":"http://127.0.0.1:9/a"},{"name":"b","url":"https://Tools.Example:8443/b"}],)"
+      R"({"tools":[{"name":"a","url":"http://127.0.0.1:9/a"},{"name":"b","url":"http://Tools.Example:8443/b"}],)"
       R"("intents":[{"l2":"x","description":"x","sources":["tool:a"]}]})";
   auto e = check_outbound_hosts(s, {"127.0.0.1", "::1", "localhost"});
   ASSERT_TRUE(e);
