@@ -22,6 +22,7 @@
 #include "http/turn_follow.hpp"
 #include "protocol/api_json.hpp"
 #include "protocol/chat_request_json.hpp"
+#include "protocol/json_object.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/stream_events.hpp"

@@ -18,6 +18,7 @@
 #include "http/turn_follow.hpp"
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
+#include "protocol/json_object.hpp"
 #include "retrieval/kb_catalog.hpp"
 
 namespace ragtor::http {
