@@ -207,12 +207,15 @@ TEST(http_auth, every_route_names_its_scope) {
   for (auto& r : api_routes()) {
     if (r.needs == scope::none)
       open.insert(r.name);
-    if (r.pattern.starts_with("/admin/"))
+    if (r.pattern.starts_with("/admin/")) {
       EXPECT_EQ(r.needs, scope::admin) << r.name;
-    if (r.pattern.starts_with("/api/v1/kbs"))
+    }
+    if (r.pattern.starts_with("/api/v1/kbs")) {
       EXPECT_TRUE(r.needs == scope::kb_read || r.needs == scope::kb_write) << r.name;
-    if (r.admit == admission::turn)
+    }
+    if (r.admit == admission::turn) {
       EXPECT_EQ(r.needs, scope::chat) << r.name;
+    }
   }
   EXPECT_EQ(open, std::set<std::string_view>{"health"});
 }
