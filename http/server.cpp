@@ -125,7 +125,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
   std::atomic<bool> accepting{true};
   std::atomic<size_t> connections{0};  // open connections (server.max_connections)
   std::atomic<size_t> turns{0};        // chat turns being served (server.max_streams)
-  std::atomic<auth_clock::rep> last_key_load{0};  // when a key refresh last started
+  std::atomic<auth_clock::rep> last_miss_load{0};  // when an unknown key last caused a reload
   log_throttle accept_log, refuse_log, turn_log;
 
   // Declared after everything its handlers touch: they are destroyed with it.
@@ -144,7 +144,6 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
   // Loads the API keys from the store (through the store actor: no I/O
   // thread waits on the database).
   net::awaitable<void> refresh_keys() {
-    last_key_load = auth_clock::now().time_since_epoch().count();
     auto r = co_await async_request<std::vector<api_key_record>>(
         sys, store, std::chrono::seconds(10), atom::key_list_v);
     if (r)
@@ -182,9 +181,9 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
     if (key)
       co_return key;
     auto now = auth_clock::now().time_since_epoch().count();
-    auto last = last_key_load.load();
+    auto last = last_miss_load.load();
     if (now - last >= auth_clock::duration{std::chrono::seconds(1)}.count()
-        && last_key_load.compare_exchange_strong(last, now)) {
+        && last_miss_load.compare_exchange_strong(last, now)) {
       std::string copy{credential};  // the header may not outlive a suspension
       co_await refresh_keys();
       key = keys->find(copy);
