@@ -11,7 +11,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <set>
 #include <thread>
 
@@ -410,6 +412,57 @@ TEST_F(admission_test, a_header_sent_byte_by_byte_is_cut_at_the_header_deadline)
   EXPECT_TRUE(closed) << "the server waited for the whole slow header";
   EXPECT_EQ(reply.find("200 OK"), std::string::npos) << reply;
   EXPECT_LT(took, 5s);
+}
+
+// CPU seconds (user + system) a process used so far.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string stat{std::istreambuf_iterator<char>{in}, {}};
+  std::istringstream fields{stat.substr(stat.rfind(')') + 2)};
+  std::string skip;
+  for (int i = 0; i < 11; ++i)
+    fields >> skip;  // state .. cmajflt
+  double utime = 0, stime = 0;
+  fields >> utime >> stime;
+  return (utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
+TEST(accept_backoff, out_of_file_descriptors_the_listener_backs_off_and_recovers) {
+  temp_dir tmp{"ragtor-emfile"};
+  // 64 descriptors (soft and hard, so the server cannot raise them): far
+  // fewer than the connections below.
+  ragtor_process server{{"/usr/bin/prlimit", "--nofile=64:64", ragtor_binary(), "serve", "--listen",
+                         "127.0.0.1:0", "--data-dir", (tmp.path() / "data").string()},
+                        "ragtor listening on http://",
+                        {{"RAGTOR_SERVER__MAX_CONNECTIONS", "0"}}};
+  std::vector<std::unique_ptr<raw_connection>> flood;
+  for (int i = 0; i < 100; ++i)
+    flood.push_back(std::make_unique<raw_connection>(server.port()));
+  // A measuring window (not a synchronisation): a listener spinning on
+  // EMFILE burns a core all along; one that backs off sleeps.
+  auto cpu_before = cpu_seconds(server.pid());
+  std::this_thread::sleep_for(2s);
+  auto cpu_used = cpu_seconds(server.pid()) - cpu_before;
+  EXPECT_LT(cpu_used, 0.5) << "the accept loop spins while out of descriptors";
+  auto log = server.stderr_tail(1 << 20);
+  size_t warnings = 0;
+  for (auto at = log.find("accept failed"); at != std::string::npos;
+       at = log.find("accept failed", at + 1))
+    ++warnings;
+  EXPECT_GE(warnings, 1u) << "descriptors never ran out: the test proves nothing\n" << log;
+  EXPECT_LE(warnings, 4u) << "logged more than once per second\n" << log;
+  // Once the clients go away, the server serves again.
+  flood.clear();
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  int status = 0;
+  while (status != 200 && std::chrono::steady_clock::now() < deadline) {
+    try {
+      status = request(server.port(), "GET", "/healthz", "", {}, 2s).status;
+    } catch (const std::exception&) {
+      status = 0;
+    }
+  }
+  EXPECT_EQ(status, 200) << server.stderr_tail();
 }
 
 }  // namespace
