@@ -49,6 +49,7 @@ std::vector<binding> bindings_of(config& c) {
       {"server", "shutdown_grace_s", &c.server.shutdown_grace_s},
       {"server", "max_streams", &c.server.max_streams},
       {"server", "max_connections", &c.server.max_connections},
+      {"server", "idle_timeout_s", &c.server.idle_timeout_s},
       {"server", "header_timeout_s", &c.server.header_timeout_s},
       {"server", "body_timeout_s", &c.server.body_timeout_s},
       {"server", "write_timeout_s", &c.server.write_timeout_s},
@@ -450,6 +451,7 @@ caf::error validate(const config& c) {
   first(at_least("server.shutdown_grace_s", c.server.shutdown_grace_s, 0));
   first(at_least("server.max_streams", c.server.max_streams, 0));
   first(at_least("server.max_connections", c.server.max_connections, 0));
+  first(at_least("server.idle_timeout_s", c.server.idle_timeout_s, 1));
   first(at_least("server.header_timeout_s", c.server.header_timeout_s, 1));
   first(at_least("server.body_timeout_s", c.server.body_timeout_s, 1));
   first(at_least("server.write_timeout_s", c.server.write_timeout_s, 1));

@@ -29,6 +29,7 @@ struct server_config {
   // Admission and deadlines (docs/security.md); 0 = no cap.
   int max_streams = 1024;
   int max_connections = 4096;
+  int idle_timeout_s = 60;
   int header_timeout_s = 10;
   int body_timeout_s = 60;
   int write_timeout_s = 30;

@@ -279,6 +279,7 @@ int run_serve(const serve_options& opts) {
   hs.initial_credit = cfg->sse.initial_credit;
   hs.max_streams = static_cast<size_t>(cfg->server.max_streams);
   hs.max_connections = static_cast<size_t>(cfg->server.max_connections);
+  hs.idle_timeout = std::chrono::seconds{cfg->server.idle_timeout_s};
   hs.header_timeout = std::chrono::seconds{cfg->server.header_timeout_s};
   hs.body_timeout = std::chrono::seconds{cfg->server.body_timeout_s};
   hs.reply_timeout = std::chrono::seconds{cfg->server.write_timeout_s};

@@ -77,6 +77,7 @@ turn_timeout_s = 7
 shutdown_grace_s = 0
 max_streams = 4
 max_connections = 0
+idle_timeout_s = 2
 header_timeout_s = 3
 body_timeout_s = 4
 write_timeout_s = 5
@@ -169,6 +170,7 @@ allowed_outbound_hosts = "tools.internal"
   EXPECT_EQ(cfg->log.level, "debug");
   EXPECT_EQ(cfg->server.max_streams, 4);
   EXPECT_EQ(cfg->server.max_connections, 0);
+  EXPECT_EQ(cfg->server.idle_timeout_s, 2);
   EXPECT_EQ(cfg->server.header_timeout_s, 3);
   EXPECT_EQ(cfg->server.body_timeout_s, 4);
   EXPECT_EQ(cfg->server.write_timeout_s, 5);
