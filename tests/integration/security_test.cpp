@@ -18,6 +18,7 @@
 #include <thread>
 
 #include <gtest/gtest.h>
+#include <sqlite3.h>
 
 #include "http/routes.hpp"
 #include "tests/support/http_client.hpp"
@@ -342,8 +343,11 @@ TEST_F(admission_test, a_workflow_tool_on_a_host_not_allowed_is_refused_with_the
 // A TCP connection to the server that sends nothing unless told.
 class raw_connection {
 public:
-  explicit raw_connection(uint16_t port) {
+  // receive_buffer > 0: a tiny receive window (set before connecting).
+  explicit raw_connection(uint16_t port, int receive_buffer = 0) {
     fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (receive_buffer > 0)
+      ::setsockopt(fd_, SOL_SOCKET, SO_RCVBUF, &receive_buffer, sizeof receive_buffer);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
     addr.sin_port = htons(port);
@@ -412,6 +416,66 @@ TEST_F(admission_test, a_header_sent_byte_by_byte_is_cut_at_the_header_deadline)
   EXPECT_TRUE(closed) << "the server waited for the whole slow header";
   EXPECT_EQ(reply.find("200 OK"), std::string::npos) << reply;
   EXPECT_LT(took, 5s);
+}
+
+// Open file descriptors of a process.
+size_t open_fds(pid_t pid) {
+  size_t n = 0;
+  for ([[maybe_unused]] auto& e :
+       std::filesystem::directory_iterator{"/proc/" + std::to_string(pid) + "/fd"})
+    ++n;
+  return n;
+}
+
+class write_deadline_test : public ragtor_server_test {
+protected:
+  env_vars server_env() const override { return {{"RAGTOR_SERVER__WRITE_TIMEOUT_S", "1"}}; }
+};
+
+TEST_F(write_deadline_test, a_client_that_never_reads_a_large_reply_is_cut) {
+  {
+    // 60000 keys with long tenants: a GET /admin/api/keys reply of ~30 MB,
+    // far more than the socket buffers hold.
+    sqlite3* raw = nullptr;
+    ASSERT_EQ(sqlite3_open(db().db_path().c_str(), &raw), SQLITE_OK);
+    std::unique_ptr<sqlite3, int (*)(sqlite3*)> conn{raw, sqlite3_close};
+    sqlite3_busy_timeout(raw, 5000);
+    ASSERT_EQ(sqlite3_exec(raw, "BEGIN", nullptr, nullptr, nullptr), SQLITE_OK);
+    sqlite3_stmt* st = nullptr;
+    ASSERT_EQ(sqlite3_prepare_v2(raw,
+                                 "INSERT INTO api_keys (id, name, hash, tenant, scopes, created_at) "
+                                 "VALUES (?1, ?1, ?1, ?2, 'chat', 1)",
+                                 -1, &st, nullptr),
+              SQLITE_OK);
+    std::string tenant(400, 't');
+    for (int i = 0; i < 60000; ++i) {
+      auto id = "bulk-" + std::to_string(i);
+      sqlite3_bind_text(st, 1, id.c_str(), -1, SQLITE_TRANSIENT);
+      sqlite3_bind_text(st, 2, tenant.c_str(), -1, SQLITE_STATIC);
+      ASSERT_EQ(sqlite3_step(st), SQLITE_DONE);
+      sqlite3_reset(st);
+    }
+    sqlite3_finalize(st);
+    ASSERT_EQ(sqlite3_exec(raw, "COMMIT", nullptr, nullptr, nullptr), SQLITE_OK);
+  }
+  auto pid = server().pid();
+  auto baseline = open_fds(pid);
+  raw_connection reader{port(), 4096};
+  reader.send("GET /admin/api/keys HTTP/1.1\r\nHost: x\r\n\r\n");
+  // The server holds the connection while it writes, and lets it go once
+  // the write deadline (1 s here) passed; polled every 10 ms for up to 20 s.
+  bool held = false;
+  bool released = false;
+  auto deadline = std::chrono::steady_clock::now() + 20s;
+  while (!released && std::chrono::steady_clock::now() < deadline) {
+    auto n = open_fds(pid);
+    held = held || n > baseline;
+    released = held && n <= baseline;
+    std::this_thread::sleep_for(10ms);
+  }
+  EXPECT_TRUE(held) << "the connection was never seen open";
+  EXPECT_TRUE(released) << "a client that does not read holds its connection past the deadline";
+  EXPECT_TRUE(healthy());
 }
 
 // CPU seconds (user + system) a process used so far.
