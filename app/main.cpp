@@ -26,8 +26,35 @@ int main(int argc, char** argv) {
   ingest_cmd->add_option("--kb", ingest.kb, "knowledge base name")->required();
   ingest_cmd->add_option("paths", ingest.paths, "files or directories")->required();
 
+  ragtor::keys_options keys;
+  auto* keys_cmd = app.add_subcommand("keys", "create, list and revoke API keys");
+  keys_cmd->require_subcommand(1);
+  auto common = [&keys](CLI::App* cmd) {
+    cmd->add_option("--config", keys.common.config_file, "TOML configuration file");
+    cmd->add_option("--data-dir", keys.common.data_dir, "directory for KBs and the database");
+  };
+  auto* create_cmd = keys_cmd->add_subcommand("create", "create a key; prints it (only now)");
+  common(create_cmd);
+  create_cmd->add_option("--name", keys.name, "unique name of the key")->required();
+  create_cmd->add_option("--tenant", keys.tenant, "tenant label");
+  create_cmd->add_option("--user-prefix", keys.user_prefix,
+                         "the key acts only for user ids starting with this");
+  create_cmd->add_option("--scopes", keys.scopes, "chat,kb:read,kb:write,admin (default chat)");
+  create_cmd->add_option("--kbs", keys.kbs, "knowledge bases the key may use (default all)");
+  create_cmd->add_option("--rate", keys.rate, "requests per second, 0 = no limit (default 10)");
+  create_cmd->add_option("--burst", keys.burst, "requests at once (default 20)");
+  auto* list_cmd = keys_cmd->add_subcommand("list", "list keys (never the keys themselves)");
+  common(list_cmd);
+  auto* revoke_cmd = keys_cmd->add_subcommand("revoke", "revoke a key by name");
+  common(revoke_cmd);
+  revoke_cmd->add_option("name", keys.name, "the key's name")->required();
+
   CLI11_PARSE(app, argc, argv);
   if (serve_cmd->parsed())
     return ragtor::run_serve(serve);
+  if (keys_cmd->parsed()) {
+    keys.action = create_cmd->parsed() ? "create" : list_cmd->parsed() ? "list" : "revoke";
+    return ragtor::run_keys(keys);
+  }
   return ragtor::run_ingest(ingest);
 }

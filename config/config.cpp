@@ -27,7 +27,7 @@ namespace {
 // One configurable value: where it lives in the TOML file and in `config`.
 // The same table drives the file, the environment and the error messages,
 // so a key cannot be readable from one and not the other.
-using slot = std::variant<std::string*, int*, size_t*, double*>;
+using slot = std::variant<std::string*, int*, size_t*, double*, bool*>;
 
 struct binding {
   std::string_view section;  // "" for top-level keys
@@ -47,6 +47,19 @@ std::vector<binding> bindings_of(config& c) {
       {"server", "max_planner_turns", &c.server.max_planner_turns},
       {"server", "detach_grace_ms", &c.server.detach_grace_ms},
       {"server", "shutdown_grace_s", &c.server.shutdown_grace_s},
+      {"server", "max_streams", &c.server.max_streams},
+      {"server", "max_connections", &c.server.max_connections},
+      {"server", "idle_timeout_s", &c.server.idle_timeout_s},
+      {"server", "header_timeout_s", &c.server.header_timeout_s},
+      {"server", "body_timeout_s", &c.server.body_timeout_s},
+      {"server", "write_timeout_s", &c.server.write_timeout_s},
+      {"server", "max_header_bytes", &c.server.max_header_bytes},
+      {"server", "max_url_bytes", &c.server.max_url_bytes},
+      {"auth", "mode", &c.auth.mode},
+      {"auth", "allow_unauthenticated", &c.auth.allow_unauthenticated},
+      {"auth", "admin_token", &c.auth.admin_token},
+      {"auth", "key_refresh_ms", &c.auth.key_refresh_ms},
+      {"security", "allowed_outbound_hosts", &c.security.allowed_outbound_hosts},
       {"sse", "heartbeat_s", &c.sse.heartbeat_s},
       {"sse", "write_timeout_s", &c.sse.write_timeout_s},
       {"sse", "initial_credit", &c.sse.initial_credit},
@@ -148,6 +161,8 @@ std::string_view type_name(const slot& s) {
           return "must be an integer";
         else if constexpr (std::is_same_v<T, size_t>)
           return "must be a non-negative integer";
+        else if constexpr (std::is_same_v<T, bool>)
+          return "must be true or false";
         else
           return "must be a number";
       },
@@ -182,6 +197,12 @@ caf::error assign_from_toml(const binding& b, const toml::node& node) {
             return wrong_type();
           *target = s->get();
           return {};
+        } else if constexpr (std::is_same_v<T, bool>) {
+          auto* b = node.as_boolean();
+          if (!b)
+            return wrong_type();
+          *target = b->get();
+          return {};
         } else if constexpr (std::is_same_v<T, double>) {
           if (auto* f = node.as_floating_point()) {
             *target = f->get();
@@ -203,6 +224,8 @@ caf::error assign_from_toml(const binding& b, const toml::node& node) {
       b.target);
 }
 
+std::string to_lower_ascii(std::string_view s);
+
 caf::error assign_from_text(const binding& b, std::string_view text, std::string_view var) {
   auto fail = [&](std::string_view what) {
     return config_error("environment variable " + std::string{var} + ": config key \"" + dotted(b)
@@ -213,6 +236,15 @@ caf::error assign_from_text(const binding& b, std::string_view text, std::string
         using T = std::remove_pointer_t<decltype(target)>;
         if constexpr (std::is_same_v<T, std::string>) {
           *target = std::string{text};
+          return {};
+        } else if constexpr (std::is_same_v<T, bool>) {
+          auto v = to_lower_ascii(text);
+          if (v == "true" || v == "1")
+            *target = true;
+          else if (v == "false" || v == "0")
+            *target = false;
+          else
+            return fail(type_name(b.target));
           return {};
         } else {
           T v{};
@@ -417,6 +449,17 @@ caf::error validate(const config& c) {
   first(at_least("server.max_planner_turns", c.server.max_planner_turns, 1));
   first(at_least("server.detach_grace_ms", c.server.detach_grace_ms, 0));
   first(at_least("server.shutdown_grace_s", c.server.shutdown_grace_s, 0));
+  first(at_least("server.max_streams", c.server.max_streams, 0));
+  first(at_least("server.max_connections", c.server.max_connections, 0));
+  first(at_least("server.idle_timeout_s", c.server.idle_timeout_s, 1));
+  first(at_least("server.header_timeout_s", c.server.header_timeout_s, 1));
+  first(at_least("server.body_timeout_s", c.server.body_timeout_s, 1));
+  first(at_least("server.write_timeout_s", c.server.write_timeout_s, 1));
+  first(at_least("server.max_header_bytes", c.server.max_header_bytes, size_t{256}));
+  first(at_least("server.max_url_bytes", c.server.max_url_bytes, size_t{16}));
+  first(at_least("auth.key_refresh_ms", c.auth.key_refresh_ms, 50));
+  if (!err)
+    err = one_of("auth.mode", c.auth.mode, std::array<std::string_view, 2>{"off", "api_key"});
   first(at_least("sse.heartbeat_s", c.sse.heartbeat_s, 1));
   first(at_least("sse.write_timeout_s", c.sse.write_timeout_s, 1));
   first(at_least("sse.initial_credit", c.sse.initial_credit, 1));

@@ -26,7 +26,35 @@ struct server_config {
   int shutdown_grace_s = 5;
   int max_planner_turns = 4096;
   int detach_grace_ms = 15000;
+  // Admission and deadlines (docs/security.md); 0 = no cap.
+  int max_streams = 1024;
+  int max_connections = 4096;
+  int idle_timeout_s = 60;
+  int header_timeout_s = 10;
+  int body_timeout_s = 60;
+  int write_timeout_s = 30;
+  size_t max_header_bytes = 16 << 10;
+  size_t max_url_bytes = 8 << 10;
   bool operator==(const server_config&) const = default;
+};
+
+// [security] (docs/security.md).
+struct security_config {
+  // Comma-separated hosts outbound requests (workflow tool URLs) may go
+  // to; "*" = any.
+  std::string allowed_outbound_hosts = "127.0.0.1,::1,localhost";
+  bool operator==(const security_config&) const = default;
+};
+
+// [auth] (docs/security.md).
+struct auth_config {
+  std::string mode = "off";  // off | api_key
+  // Lets `serve` start with mode off on a non-loopback address (warned at
+  // every start).
+  bool allow_unauthenticated = false;
+  std::string admin_token;  // bearer token of /admin/api/keys ("" = none)
+  int key_refresh_ms = 2000;  // how often the key cache is reloaded
+  bool operator==(const auth_config&) const = default;
 };
 
 struct sse_config {
@@ -150,6 +178,8 @@ struct config {
   session_config session;
   actors_config actors;
   log_config log;
+  auth_config auth;
+  security_config security;
   // [kbs.<name>]: knowledge-base settings (kb_settings, docs/pipelines.md)
   // as JSON objects by KB name; at start each is written to the KB's
   // kb.json (creating the KB when it does not exist), so the file wins

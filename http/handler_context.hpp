@@ -9,6 +9,7 @@
 #include <condition_variable>
 #include <cstddef>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <string_view>
@@ -52,12 +53,16 @@ private:
   size_t in_flight_ = 0;
 };
 
+class key_cache;
+struct key_entry;
+
 struct handler_context {
   caf::actor_system& sys;
   server_settings settings;
   session_manager_actor sessions;
   store_actor store;
   flight_counter chats;  // chat requests in flight
+  std::shared_ptr<key_cache> keys;  // the API keys; null with auth off
 };
 
 // How long a handler waits for the store and other quick actor calls.
@@ -77,6 +82,9 @@ struct exchange {
   connection_io& io;
   // A request header's value by name ("" when absent).
   std::function<std::string_view(std::string_view)> header;
+  // The API key the request was authenticated with; null with auth off
+  // (or the admin token). Handlers that list things filter by its KBs.
+  const key_entry* key = nullptr;
 };
 
 // Answers with `body` as application/json (keep-alive as the exchange says).

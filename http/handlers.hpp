@@ -66,4 +66,10 @@ handler_result list_memories(handler_context& ctx, exchange& ex);
 handler_result delete_memories(handler_context& ctx, exchange& ex);
 handler_result delete_memory(handler_context& ctx, exchange& ex);
 
+// -- API key administration (admin_handlers.cpp) ----------------------------------------
+
+handler_result admin_create_key(handler_context& ctx, exchange& ex);
+handler_result admin_list_keys(handler_context& ctx, exchange& ex);
+handler_result admin_revoke_key(handler_context& ctx, exchange& ex);
+
 }  // namespace ragtor::http

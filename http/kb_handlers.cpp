@@ -4,6 +4,7 @@
 // and for an unknown KB.
 #include <caf/actor_system.hpp>
 
+#include "http/auth.hpp"
 #include "http/caf_asio.hpp"
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
@@ -51,7 +52,8 @@ handler_result list_kbs(handler_context& ctx, exchange& ex) {
     co_return;
   std::vector<snapshot_ptr> snaps;
   for (auto& name : ctx.settings.catalog->names())
-    snaps.push_back(ctx.settings.catalog->get(name));
+    if (!ex.key || ex.key->allows_kb(name))  // a key limited to some KBs sees only those
+      snaps.push_back(ctx.settings.catalog->get(name));
   co_await reply_json(ex, 200, kb_list_json(snaps));
 }
 
@@ -61,6 +63,8 @@ handler_result create_kb(handler_context& ctx, exchange& ex) {
   auto s = kb_settings_from_json(ex.body);
   if (!s)
     co_return co_await reply_caf_error(ex, s.error());
+  if (auto err = check_outbound_hosts(*s, ctx.settings.allowed_outbound_hosts))
+    co_return co_await reply_error(ex, 400, "invalid_request", err->message, err->field);
   auto created = co_await async_request<kb_settings>(ctx.sys, ctx.settings.kb_admin, store_timeout,
                                                      atom::kb_create_v, *s);
   if (!created)

@@ -6,6 +6,22 @@
 
 namespace ragtor::http {
 
+std::string_view to_string(scope s) {
+  switch (s) {
+    case scope::none:
+      return "";
+    case scope::chat:
+      return "chat";
+    case scope::kb_read:
+      return "kb:read";
+    case scope::kb_write:
+      return "kb:write";
+    case scope::admin:
+      return "admin";
+  }
+  return "admin";
+}
+
 namespace {
 
 bool is_param(std::string_view segment) {

@@ -26,12 +26,31 @@ enum class body_kind {
   documents,  // up to server.max_ingest_bytes; NDJSON is parsed as it arrives
 };
 
+// What an API key must be allowed to do to call a route (docs/security.md).
+// Every route names one, so no route is left unguarded by omission.
+enum class scope : unsigned char {
+  none,      // anyone (/healthz)
+  chat,      // chat, stream, re-attach, stop, clear, feedback, own conversations and memory
+  kb_read,   // list, get, search and the pipeline of knowledge bases
+  kb_write,  // create knowledge bases, ingest documents
+  admin,     // key administration (/admin/api/...)
+};
+
+// "chat", "kb:read", "kb:write", "admin" ("" for none).
+std::string_view to_string(scope s);
+
+// Whether the route runs a chat turn, so it counts against
+// server.max_streams while it is served.
+enum class admission : unsigned char { plain, turn };
+
 struct route {
   std::string_view method;   // "GET", "POST", ...
   std::string_view pattern;  // "/api/v1/kbs/{kb}/documents"
   std::string_view name;     // what tests and logs call the handler
+  scope needs = scope::admin;
   handler_fn handler = nullptr;
   body_kind body = body_kind::json;
+  admission admit = admission::plain;
 };
 
 // The values of a matched pattern's `{name}` segments, decoded.

@@ -1,7 +1,10 @@
 #include "http/server.hpp"
 
+#include <array>
 #include <atomic>
+#include <limits>
 #include <optional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -11,11 +14,14 @@
 #include <boost/asio/io_context.hpp>
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
+#include <boost/asio/steady_timer.hpp>
 #include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <caf/actor_system.hpp>
 
+#include "http/auth.hpp"
+#include "http/caf_asio.hpp"
 #include "http/connection_io.hpp"
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
@@ -35,6 +41,7 @@ using tcp = net::ip::tcp;
 // The Beast stream a handler's reply_json() writes to.
 struct connection_io_beast : connection_io {
   beast::tcp_stream& stream;
+  std::chrono::seconds reply_timeout;  // the write deadline of a JSON reply
 };
 
 namespace {
@@ -52,13 +59,53 @@ response_t json_response(unsigned status, std::string body, bool keep_alive) {
   return res;
 }
 
-net::awaitable<void> write_response(beast::tcp_stream& stream, response_t res) {
+// Writes a whole response within `deadline` (a client that does not read
+// is cut off then).
+net::awaitable<void> write_response(beast::tcp_stream& stream, response_t res,
+                                    std::chrono::seconds deadline) {
+  stream.expires_after(deadline);
   co_await bhttp::async_write(stream, res, net::use_awaitable);
+  stream.expires_never();
 }
 
 net::awaitable<void> write_error(beast::tcp_stream& stream, unsigned status, std::string_view code,
-                                 std::string_view message, bool keep_alive) {
-  co_await write_response(stream, json_response(status, error_body(code, message, ""), keep_alive));
+                                 std::string_view message, bool keep_alive,
+                                 std::chrono::seconds deadline) {
+  co_await write_response(stream, json_response(status, error_body(code, message, ""), keep_alive),
+                          deadline);
+}
+
+// Logs at most once per second per call site (accept errors, refusals).
+class log_throttle {
+public:
+  bool allow() {
+    auto now = std::chrono::steady_clock::now().time_since_epoch().count();
+    auto last = last_.load(std::memory_order_relaxed);
+    if (now - last < std::chrono::steady_clock::duration{std::chrono::seconds(1)}.count())
+      return false;
+    return last_.compare_exchange_strong(last, now);
+  }
+
+private:
+  std::atomic<std::chrono::steady_clock::rep> last_{std::numeric_limits<long long>::min() / 2};
+};
+
+// Why a request was refused before its handler ran.
+struct auth_result {
+  unsigned status = 0;  // 0: allowed
+  std::string code;
+  std::string message;
+  int64_t retry_after = 0;  // seconds, for 429
+  std::shared_ptr<key_entry> key;  // the request's API key, if it used one
+  bool denied() const { return status != 0; }
+};
+
+auth_result deny(unsigned status, std::string code, std::string message) {
+  auth_result a;
+  a.status = status;
+  a.code = std::move(code);
+  a.message = std::move(message);
+  return a;
 }
 
 std::string_view to_string_view(beast::string_view s) {
@@ -69,12 +116,17 @@ std::string_view to_string_view(beast::string_view s) {
 
 net::awaitable<void> reply_json(exchange& ex, unsigned status, std::string body) {
   auto& io = static_cast<connection_io_beast&>(ex.io);
-  co_await write_response(io.stream, json_response(status, std::move(body), ex.keep_alive));
+  co_await write_response(io.stream, json_response(status, std::move(body), ex.keep_alive),
+                          io.reply_timeout);
 }
 
 struct server::impl : handler_context, std::enable_shared_from_this<server::impl> {
   router routes{api_routes()};
   std::atomic<bool> accepting{true};
+  std::atomic<size_t> connections{0};  // open connections (server.max_connections)
+  std::atomic<size_t> turns{0};        // chat turns being served (server.max_streams)
+  std::atomic<auth_clock::rep> last_miss_load{0};  // when an unknown key last caused a reload
+  log_throttle accept_log, refuse_log, turn_log;
 
   // Declared after everything its handlers touch: they are destroyed with it.
   net::io_context ioc;
@@ -83,11 +135,140 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
 
   impl(caf::actor_system& s, server_settings st, session_manager_actor sm, store_actor sa)
-      : handler_context{s, std::move(st), std::move(sm), std::move(sa), {}},
-        ioc(settings.io_threads) {}
+      : handler_context{s, std::move(st), std::move(sm), std::move(sa), {}, nullptr},
+        ioc(settings.io_threads) {
+    if (settings.api_keys)
+      keys = std::make_shared<key_cache>();
+  }
+
+  // Loads the API keys from the store (through the store actor: no I/O
+  // thread waits on the database).
+  net::awaitable<void> refresh_keys() {
+    auto r = co_await async_request<std::vector<api_key_record>>(
+        sys, store, std::chrono::seconds(10), atom::key_list_v);
+    if (r)
+      keys->replace(*r, auth_clock::now());
+    else
+      spdlog::warn("auth: cannot load API keys: {}", error_message(r.error()));
+  }
+
+  // With API keys: loads them before the first connection is accepted,
+  // then every settings.key_refresh (revocations made on other nodes or
+  // with the CLI take effect within that time).
+  net::awaitable<void> start_serving() {
+    auto self = shared_from_this();
+    if (!keys) {
+      co_await accept_loop();
+      co_return;
+    }
+    co_await refresh_keys();
+    net::co_spawn(ioc, accept_loop(), net::detached);
+    net::steady_timer timer{ioc};
+    while (accepting) {
+      timer.expires_after(settings.key_refresh);
+      boost::system::error_code ec;
+      co_await timer.async_wait(net::redirect_error(net::use_awaitable, ec));
+      if (ec || !accepting)
+        break;
+      co_await refresh_keys();
+    }
+  }
+
+  // The key `credential` names; on a miss the keys are reloaded first (at
+  // most once per second), so a key created elsewhere works at once.
+  net::awaitable<std::shared_ptr<key_entry>> lookup_key(std::string_view credential) {
+    auto key = keys->find(credential);
+    if (key)
+      co_return key;
+    auto now = auth_clock::now().time_since_epoch().count();
+    auto last = last_miss_load.load();
+    if (now - last >= auth_clock::duration{std::chrono::seconds(1)}.count()
+        && last_miss_load.compare_exchange_strong(last, now)) {
+      std::string copy{credential};  // the header may not outlive a suspension
+      co_await refresh_keys();
+      key = keys->find(copy);
+    }
+    co_return key;
+  }
+
+  // Who may call `r` (docs/security.md): the route's scope, checked
+  // against the request's API key (or the admin token), then the key's
+  // rate limit. Runs before the body is read.
+  net::awaitable<auth_result> authenticate(const request_t& head, const route& r) {
+    if (r.needs == scope::none)
+      co_return auth_result{};
+    // Copied: the parser's header is not touched across the suspension,
+    // but the credential must survive it.
+    std::string credential{credential_of(to_string_view(head[bhttp::field::authorization]),
+                                         to_string_view(head["X-API-Key"]))};
+    if (r.needs == scope::admin) {
+      if (!settings.admin_token.empty() && secret_equals(credential, settings.admin_token))
+        co_return auth_result{};
+      if (!keys) {
+        if (settings.admin_token.empty() && is_loopback_host(settings.host))
+          co_return auth_result{};
+        if (settings.admin_token.empty())
+          co_return deny(403, "forbidden",
+                         "the admin API needs [auth] admin_token on a non-loopback address");
+        co_return deny(401, "unauthorized", "missing or wrong admin token");
+      }
+    } else if (!keys) {
+      co_return auth_result{};
+    }
+    if (credential.empty())
+      co_return deny(401, "unauthorized",
+                     "an API key is required (Authorization: Bearer <key> or X-API-Key)");
+    auto key = co_await lookup_key(credential);
+    if (!key)
+      co_return deny(401, "unauthorized", "invalid or revoked API key");
+    if (!key->scopes.has(r.needs))
+      co_return deny(403, "forbidden",
+                     "this API key lacks the \"" + std::string{to_string(r.needs)} + "\" scope");
+    if (auto wait = key->bucket.take(key->record.rate, key->record.burst, auth_clock::now())) {
+      auto a = deny(429, "rate_limited", "too many requests for this API key");
+      a.retry_after = wait;
+      co_return a;
+    }
+    auth_result ok;
+    ok.key = std::move(key);
+    co_return ok;
+  }
+
+  net::awaitable<void> write_denied(beast::tcp_stream& stream, const auth_result& a,
+                                    bool keep_alive) {
+    auto res = json_response(a.status, error_body(a.code, a.message, ""), keep_alive);
+    if (a.status == 401)
+      res.set(bhttp::field::www_authenticate, "Bearer");
+    if (a.retry_after > 0)
+      res.set(bhttp::field::retry_after, std::to_string(a.retry_after));
+    co_await write_response(stream, std::move(res), settings.reply_timeout);
+  }
+
+  // A connection above server.max_connections: a short 503 and close.
+  static net::awaitable<void> refuse(tcp::socket sock) {
+    beast::tcp_stream stream{std::move(sock)};
+    static constexpr std::string_view reply =
+        "HTTP/1.1 503 Service Unavailable\r\nServer: ragtor\r\nRetry-After: 1\r\n"
+        "Content-Type: application/json\r\nConnection: close\r\nContent-Length: 82\r\n\r\n"
+        "{\"error\":{\"code\":\"overloaded\",\"message\":\"too many open connections; retry later\"}}";
+    boost::system::error_code ec;
+    stream.expires_after(std::chrono::seconds(1));
+    co_await net::async_write(stream, net::buffer(reply.data(), reply.size()),
+                              net::redirect_error(net::use_awaitable, ec));
+    // Read what the client sent (up to 1 s, 64 KiB) so closing does not
+    // reset the connection before it read the answer.
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+    std::array<char, 4096> scratch;
+    for (size_t total = 0; !ec && total < (64u << 10);) {
+      total += co_await stream.async_read_some(net::buffer(scratch),
+                                               net::redirect_error(net::use_awaitable, ec));
+    }
+    stream.socket().close(ec);
+  }
 
   net::awaitable<void> accept_loop() {
     auto self = shared_from_this();
+    net::steady_timer backoff{ioc};
     while (accepting) {
       boost::system::error_code ec;
       auto sock = co_await acceptor->async_accept(net::make_strand(ioc),
@@ -95,17 +276,39 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
       if (ec) {
         if (!accepting || ec == net::error::operation_aborted)
           break;
-        spdlog::warn("http: accept failed: {}", ec.message());
+        // Out of file descriptors (or another failure): wait instead of
+        // spinning on a listen socket that stays readable, and say so at
+        // most once per second.
+        bool no_fds = ec == boost::system::errc::too_many_files_open
+                      || ec == boost::system::errc::too_many_files_open_in_system;
+        if (accept_log.allow())
+          spdlog::warn("http: accept failed: {} ({} connections open); backing off",
+                       ec.message(), connections.load());
+        backoff.expires_after(std::chrono::milliseconds(no_fds ? 100 : 10));
+        co_await backoff.async_wait(net::redirect_error(net::use_awaitable, ec));
+        continue;
+      }
+      auto max = settings.max_connections;
+      if (max > 0 && connections.load() >= max) {
+        if (refuse_log.allow())
+          spdlog::warn("http: refusing connections: {} open (server.max_connections)", max);
+        auto ex = sock.get_executor();
+        net::co_spawn(ex, refuse(std::move(sock)), net::detached);
         continue;
       }
       sock.set_option(tcp::no_delay{true}, ec);
       auto ex = sock.get_executor();
+      ++connections;
       net::co_spawn(ex, connection(std::move(sock)), net::detached);
     }
   }
 
   net::awaitable<void> connection(tcp::socket sock) {
     auto self = shared_from_this();
+    struct counted {
+      std::atomic<size_t>& n;
+      ~counted() { --n; }
+    } counted_connection{connections};
     beast::tcp_stream stream{std::move(sock)};
     beast::flat_buffer buffer;
     try {
@@ -115,10 +318,36 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
         // header, before the target is known: parse with the largest limit,
         // then apply the route's own.
         parser.body_limit(std::max(settings.limits.max_body_bytes, settings.max_ingest_bytes));
-        stream.expires_after(settings.idle_timeout);
+        parser.header_limit(static_cast<std::uint32_t>(
+            std::min<size_t>(settings.max_header_bytes, std::numeric_limits<std::uint32_t>::max())));
         boost::system::error_code ec;
+        if (buffer.size() == 0) {
+          // Keep-alive: wait up to the idle timeout for the next request...
+          stream.expires_after(settings.idle_timeout);
+          auto n = co_await stream.async_read_some(buffer.prepare(4096),
+                                                   net::redirect_error(net::use_awaitable, ec));
+          if (ec)
+            break;
+          buffer.commit(n);
+        }
+        // ...then the whole header within the header deadline.
+        stream.expires_after(settings.header_timeout);
         co_await bhttp::async_read_header(stream, buffer, parser,
                                           net::redirect_error(net::use_awaitable, ec));
+        if (ec == bhttp::error::header_limit) {
+          co_await write_error(stream, 431, "header_too_large",
+                               "request header exceeds " + std::to_string(settings.max_header_bytes)
+                                   + " bytes",
+                               false, settings.reply_timeout);
+          break;
+        }
+        if (!ec && parser.get().target().size() > settings.max_url_bytes) {
+          co_await write_error(stream, 414, "uri_too_long",
+                               "request target exceeds " + std::to_string(settings.max_url_bytes)
+                                   + " bytes",
+                               false, settings.reply_timeout);
+          break;
+        }
         // Routed once, before the body is read: the route says how to read it.
         request_target target;
         route_match match;
@@ -133,7 +362,20 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
           if (auto len = parser.content_length(); len && *len > body_limit)
             ec = bhttp::error::body_limit;
         }
-        if (!ec && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
+        // Who may call the route is settled before its body is read.
+        auth_result auth;
+        if (!ec && match.matched) {
+          stream.expires_never();
+          auth = co_await authenticate(parser.get(), *match.matched);
+          if (auth.denied() && match.matched->body == body_kind::documents) {
+            co_await write_denied(stream, auth, false);
+            co_await drain(stream);
+            break;
+          }
+        }
+        stream.expires_after(settings.body_timeout);
+        if (!ec && !auth.denied()
+            && beast::iequals(parser.get()[bhttp::field::expect], "100-continue")) {
           bhttp::response<bhttp::empty_body> cont{bhttp::status::continue_, 11};
           co_await bhttp::async_write(stream, cont, net::use_awaitable);
         }
@@ -154,21 +396,30 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
         if (ec == bhttp::error::body_limit) {
           co_await write_error(stream, 413, "payload_too_large",
                                "request body exceeds " + std::to_string(body_limit) + " bytes",
-                               false);
+                               false, settings.reply_timeout);
           co_await drain(stream);
           break;
         }
         if (ec) {
           if (ec != bhttp::error::end_of_stream && ec != net::error::eof
               && ec != beast::error::timeout && ec != net::error::operation_aborted)
-            co_await write_error(stream, 400, "invalid_request", "malformed HTTP request", false);
+            co_await write_error(stream, 400, "invalid_request", "malformed HTTP request", false,
+                                 settings.reply_timeout);
           break;
         }
         stream.expires_never();
+        if (auth.denied()) {
+          bool keep = parser.get().keep_alive();
+          co_await write_denied(stream, auth, keep);
+          if (!keep)
+            break;
+          continue;
+        }
         if (streamed) {
           // A body left unread (a bad line stopped the parse) ends the
           // connection after the answer.
-          bool keep = co_await dispatch(stream, streamed_req, target, match, &*streamed);
+          bool keep =
+              co_await dispatch(stream, streamed_req, target, match, &*streamed, auth.key.get());
           if (body_left) {
             co_await drain(stream);
             break;
@@ -178,7 +429,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
           continue;
         }
         auto req = parser.release();
-        bool keep = co_await dispatch(stream, req, target, match, nullptr);
+        bool keep = co_await dispatch(stream, req, target, match, nullptr, auth.key.get());
         if (!keep)
           break;
       }
@@ -242,24 +493,65 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
   // may be reused. `streamed`: the documents of an NDJSON ingestion.
   net::awaitable<bool> dispatch(beast::tcp_stream& stream, request_t& req,
                                 const request_target& target, route_match& match,
-                                ndjson_documents* streamed) {
+                                ndjson_documents* streamed, const key_entry* key) {
     bool keep = req.keep_alive();
+    auto deadline = settings.reply_timeout;
     if (!target.valid) {
-      co_await write_error(stream, 400, "invalid_request", "malformed query string", keep);
+      co_await write_error(stream, 400, "invalid_request", "malformed query string", keep,
+                           deadline);
       co_return keep;
     }
     if (!match.matched && !match.allow.empty()) {
       auto res = json_response(
           405, error_body("method_not_allowed", "method not allowed for this path", ""), keep);
       res.set(bhttp::field::allow, match.allow);
-      co_await write_response(stream, std::move(res));
+      co_await write_response(stream, std::move(res), deadline);
       co_return keep;
     }
     if (!match.matched) {
-      co_await write_error(stream, 404, "not_found", "no such endpoint: " + target.path, keep);
+      co_await write_error(stream, 404, "not_found", "no such endpoint: " + target.path, keep,
+                           deadline);
       co_return keep;
     }
-    connection_io_beast io{{stream.socket()}, stream};
+    const route& r = *match.matched;
+    // A key limited to some users or KBs: what the request names must fit.
+    if (key && (!key->record.user_prefix.empty() || !key->kbs.empty())) {
+      auto q = target.query.find("user_id");
+      auto subjects =
+          subjects_of(r.name, match.params, q == target.query.end() ? "" : std::string_view{q->second},
+                      r.body == body_kind::json ? std::string_view{req.body()} : std::string_view{});
+      auto v = check_subjects(*key, r.method, r.admit == admission::turn, subjects);
+      if (v.status != 0) {
+        co_await write_response(
+            stream, json_response(v.status, error_body(v.code, v.message, v.field), keep), deadline);
+        co_return keep;
+      }
+    }
+    // server.max_streams: a turn above the cap is refused before anything
+    // is stored or streamed.
+    struct turn_slot {
+      std::atomic<size_t>* n = nullptr;
+      ~turn_slot() {
+        if (n)
+          --*n;
+      }
+    } slot;
+    if (r.admit == admission::turn && settings.max_streams > 0) {
+      if (turns.fetch_add(1) >= settings.max_streams) {
+        --turns;
+        if (turn_log.allow())
+          spdlog::warn("http: refusing chat turns: {} in progress (server.max_streams)",
+                       settings.max_streams);
+        auto res = json_response(
+            503, error_body("overloaded", "too many chat streams on this node; retry later", ""),
+            keep);
+        res.set(bhttp::field::retry_after, "1");
+        co_await write_response(stream, std::move(res), deadline);
+        co_return keep;
+      }
+      slot.n = &turns;
+    }
+    connection_io_beast io{{stream.socket()}, stream, settings.reply_timeout};
     exchange ex{to_string_view(req.method_string()),
                 std::string_view{req.body()},
                 to_string_view(req[bhttp::field::content_type]),
@@ -270,7 +562,8 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
                 io,
                 [&req](std::string_view name) {
                   return to_string_view(req[beast::string_view{name.data(), name.size()}]);
-                }};
+                },
+                key};
     co_await match.matched->handler(*this, ex);
     co_return ex.keep_alive;
   }
@@ -306,7 +599,7 @@ caf::expected<uint16_t> server::start() {
                                              + ec.message());
   auto port = im.acceptor->local_endpoint().port();
   im.work.emplace(im.ioc.get_executor());
-  net::co_spawn(im.ioc, impl_->accept_loop(), net::detached);
+  net::co_spawn(im.ioc, impl_->start_serving(), net::detached);
   for (int i = 0; i < std::max(1, im.settings.io_threads); ++i)
     im.threads.emplace_back([&im] { im.ioc.run(); });
   return port;

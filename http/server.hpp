@@ -11,6 +11,7 @@
 #include <memory>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include <caf/expected.hpp>
 #include <caf/fwd.hpp>
@@ -51,6 +52,29 @@ struct server_settings {
   std::string default_agent_type = "hybrid_agent";
   int32_t default_top_k = 5;
   std::chrono::seconds ingest_timeout{600};  // how long an ingest may take
+
+  // -- admission and deadlines ([server], docs/security.md) ------------------------
+  size_t max_streams = 0;      // chat turns served at once; 0 = no cap (503 above)
+  size_t max_connections = 0;  // open connections; 0 = no cap (refused above)
+  std::chrono::seconds header_timeout{10};  // to read a request's header
+  std::chrono::seconds body_timeout{60};    // to read a request's body
+  std::chrono::seconds reply_timeout{30};   // to write a (non-SSE) response
+  size_t max_header_bytes = 16 << 10;       // request line + header fields
+  size_t max_url_bytes = 8 << 10;           // request target
+
+  // -- authentication ([auth], docs/security.md) -------------------------------------
+  // API keys are required on every route but /healthz (keys live in the
+  // store; the server checks them against a cache refreshed every
+  // key_refresh, and at once on a miss at most once per second).
+  bool api_keys = false;
+  // Bearer token of /admin/api/...; "" = those routes need a key with the
+  // admin scope, or (auth off) a loopback listen address.
+  std::string admin_token;
+  std::chrono::milliseconds key_refresh{2000};
+
+  // Hosts workflow tool URLs may name ([security] allowed_outbound_hosts);
+  // "*" allows any. A KB naming another host is refused at creation.
+  std::vector<std::string> allowed_outbound_hosts{"127.0.0.1", "::1", "localhost"};
 };
 
 class server {

@@ -128,6 +128,16 @@ public:
   virtual bool save_flow_state(const std::string& conversation_id, const std::string& state_json,
                                int64_t now_ms) = 0;
 
+  // -- API keys (docs/security.md) ---------------------------------------------------
+
+  // Inserts `k` (created_at_ms as given); false, writing nothing, when an
+  // API key with that name exists (revoked ones included).
+  virtual bool create_api_key(const api_key_record& k) = 0;
+  // Every API key, revoked ones included, ordered by name.
+  virtual std::vector<api_key_record> list_api_keys() = 0;
+  // Sets revoked_at of the active key `name`; false when there is none.
+  virtual bool revoke_api_key(const std::string& name, int64_t now_ms) = 0;
+
   // Replaces it.
   virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,
                                int64_t now_ms) = 0;

@@ -302,6 +302,13 @@ using store_actor = caf::typed_actor<
     // Replaces it; answers the stored profile.
     caf::replies_to<atom::core_mem, std::string /*user_id*/,
                     std::string /*profile_json*/>::with<std::string>,
+    // Stores a new API key (hash only); conflict when the name is taken.
+    // Answers the stored record.
+    caf::replies_to<atom::key_create, api_key_record>::with<api_key_record>,
+    // Every API key, revoked ones included (hashes, never keys), by name.
+    caf::replies_to<atom::key_list>::with<std::vector<api_key_record>>,
+    // Revokes the key named so; false when there is no active key of that name.
+    caf::replies_to<atom::key_revoke, std::string /*name*/>::with<bool>,
     // INTERNAL (from the store's worker threads): job `id` finished (its
     // transaction committed or failed); deliver its response promise.
     caf::reacts_to<atom::store_done, uint64_t /*job id*/>>::extend_with<status_api>;

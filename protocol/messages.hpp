@@ -33,6 +33,30 @@ typename Inspector::result_type inspect(Inspector& f, stored_message& x) {
            x.content, x.citations_json, x.completed, x.request_id, x.created_at_ms);
 }
 
+// An API key as stored (table api_keys, docs/security.md): only the
+// SHA-256 of the key is kept. `scopes` and `kbs` are comma-separated lists
+// ("chat,kb:read"; kbs "" = every KB); rate is requests per second (0 = no
+// limit) refilling a bucket of `burst`. revoked_at_ms 0 = active.
+struct api_key_record {
+  std::string id;
+  std::string name;
+  std::string hash;  // hex SHA-256 of the key
+  std::string tenant;
+  std::string user_prefix;
+  std::string scopes;
+  std::string kbs;
+  double rate = 0;
+  int32_t burst = 0;
+  int64_t created_at_ms = 0;
+  int64_t revoked_at_ms = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, api_key_record& x) {
+  return f(caf::meta::type_name("api_key_record"), x.id, x.name, x.hash, x.tenant, x.user_prefix,
+           x.scopes, x.kbs, x.rate, x.burst, x.created_at_ms, x.revoked_at_ms);
+}
+
 // A validated chat turn request (DESIGN §5). Optional strings are "" when
 // absent.
 struct chat_request {

@@ -59,6 +59,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::graph_relation_row>))
   CAF_ADD_TYPE_ID(ragtor, (ragtor::kb_graph_rows))
   CAF_ADD_TYPE_ID(ragtor, (ragtor::rerank_reply))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::api_key_record))
+  CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::api_key_record>))
 
   CAF_ADD_ATOM(ragtor, ragtor::atom, status, "status")
   CAF_ADD_ATOM(ragtor, ragtor::atom, open_turn, "openturn")
@@ -102,6 +104,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, embedded, "qembedded")
   CAF_ADD_ATOM(ragtor, ragtor::atom, attach, "attach")
   CAF_ADD_ATOM(ragtor, ragtor::atom, find_turn, "findturn")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, key_create, "keycreate")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, key_list, "keylist")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, key_revoke, "keyrevoke")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
 // clang-format on

@@ -173,6 +173,27 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
                 return state;
               });
         },
+        [=](atom::key_create, const api_key_record& k) {
+          return submit<api_key_record>(
+              self, true, [=](store_backend& db) -> caf::expected<api_key_record> {
+                auto stored = k;
+                if (stored.id.empty())
+                  stored.id = new_id();
+                if (stored.created_at_ms == 0)
+                  stored.created_at_ms = now_ms();
+                if (!db.create_api_key(stored))
+                  return make_error(errc::conflict, "an API key named \"" + k.name + "\" exists");
+                return stored;
+              });
+        },
+        [=](atom::key_list) {
+          return submit<std::vector<api_key_record>>(
+              self, false, [=](store_backend& db) { return db.list_api_keys(); });
+        },
+        [=](atom::key_revoke, const std::string& name) {
+          return submit<bool>(
+              self, true, [=](store_backend& db) { return db.revoke_api_key(name, now_ms()); });
+        },
         [=](atom::mem_add, const std::vector<memory_record>& records) {
           return submit<int64_t>(self, true, [=](store_backend& db) {
             int64_t added = 0;

@@ -1,6 +1,7 @@
 // ragtor's subcommands. Each returns the process exit code.
 #pragma once
 
+#include <cstdint>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -24,7 +25,21 @@ struct ingest_options {
   std::vector<std::filesystem::path> paths;
 };
 
+// `ragtor keys create|list|revoke` (docs/security.md).
+struct keys_options {
+  common_options common;
+  std::string action;  // create | list | revoke
+  std::string name;
+  std::string tenant;
+  std::string user_prefix;
+  std::string scopes = "chat";
+  std::string kbs;
+  double rate = 10;
+  int32_t burst = 20;
+};
+
 int run_serve(const serve_options& opts);
+int run_keys(const keys_options& opts);
 int run_ingest(const ingest_options& opts);
 
 }  // namespace ragtor

@@ -9,6 +9,8 @@
 #include <iostream>
 #include <thread>
 
+#include <sys/resource.h>
+
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -26,6 +28,7 @@
 #include "actors/store/store_actor.hpp"
 #include "app/commands/commands.hpp"
 #include "app/commands/load.hpp"
+#include "http/auth.hpp"
 #include "http/server.hpp"
 #include "llm/openai_client.hpp"
 #include "pipeline/http_json.hpp"
@@ -117,6 +120,21 @@ llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
   return spawn_openai_llm(sys, std::move(client), os);
 }
 
+// Raises the soft limit of open files to the hard limit, so
+// server.max_connections (not the distribution's default of 1024) bounds
+// the connections.
+void raise_open_file_limit() {
+  rlimit lim{};
+  if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
+    return;
+  if (lim.rlim_cur < lim.rlim_max) {
+    auto old = lim.rlim_cur;
+    lim.rlim_cur = lim.rlim_max;
+    if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
+      spdlog::info("open file limit raised from {} to {}", old, lim.rlim_cur);
+  }
+}
+
 }  // namespace
 
 int run_serve(const serve_options& opts) {
@@ -134,6 +152,20 @@ int run_serve(const serve_options& opts) {
     return 2;
   }
   setup_logging(cfg->log.level);
+  // Nobody checks who calls an unauthenticated server: only on loopback,
+  // unless the operator says otherwise (then at every start, a warning).
+  if (cfg->auth.mode == "off" && !http::is_loopback_host(listen->first)) {
+    if (!cfg->auth.allow_unauthenticated) {
+      std::cerr << "ragtor: refusing to listen on " << cfg->server.listen
+                << " without authentication: set [auth] mode = \"api_key\" (docs/security.md), "
+                   "or [auth] allow_unauthenticated = true to serve anyone who connects\n";
+      return 2;
+    }
+    spdlog::warn("serving {} WITHOUT authentication ([auth] allow_unauthenticated = true): "
+                 "anyone who can connect may read and change every user's data",
+                 cfg->server.listen);
+  }
+  raise_open_file_limit();
   std::error_code fs_err;
   std::filesystem::create_directories(cfg->data_dir, fs_err);
   if (fs_err) {
@@ -143,8 +175,15 @@ int run_serve(const serve_options& opts) {
 
   // [kbs.<name>] of the config file: written to kb.json, the KB created
   // when new, before the catalog loads them.
+  auto outbound = http::split_list(cfg->security.allowed_outbound_hosts);
   for (auto& [name, json] : cfg->kbs) {
     auto s = kb_settings_from_json(json);
+    if (s) {
+      if (auto bad = http::check_outbound_hosts(*s, outbound)) {
+        spdlog::error("cannot apply [kbs.{}]: {}: {}", name, bad->field, bad->message);
+        return 1;
+      }
+    }
     caf::error err = s ? save_kb_settings(cfg->data_dir, *s) : s.error();
     if (!err && !kb_exists(cfg->data_dir, name))
       err = create_kb(cfg->data_dir, name);
@@ -238,6 +277,20 @@ int run_serve(const serve_options& opts) {
   hs.write_timeout = std::chrono::seconds{cfg->sse.write_timeout_s};
   hs.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   hs.initial_credit = cfg->sse.initial_credit;
+  hs.max_streams = static_cast<size_t>(cfg->server.max_streams);
+  hs.max_connections = static_cast<size_t>(cfg->server.max_connections);
+  hs.idle_timeout = std::chrono::seconds{cfg->server.idle_timeout_s};
+  hs.header_timeout = std::chrono::seconds{cfg->server.header_timeout_s};
+  hs.body_timeout = std::chrono::seconds{cfg->server.body_timeout_s};
+  hs.reply_timeout = std::chrono::seconds{cfg->server.write_timeout_s};
+  hs.max_header_bytes = cfg->server.max_header_bytes;
+  hs.max_url_bytes = cfg->server.max_url_bytes;
+  hs.api_keys = cfg->auth.mode == "api_key";
+  hs.admin_token = cfg->auth.admin_token;
+  hs.key_refresh = std::chrono::milliseconds{cfg->auth.key_refresh_ms};
+  hs.allowed_outbound_hosts = outbound;
+  if (hs.api_keys)
+    spdlog::info("auth: API keys required (reloaded every {} ms)", cfg->auth.key_refresh_ms);
   hs.kb_exists = [catalog = *catalog](std::string_view kb) {
     // "general" means no retrieval (any case); "default" is the unnamed KB.
     if (format_worker_name(kb, "").empty())

@@ -1,6 +1,7 @@
 #include "persistence/postgres/pg_backend.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cstdlib>
 #include <limits>
 #include <optional>
@@ -701,6 +702,51 @@ std::pair<int64_t, int64_t> pg_backend::graph_size(const std::string& kb) {
           "(SELECT COUNT(*) FROM relations WHERE kb = $1)",
           {kb});
   return {std::stoll(r.text(0, 0)), std::stoll(r.text(0, 1))};
+}
+
+// -- API keys ---------------------------------------------------------------------------
+
+bool pg_backend::create_api_key(const api_key_record& k) {
+  char rate[32];
+  auto res = std::to_chars(rate, rate + sizeof rate, k.rate);
+  return run("INSERT INTO api_keys (id, name, hash, tenant, user_prefix, scopes, kbs, rate, burst, "
+             "created_at, revoked_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, NULL) "
+             "ON CONFLICT (name) DO NOTHING",
+             {k.id.empty() ? new_id() : k.id, k.name, k.hash, k.tenant, k.user_prefix, k.scopes,
+              k.kbs, std::string{rate, res.ptr}, std::to_string(k.burst),
+              std::to_string(k.created_at_ms)})
+             .affected()
+         > 0;
+}
+
+std::vector<api_key_record> pg_backend::list_api_keys() {
+  auto r = run(
+      "SELECT id, name, hash, tenant, user_prefix, scopes, kbs, rate, burst, created_at, "
+      "COALESCE(revoked_at, 0) FROM api_keys ORDER BY name");
+  std::vector<api_key_record> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    api_key_record k;
+    k.id = r.text(i, 0);
+    k.name = r.text(i, 1);
+    k.hash = r.text(i, 2);
+    k.tenant = r.text(i, 3);
+    k.user_prefix = r.text(i, 4);
+    k.scopes = r.text(i, 5);
+    k.kbs = r.text(i, 6);
+    k.rate = std::strtod(r.text(i, 7).c_str(), nullptr);
+    k.burst = static_cast<int32_t>(r.integer(i, 8));
+    k.created_at_ms = r.integer(i, 9);
+    k.revoked_at_ms = r.integer(i, 10);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+bool pg_backend::revoke_api_key(const std::string& name, int64_t now) {
+  return run("UPDATE api_keys SET revoked_at = $1 WHERE name = $2 AND revoked_at IS NULL",
+             {std::to_string(now), name})
+             .affected()
+         > 0;
 }
 
 }  // namespace ragtor

@@ -69,6 +69,9 @@ public:
   int64_t delete_memories(const std::string& user_id, const std::string& id) override;
   void set_core_memory(const std::string& user_id, const std::string& profile_json,
                        int64_t now_ms) override;
+  bool create_api_key(const api_key_record& k) override;
+  std::vector<api_key_record> list_api_keys() override;
+  bool revoke_api_key(const std::string& name, int64_t now_ms) override;
 
 private:
   class result;

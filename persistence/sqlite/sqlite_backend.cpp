@@ -76,6 +76,7 @@ public:
              : std::string{};
   }
   int64_t integer(int col) { return sqlite3_column_int64(stmt_, col); }
+  double real(int col) { return sqlite3_column_double(stmt_, col); }
 
 private:
   sqlite3* db_;
@@ -689,6 +690,58 @@ std::pair<int64_t, int64_t> sqlite_backend::graph_size(const std::string& kb) {
   st.bind(kb).bind(kb);
   st.step();
   return {st.integer(0), st.integer(1)};
+}
+
+// -- API keys ---------------------------------------------------------------------------
+
+bool sqlite_backend::create_api_key(const api_key_record& k) {
+  prepare(
+      "INSERT INTO api_keys (id, name, hash, tenant, user_prefix, scopes, kbs, rate, burst, "
+      "created_at, revoked_at) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, NULL) "
+      "ON CONFLICT (name) DO NOTHING")
+      .bind(k.id.empty() ? new_id() : k.id)
+      .bind(k.name)
+      .bind(k.hash)
+      .bind(k.tenant)
+      .bind(k.user_prefix)
+      .bind(k.scopes)
+      .bind(k.kbs)
+      .bind(k.rate)
+      .bind(int64_t{k.burst})
+      .bind(k.created_at_ms)
+      .step();
+  return sqlite3_changes(db_) > 0;
+}
+
+std::vector<api_key_record> sqlite_backend::list_api_keys() {
+  auto st = prepare(
+      "SELECT id, name, hash, tenant, user_prefix, scopes, kbs, rate, burst, created_at, "
+      "COALESCE(revoked_at, 0) FROM api_keys ORDER BY name");
+  std::vector<api_key_record> out;
+  while (st.step()) {
+    api_key_record k;
+    k.id = st.text(0);
+    k.name = st.text(1);
+    k.hash = st.text(2);
+    k.tenant = st.text(3);
+    k.user_prefix = st.text(4);
+    k.scopes = st.text(5);
+    k.kbs = st.text(6);
+    k.rate = st.real(7);
+    k.burst = static_cast<int32_t>(st.integer(8));
+    k.created_at_ms = st.integer(9);
+    k.revoked_at_ms = st.integer(10);
+    out.push_back(std::move(k));
+  }
+  return out;
+}
+
+bool sqlite_backend::revoke_api_key(const std::string& name, int64_t now) {
+  prepare("UPDATE api_keys SET revoked_at = ? WHERE name = ? AND revoked_at IS NULL")
+      .bind(now)
+      .bind(name)
+      .step();
+  return sqlite3_changes(db_) > 0;
 }
 
 }  // namespace ragtor

@@ -75,6 +75,14 @@ max_body_bytes = 2000
 max_message_bytes = 1000
 turn_timeout_s = 7
 shutdown_grace_s = 0
+max_streams = 4
+max_connections = 0
+idle_timeout_s = 2
+header_timeout_s = 3
+body_timeout_s = 4
+write_timeout_s = 5
+max_header_bytes = 4096
+max_url_bytes = 512
 [sse]
 heartbeat_s = 1
 write_timeout_s = 2
@@ -114,6 +122,13 @@ max_queued_turns = 1
 scheduler_threads = 4
 [log]
 level = "debug"
+[auth]
+mode = "api_key"
+allow_unauthenticated = true
+admin_token = "t0ken"
+key_refresh_ms = 100
+[security]
+allowed_outbound_hosts = "tools.internal"
 )"};
   auto cfg = load_config(file.path(), {});
   ASSERT_TRUE(cfg) << error_message(cfg.error());
@@ -153,6 +168,35 @@ level = "debug"
   EXPECT_EQ(cfg->session.max_queued_turns, 1);
   EXPECT_EQ(cfg->actors.scheduler_threads, 4);
   EXPECT_EQ(cfg->log.level, "debug");
+  EXPECT_EQ(cfg->server.max_streams, 4);
+  EXPECT_EQ(cfg->server.max_connections, 0);
+  EXPECT_EQ(cfg->server.idle_timeout_s, 2);
+  EXPECT_EQ(cfg->server.header_timeout_s, 3);
+  EXPECT_EQ(cfg->server.body_timeout_s, 4);
+  EXPECT_EQ(cfg->server.write_timeout_s, 5);
+  EXPECT_EQ(cfg->server.max_header_bytes, 4096u);
+  EXPECT_EQ(cfg->server.max_url_bytes, 512u);
+  EXPECT_EQ(cfg->auth.mode, "api_key");
+  EXPECT_TRUE(cfg->auth.allow_unauthenticated);
+  EXPECT_EQ(cfg->auth.admin_token, "t0ken");
+  EXPECT_EQ(cfg->auth.key_refresh_ms, 100);
+  EXPECT_EQ(cfg->security.allowed_outbound_hosts, "tools.internal");
+}
+
+TEST(config, auth_section_from_environment_and_validated) {
+  auto cfg = load_config({}, {{"RAGTOR_AUTH__MODE", "api_key"},
+                              {"RAGTOR_AUTH__ADMIN_TOKEN", "from-env"},
+                              {"RAGTOR_AUTH__ALLOW_UNAUTHENTICATED", "true"}});
+  ASSERT_TRUE(cfg) << error_message(cfg.error());
+  EXPECT_EQ(cfg->auth.mode, "api_key");
+  EXPECT_EQ(cfg->auth.admin_token, "from-env");
+  EXPECT_TRUE(cfg->auth.allow_unauthenticated);
+  auto bad_mode = load_config({}, {{"RAGTOR_AUTH__MODE", "password"}});
+  ASSERT_FALSE(bad_mode);
+  EXPECT_NE(error_message(bad_mode.error()).find("auth.mode"), std::string::npos);
+  auto bad_bool = load_config({}, {{"RAGTOR_AUTH__ALLOW_UNAUTHENTICATED", "yes please"}});
+  ASSERT_FALSE(bad_bool);
+  EXPECT_NE(error_message(bad_bool.error()).find("true or false"), std::string::npos);
 }
 
 TEST(config, empty_path_means_defaults) {

@@ -26,10 +26,13 @@ struct route_case {
 std::vector<route_case> table_cases() {
   return {
       {"GET", "/healthz", "health", {}},
-      {"POST", "/api/v1/chat/stream", "chat_stream", {}},
-      {"GET", "/api/v1/chat/stream/req_1", "chat_resume", {{"request_id", "req_1"}}},
       {"GET", "/v1/models", "openai_models", {}},
       {"POST", "/v1/chat/completions", "openai_chat", {}},
+      {"GET", "/api/v1/chat/stream/req_1", "chat_resume", {{"request_id", "req_1"}}},
+      {"POST", "/admin/api/keys", "admin_create_key", {}},
+      {"GET", "/admin/api/keys", "admin_list_keys", {}},
+      {"DELETE", "/admin/api/keys/bot%2D1", "admin_revoke_key", {{"name", "bot-1"}}},
+      {"POST", "/api/v1/chat/stream", "chat_stream", {}},
       {"POST", "/api/v1/chat", "chat_json", {}},
       {"POST", "/api/v1/chat/stop", "chat_stop", {}},
       {"POST", "/api/v1/clear", "clear_conversation", {}},
@@ -100,7 +103,8 @@ TEST(http_router, unknown_paths_match_nothing_and_allow_nothing) {
                     "/api/v1/kbs/", "/api/v1/kbs//documents", "/api/v1/kbs/harbour/unknown",
                     "/api/v1/kbs/harbour/documents/extra", "/api/v1/conversations/c1/other",
                     "/api/v1/users/ann", "/api/v1/users/ann/memories/", "/API/V1/KBS",
-                    "/api/v1/chat/stream/req_1/x", "/v1/chat", "/v1/models/x"}) {
+                    "/admin/api/keys/", "/api/v1/chat/stream/req_1/x", "/v1/chat",
+                    "/v1/models/x"}) {
     for (auto method : {"GET", "POST"}) {
       auto m = routes.match(method, path);
       EXPECT_EQ(m.matched, nullptr) << method << " " << path;
@@ -169,9 +173,9 @@ TEST(http_router, a_path_boost_url_cannot_parse_matches_nothing) {
 TEST(http_router, earlier_routes_win_and_literals_compare_exactly) {
   auto dummy = [](handler_context&, exchange&) -> boost::asio::awaitable<void> { co_return; };
   router routes{{
-      {"GET", "/items/{id}", "by_id", dummy},
-      {"GET", "/items/new", "new_item", dummy},
-      {"POST", "/items/new", "create", dummy},
+      {"GET", "/items/{id}", "by_id", scope::chat, dummy},
+      {"GET", "/items/new", "new_item", scope::chat, dummy},
+      {"POST", "/items/new", "create", scope::chat, dummy},
   }};
   EXPECT_EQ(routes.match("GET", "/items/new").matched->name, "by_id");
   EXPECT_EQ(routes.match("POST", "/items/new").matched->name, "create");

@@ -435,6 +435,67 @@ TEST_P(store_contract, flow_state_is_per_conversation_replaced_and_cleared) {
   EXPECT_EQ(db_->load_flow_state(b.conversation_id), "");
 }
 
+// -- API keys (docs/security.md) -------------------------------------------------
+
+api_key_record key_named(const std::string& name, const std::string& hash, int64_t t) {
+  api_key_record k;
+  k.id = new_id();
+  k.name = name;
+  k.hash = hash;
+  k.tenant = "acme";
+  k.user_prefix = "acme:";
+  k.scopes = "chat,kb:read";
+  k.kbs = "handbook,faq";
+  k.rate = 2.5;
+  k.burst = 7;
+  k.created_at_ms = t;
+  return k;
+}
+
+TEST_P(store_contract, api_keys_round_trip_every_field) {
+  auto k = key_named("support-bot", std::string(64, 'a'), 1000);
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.create_api_key(k); }));
+  auto keys = open_again()->list_api_keys();
+  ASSERT_EQ(keys.size(), 1u);
+  auto& got = keys[0];
+  EXPECT_EQ(got.id, k.id);
+  EXPECT_EQ(got.name, "support-bot");
+  EXPECT_EQ(got.hash, k.hash);
+  EXPECT_EQ(got.tenant, "acme");
+  EXPECT_EQ(got.user_prefix, "acme:");
+  EXPECT_EQ(got.scopes, "chat,kb:read");
+  EXPECT_EQ(got.kbs, "handbook,faq");
+  EXPECT_DOUBLE_EQ(got.rate, 2.5);
+  EXPECT_EQ(got.burst, 7);
+  EXPECT_EQ(got.created_at_ms, 1000);
+  EXPECT_EQ(got.revoked_at_ms, 0);
+}
+
+TEST_P(store_contract, api_key_names_are_unique_and_listed_in_order) {
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.create_api_key(key_named("b", "h1", 1)); }));
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.create_api_key(key_named("a", "h2", 2)); }));
+  // The same name again writes nothing, the first key stays.
+  EXPECT_FALSE(tx([&](store_backend& db) { return db.create_api_key(key_named("b", "h3", 3)); }));
+  auto keys = db_->list_api_keys();
+  ASSERT_EQ(keys.size(), 2u);
+  EXPECT_EQ(keys[0].name, "a");
+  EXPECT_EQ(keys[1].name, "b");
+  EXPECT_EQ(keys[1].hash, "h1");
+}
+
+TEST_P(store_contract, api_key_revocation_is_recorded_once) {
+  tx([&](store_backend& db) { return db.create_api_key(key_named("k", "h", 1)); });
+  EXPECT_FALSE(tx([&](store_backend& db) { return db.revoke_api_key("nope", 5); }));
+  EXPECT_TRUE(tx([&](store_backend& db) { return db.revoke_api_key("k", 5); }));
+  // Already revoked: nothing to do, the first time stays.
+  EXPECT_FALSE(tx([&](store_backend& db) { return db.revoke_api_key("k", 9); }));
+  auto keys = open_again()->list_api_keys();
+  ASSERT_EQ(keys.size(), 1u);
+  EXPECT_EQ(keys[0].revoked_at_ms, 5);
+  // A revoked name is not reusable: a name always means one key.
+  EXPECT_FALSE(tx([&](store_backend& db) { return db.create_api_key(key_named("k", "h2", 10)); }));
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, store_contract, testing::Values("sqlite", "postgres"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            return info.param;
