@@ -12,6 +12,7 @@
 
 #include "http/caf_asio.hpp"
 #include "http/connection_io.hpp"
+#include "http/auth.hpp"
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
 #include "http/openai_facade.hpp"
@@ -64,7 +65,9 @@ void frame(std::string& out, std::string_view json) {
 handler_result openai_models(handler_context& ctx, exchange& ex) {
   std::vector<std::string> kbs;
   if (ctx.settings.catalog)
-    kbs = ctx.settings.catalog->names();
+    for (auto& name : ctx.settings.catalog->names())
+      if (!ex.key || ex.key->allows_kb(name))  // a key limited to some KBs sees only those
+        kbs.push_back(name);
   co_await reply_json(ex, 200, openai::models_json(openai::model_ids(kbs), started_at));
 }
 

@@ -272,6 +272,10 @@ TEST_F(security_test, kb_list_of_a_key_filters_listings_and_refuses_other_kbs) {
   auto after = request(port(), "GET", "/api/v1/kbs", "", bearer(faq));
   EXPECT_EQ(after.body.find("elsewhere"), std::string::npos) << after.body;
   EXPECT_EQ(request(port(), "GET", "/api/v1/kbs/elsewhere", "", bearer(faq)).status, 403);
+  auto models = request(port(), "GET", "/v1/models", "", bearer(faq));
+  ASSERT_EQ(models.status, 200);
+  EXPECT_NE(models.body.find("\"kb:test\""), std::string::npos) << models.body;
+  EXPECT_EQ(models.body.find("elsewhere"), std::string::npos) << models.body;
   auto chat = request(port(), "POST", "/api/v1/chat",
                       R"({"user_id":"u","session_id":"s","message":"hi","kb_prefix":"elsewhere"})",
                       bearer(faq));
