@@ -2,7 +2,7 @@
 # Both install missing Debian packages first (scripts/install-deps).
 BUILD_DIR ?= build
 
-.PHONY: run test build deps bench clean format
+.PHONY: run test build deps bench soak clean format
 
 run:
 	scripts/run
@@ -17,7 +17,11 @@ deps:
 	scripts/install-deps
 
 bench: build
-	@ls $(BUILD_DIR)/bench_* 2>/dev/null || echo "no benches built"
+	@ls $(BUILD_DIR)/bench/bench_* 2>/dev/null || echo "no benches built"
+
+# Ten minutes of mixed load; prints RSS, fds, threads and turns/s each minute.
+soak: build
+	$(BUILD_DIR)/bench/bench_soak --minutes 10
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')

@@ -23,6 +23,7 @@
 
 #include "bench/bench_http.hpp"
 #include "bench/bench_proc.hpp"
+#include "bench/bench_sse.hpp"
 
 namespace net = boost::asio;
 namespace fs = std::filesystem;
@@ -39,53 +40,12 @@ size_t rss_kib(pid_t pid) {
   return 0;
 }
 
-// A raw SSE connection: the request is sent, bytes are read as they come.
-struct sse_conn {
-  net::io_context ioc;
-  net::ip::tcp::socket sock{ioc};
-  std::string buf;
-  size_t scanned = 0;
-
-  sse_conn(uint16_t port, const std::string& request) {
-    sock.connect({net::ip::make_address("127.0.0.1"), port});
-    net::write(sock, net::buffer(request));
-  }
-  // Reads until `needle` occurs `count` times after the scan mark; false at EOF.
-  bool wait_for(std::string_view needle, int count) {
-    int seen = 0;
-    for (;;) {
-      for (auto at = buf.find(needle, scanned); at != std::string::npos;
-           at = buf.find(needle, scanned)) {
-        scanned = at + needle.size();
-        if (++seen == count)
-          return true;
-      }
-      char chunk[8192];
-      boost::system::error_code ec;
-      auto n = sock.read_some(net::buffer(chunk), ec);
-      if (ec)
-        return false;
-      buf.append(chunk, n);
-    }
-  }
-  // The last "id: " value seen so far.
-  std::string last_id() const {
-    auto at = buf.rfind("\nid: ");
-    if (at == std::string::npos)
-      return {};
-    auto end = buf.find('\n', at + 5);
-    return buf.substr(at + 5, end - at - 5);
-  }
-};
-
 std::string post_stream(const std::string& user, const std::string& session, const std::string& rid,
                         const std::string& message = "Tell me everything about the harbour.") {
   std::string body = R"({"user_id":")" + user + R"(","session_id":")" + session
                      + R"(","kb_prefix":"docs","request_id":")" + rid + R"(","message":")" + message
                      + R"("})";
-  return "POST /api/v1/chat/stream HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
-         "Content-Length: "
-         + std::to_string(body.size()) + "\r\n\r\n" + body;
+  return http_request("POST", "/api/v1/chat/stream", body);
 }
 
 double pct(std::vector<double> v, double p) {
