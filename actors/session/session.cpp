@@ -65,6 +65,18 @@ void turn_ended(session_ptr self, const std::string& request_id) {
   start_next(self);
 }
 
+// Quits, ending the streams kept for re-attaching first (a finished turn
+// answers a cancel by quitting), so none outlives its session by the rest
+// of its grace period. (The streams do not monitor their session: a monitor
+// of a long-lived actor by a short-lived one stays attached to the former,
+// keeping every finished stream's memory until the session ends.)
+void quit_session(session_ptr self) {
+  for (auto& [id, stream] : self->state.lingering)
+    self->send(stream, atom::cancel_v);
+  self->state.lingering.clear();
+  self->quit();
+}
+
 // Runs the pending clear once no turn runs: no assistant message of a
 // turn that started before the clear can land after it.
 void clear_now(session_ptr self) {
@@ -99,7 +111,7 @@ void start_next(session_ptr self) {
     return clear_now(self);
   if (st.queue.empty()) {
     if (st.stopping)
-      self->quit();
+      quit_session(self);
     else
       self->delayed_send(self, st.settings.idle_timeout, atom::tick_v, ++st.epoch);
     return;
@@ -221,7 +233,7 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
         [=](atom::tick, uint64_t epoch) {
           auto& st = self->state;
           if (epoch == st.epoch && !st.running && !st.starting && st.queue.empty())
-            self->quit();
+            quit_session(self);
         },
         [=](atom::shutdown) {
           auto& st = self->state;
@@ -232,7 +244,7 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
           if (st.running)
             self->send(st.running->stream, atom::cancel_v);
           else if (!st.starting)
-            self->quit();
+            quit_session(self);
         },
         [=](atom::status) -> std::string {
           auto& st = self->state;

@@ -1,5 +1,6 @@
 #include "actors/stream/stream.hpp"
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <functional>
@@ -8,6 +9,7 @@
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_cast.hpp>
+#include <caf/actor_clock.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -26,8 +28,12 @@ namespace {
 
 enum class phase { routing, history, retrieving, generating, persisting, finished };
 
-constexpr int32_t subscriber_check = 0;
-constexpr int32_t turn_deadline = 1;
+// Timers. A delayed message holds its receiver until it fires, so one long
+// timer (the 300 s turn deadline) would keep every finished stream in
+// memory for minutes; a short watchdog re-armed only while something is
+// pending (the subscriber check, the turn deadline) keeps a finished
+// stream at most one period.
+constexpr int32_t watchdog = 0;
 constexpr int32_t detach_check = 2;
 
 // Appends `ev`, merging consecutive tokens into one event (which carries
@@ -135,7 +141,10 @@ struct stream_state {
   bool done_emitted = false;
   // The last subscriber went away: the turn runs on until this instant
   // for a client to re-attach (server.detach_grace_ms).
-  std::optional<std::chrono::steady_clock::time_point> detached_until;
+  std::optional<caf::actor_clock::time_point> detached_until;
+  // When the turn began, on the actor clock (the test coordinator's
+  // virtual clock in unit tests), like detached_until.
+  caf::actor_clock::time_point started;
 };
 
 using self_ptr = stream_actor::stateful_pointer<stream_state>;
@@ -208,7 +217,7 @@ void maybe_quit(self_ptr self) {
   // client re-attaching gets its exact events (a cancelled one is stored
   // and replayed from the store).
   if (st.subs.empty() && st.detached_until && !st.cancelled
-      && std::chrono::steady_clock::now() < *st.detached_until)
+      && self->clock().now() < *st.detached_until)
     return;
   self->quit();
 }
@@ -842,7 +851,7 @@ void detach(self_ptr self) {
       return self->quit();
     return cancel_turn(self, "cancelled", "the client went away");
   }
-  st.detached_until = std::chrono::steady_clock::now() + st.settings.detach_grace;
+  st.detached_until = self->clock().now() + st.settings.detach_grace;
   spdlog::debug("stream {}: detached; waiting {} ms for a client", st.req.request_id,
                 std::chrono::duration_cast<std::chrono::milliseconds>(st.settings.detach_grace)
                     .count());
@@ -855,12 +864,37 @@ void detach(self_ptr self) {
 void detach_expired(self_ptr self) {
   auto& st = self->state;
   if (!st.subs.empty() || !st.detached_until
-      || std::chrono::steady_clock::now() < *st.detached_until)
+      || self->clock().now() < *st.detached_until)
     return;
   if (st.done_emitted)
     return self->quit();
   cancel_turn(self, "cancelled",
               "the client went away and did not re-attach within server.detach_grace_ms");
+}
+
+caf::timespan watchdog_period(const stream_settings& s) {
+  return std::max(caf::timespan{std::chrono::milliseconds(1)},
+                  std::min({s.subscriber_timeout, s.turn_timeout,
+                            caf::timespan{std::chrono::seconds(5)}}));
+}
+
+// The watchdog: nobody subscribed in time -> abandoned; the turn took
+// longer than turn_timeout -> cancelled (timeout). Re-armed while either
+// can still happen.
+void on_watchdog(self_ptr self) {
+  auto& st = self->state;
+  auto age = self->clock().now() - st.started;
+  if (!st.had_subscriber && !st.abandoned && age >= st.settings.subscriber_timeout) {
+    st.abandoned = true;
+    if (st.done_emitted)
+      return self->quit();
+    cancel_turn(self, "cancelled", "nobody subscribed to the stream");
+  }
+  if (!st.done_emitted && age >= st.settings.turn_timeout)
+    cancel_turn(self, "timeout", "the turn exceeded server.turn_timeout_s");
+  bool pending = !st.done_emitted || (!st.had_subscriber && !st.abandoned);
+  if (pending)
+    self->delayed_send(self, watchdog_period(st.settings), atom::tick_v, watchdog);
 }
 
 void start_pipeline(self_ptr self) {
@@ -901,15 +935,6 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
              st.route.kb.answer_mode);
         return persist(self);
       }
-      if (st.deps.session && msg.source == st.deps.session.address()) {
-        // The session stopped (shutdown) after this turn was stored: a
-        // finished turn kept for re-attaching ends now.
-        if (st.done_emitted)
-          self->quit();
-        else
-          cancel_turn(self, "unavailable", "the session stopped");
-        return;
-      }
       if (!find_subscriber(self, msg.source))
         return;
       std::erase_if(st.subs,
@@ -918,10 +943,9 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
         return;
       detach(self);
     });
-    if (st.deps.session)
-      self->monitor(st.deps.session);
+    st.started = self->clock().now();
     emit(self, make_start_event());
-    self->delayed_send(self, settings.subscriber_timeout, atom::tick_v, subscriber_check);
+    self->delayed_send(self, watchdog_period(settings), atom::tick_v, watchdog);
     if (opened.has_answer) {
       // A retry of a request_id whose turn is already stored: replay the
       // stored answer instead of writing anything new.
@@ -936,7 +960,6 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
         emit(self, make_token_event(st.answer));
       finish(self);
     } else {
-      self->delayed_send(self, settings.turn_timeout, atom::tick_v, turn_deadline);
       start_pipeline(self);
     }
     return {
@@ -963,18 +986,10 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
         },
         [=](atom::cancel) { cancel_turn(self, "cancelled", "the request was cancelled"); },
         [=](atom::tick, int32_t which) {
-          auto& st = self->state;
-          if (which == turn_deadline) {
-            cancel_turn(self, "timeout", "the turn exceeded server.turn_timeout_s");
-          } else if (which == detach_check) {
+          if (which == detach_check)
             detach_expired(self);
-          } else if (!st.had_subscriber) {
-            st.abandoned = true;
-            if (st.done_emitted)
-              self->quit();
-            else
-              cancel_turn(self, "cancelled", "nobody subscribed to the stream");
-          }
+          else
+            on_watchdog(self);
         },
         [=](atom::token, const std::string& request_id, std::string& text) {
           auto& st = self->state;
