@@ -48,8 +48,8 @@ using stream_actor = caf::typed_actor<
     // Stop generating; store what was generated as partial, then end with
     // `error` + `done`.
     caf::reacts_to<atom::cancel>,
-    // INTERNAL: a timer fired (0 = subscriber check, 1 = turn deadline,
-    // 2 = end of the detach grace period).
+    // INTERNAL: a timer fired (0 = the watchdog: subscriber check and turn
+    // deadline, 2 = end of the detach grace period).
     caf::reacts_to<atom::tick, int32_t>>::extend_with<token_sink_actor>;
 
 // -- sessions -------------------------------------------------------------------
