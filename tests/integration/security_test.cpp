@@ -467,7 +467,9 @@ TEST_F(write_deadline_test, a_client_that_never_reads_a_large_reply_is_cut) {
   raw_connection reader{port(), 4096};
   reader.send("GET /admin/api/keys HTTP/1.1\r\nHost: x\r\n\r\n");
   // The server holds the connection while it writes, and lets it go once
-  // the write deadline (1 s here) passed; polled every 10 ms for up to 20 s.
+  // the write deadline (1 s here) passed; polled every 10 ms for up to 20 s
+  // (the close cannot be seen from the client: with its window full the
+  // server's FIN never arrives, so the server's descriptors are watched).
   bool held = false;
   bool released = false;
   auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -506,10 +508,13 @@ TEST(accept_backoff, out_of_file_descriptors_the_listener_backs_off_and_recovers
   std::vector<std::unique_ptr<raw_connection>> flood;
   for (int i = 0; i < 100; ++i)
     flood.push_back(std::make_unique<raw_connection>(server.port()));
-  // A measuring window (not a synchronisation): a listener spinning on
-  // EMFILE burns a core all along; one that backs off sleeps.
+  // The window: from the first "accept failed" warning until the third
+  // (logged at most once per second, so at least 2 s out of descriptors).
+  // A listener spinning on EMFILE burns a core all along; one that backs
+  // off sleeps.
+  ASSERT_TRUE(server.wait_for_log("accept failed", 1, 30s)) << "descriptors never ran out";
   auto cpu_before = cpu_seconds(server.pid());
-  std::this_thread::sleep_for(2s);
+  ASSERT_TRUE(server.wait_for_log("accept failed", 3, 30s)) << server.stderr_tail();
   auto cpu_used = cpu_seconds(server.pid()) - cpu_before;
   EXPECT_LT(cpu_used, 0.5) << "the accept loop spins while out of descriptors";
   auto log = server.stderr_tail(1 << 20);

@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <poll.h>
+#include <sys/inotify.h>
 #include <sys/prctl.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -359,6 +360,33 @@ exit_status ragtor_process::kill9() {
 
 std::string ragtor_process::stderr_tail(size_t max_bytes) const {
   return read_file_tail(stderr_path_, max_bytes);
+}
+
+bool ragtor_process::wait_for_log(std::string_view needle, size_t count,
+                                  std::chrono::milliseconds timeout) const {
+  auto occurrences = [&] {
+    auto log = read_file_tail(stderr_path_, 1 << 24);
+    size_t n = 0;
+    for (auto at = log.find(needle); at != std::string::npos; at = log.find(needle, at + 1))
+      ++n;
+    return n;
+  };
+  int ino = ::inotify_init1(IN_CLOEXEC);
+  if (ino < 0)
+    throw process_error{errno_text("inotify_init1")};
+  ::inotify_add_watch(ino, stderr_path_.c_str(), IN_MODIFY);
+  auto deadline = steady::now() + timeout;
+  bool found = occurrences() >= count;
+  while (!found && steady::now() < deadline) {
+    pollfd p{ino, POLLIN, 0};
+    if (::poll(&p, 1, millis_left(deadline)) > 0) {
+      char events[4096];
+      (void)::read(ino, events, sizeof events);
+    }
+    found = occurrences() >= count;
+  }
+  ::close(ino);
+  return found;
 }
 
 std::string ragtor_process::stdout_text() const {

@@ -105,6 +105,10 @@ public:
   // Everything the child wrote to stdout so far.
   std::string stdout_text() const;
 
+  // Waits (on inotify events of the log file, no polling) until the log
+  // holds `needle` at least `count` times; false after `timeout`.
+  bool wait_for_log(std::string_view needle, size_t count, std::chrono::milliseconds timeout) const;
+
 private:
   // Reaps the child, waiting until `deadline`; false on timeout.
   bool wait_exit(std::chrono::steady_clock::time_point deadline);
