@@ -287,23 +287,13 @@ std::string pg_backend::insert_message(const std::string& conversation_id, int64
 bool pg_backend::find_turn(const std::string& request_id, const std::string& user_id,
                            stored_message& out) {
   auto r = run(
-      "SELECT m.id, m.conversation_id, m.seq, m.content, m.citations, m.completed, m.created_at "
-      "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+      "SELECT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id "
       "WHERE m.request_id = $1 AND m.role = 'assistant' AND c.user_id = $2 "
       "ORDER BY m.created_at DESC LIMIT 1",
       {request_id, user_id});
   if (r.rows() == 0)
     return false;
-  out.message_id = r.text(0, 0);
-  out.conversation_id = r.text(0, 1);
-  out.seq = r.integer(0, 2);
-  out.role = "assistant";
-  out.content = r.text(0, 3);
-  out.citations_json = r.text(0, 4);
-  out.completed = r.integer(0, 5) != 0;
-  out.request_id = request_id;
-  out.created_at_ms = r.integer(0, 6);
-  return true;
+  return find_message(r.text(0, 0), request_id, "assistant", out);
 }
 
 bool pg_backend::find_message(const std::string& conversation_id, const std::string& request_id,

@@ -196,24 +196,18 @@ std::string sqlite_backend::insert_message(const std::string& conversation_id, i
 
 bool sqlite_backend::find_turn(const std::string& request_id, const std::string& user_id,
                                stored_message& out) {
-  auto st = prepare(
-      "SELECT m.id, m.conversation_id, m.seq, m.content, m.citations, m.completed, m.created_at "
-      "FROM messages m JOIN conversations c ON c.id = m.conversation_id "
-      "WHERE m.request_id = ? AND m.role = 'assistant' AND c.user_id = ? "
-      "ORDER BY m.created_at DESC LIMIT 1");
-  st.bind(request_id).bind(user_id);
-  if (!st.step())
-    return false;
-  out.message_id = st.text(0);
-  out.conversation_id = st.text(1);
-  out.seq = st.integer(2);
-  out.role = "assistant";
-  out.content = st.text(3);
-  out.citations_json = st.text(4);
-  out.completed = st.integer(5) != 0;
-  out.request_id = request_id;
-  out.created_at_ms = st.integer(6);
-  return true;
+  std::string conversation_id;
+  {
+    auto st = prepare(
+        "SELECT m.conversation_id FROM messages m JOIN conversations c ON c.id = m.conversation_id "
+        "WHERE m.request_id = ? AND m.role = 'assistant' AND c.user_id = ? "
+        "ORDER BY m.created_at DESC LIMIT 1");
+    st.bind(request_id).bind(user_id);
+    if (!st.step())
+      return false;
+    conversation_id = st.text(0);
+  }
+  return find_message(conversation_id, request_id, "assistant", out);
 }
 
 bool sqlite_backend::find_message(const std::string& conversation_id, const std::string& request_id,
