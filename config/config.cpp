@@ -60,6 +60,17 @@ std::vector<binding> bindings_of(config& c) {
       {"auth", "admin_token", &c.auth.admin_token},
       {"auth", "key_refresh_ms", &c.auth.key_refresh_ms},
       {"security", "allowed_outbound_hosts", &c.security.allowed_outbound_hosts},
+      {"cluster", "node_name", &c.cluster.node_name},
+      {"cluster", "listen", &c.cluster.listen},
+      {"cluster", "seeds", &c.cluster.seeds},
+      {"cluster", "roles", &c.cluster.roles},
+      {"cluster", "kbs", &c.cluster.kbs},
+      {"cluster", "heartbeat_ms", &c.cluster.heartbeat_ms},
+      {"cluster", "failure_timeout_ms", &c.cluster.failure_timeout_ms},
+      {"cluster", "kb_sync_ms", &c.cluster.kb_sync_ms},
+      {"cluster", "tls_certificate", &c.cluster.tls_certificate},
+      {"cluster", "tls_key", &c.cluster.tls_key},
+      {"cluster", "tls_ca", &c.cluster.tls_ca},
       {"sse", "heartbeat_s", &c.sse.heartbeat_s},
       {"sse", "write_timeout_s", &c.sse.write_timeout_s},
       {"sse", "initial_credit", &c.sse.initial_credit},
@@ -426,6 +437,71 @@ caf::error one_of(std::string_view key, const std::string& value,
   return key_error(key, "must be one of " + list + " (got \"" + value + "\")");
 }
 
+// Every entry of a comma-separated list (blanks trimmed, empties dropped).
+std::vector<std::string> list_of(std::string_view text) {
+  std::vector<std::string> out;
+  size_t pos = 0;
+  while (pos <= text.size()) {
+    auto end = text.find(',', pos);
+    if (end == std::string_view::npos)
+      end = text.size();
+    auto item = text.substr(pos, end - pos);
+    while (!item.empty() && item.front() == ' ')
+      item.remove_prefix(1);
+    while (!item.empty() && item.back() == ' ')
+      item.remove_suffix(1);
+    if (!item.empty())
+      out.emplace_back(item);
+    pos = end + 1;
+  }
+  return out;
+}
+
+caf::error validate_cluster(const config& c) {
+  auto& k = c.cluster;
+  if (!k.listen.empty()) {
+    auto at = parse_listen(k.listen);
+    if (!at)
+      return config_error("config key \"cluster.listen\": " + error_message(at.error()));
+    if (at->second == 0)
+      return key_error("cluster.listen", "needs a fixed port (peers find a node by it)");
+    bool postgres = c.store.backend == "postgres"
+                    || (c.store.backend == "auto" && !c.store.postgres_dsn.empty());
+    if (!postgres)
+      return key_error("cluster.listen",
+                       "a cluster needs the PostgreSQL store, the one store all nodes share: set "
+                       "store.postgres_dsn (or store.backend = \"postgres\"), or leave "
+                       "cluster.listen empty for a single node on SQLite");
+  }
+  for (auto& seed : list_of(k.seeds))
+    if (auto at = parse_listen(seed); !at || at->second == 0)
+      return key_error("cluster.seeds", "\"" + seed + "\" is not host:port");
+  auto roles = list_of(k.roles);
+  if (roles.empty())
+    return key_error("cluster.roles", "must name frontend, retrieval or both");
+  for (auto& r : roles)
+    if (r != "frontend" && r != "retrieval")
+      return key_error("cluster.roles", "must be frontend, retrieval or both (got \"" + r + "\")");
+  for (auto& kb : list_of(k.kbs))
+    if (kb != "*" && !is_valid_id(kb, 128))
+      return key_error("cluster.kbs", "\"" + kb + "\" is not a KB name (or \"*\")");
+  if (!k.node_name.empty() && !is_valid_id(k.node_name, 128))
+    return key_error("cluster.node_name", "must be 1-128 characters of [A-Za-z0-9_.:@-]");
+  if (auto e = at_least("cluster.heartbeat_ms", k.heartbeat_ms, 10))
+    return e;
+  if (k.failure_timeout_ms < 2 * k.heartbeat_ms)
+    return key_error("cluster.failure_timeout_ms",
+                     "must be at least twice cluster.heartbeat_ms (got " +
+                         std::to_string(k.failure_timeout_ms) + ")");
+  if (auto e = at_least("cluster.kb_sync_ms", k.kb_sync_ms, 10))
+    return e;
+  int tls = !k.tls_certificate.empty() + !k.tls_key.empty() + !k.tls_ca.empty();
+  if (tls != 0 && tls != 3)
+    return key_error("cluster.tls_certificate",
+                     "cluster.tls_certificate, tls_key and tls_ca are set together or not at all");
+  return {};
+}
+
 caf::error validate(const config& c) {
   constexpr std::array<std::string_view, 3> backends = {"auto", "sqlite", "postgres"};
   constexpr std::array<std::string_view, 7> levels = {"trace", "debug",    "info", "warn",
@@ -460,6 +536,7 @@ caf::error validate(const config& c) {
   first(at_least("auth.key_refresh_ms", c.auth.key_refresh_ms, 50));
   if (!err)
     err = one_of("auth.mode", c.auth.mode, std::array<std::string_view, 2>{"off", "api_key"});
+  first(validate_cluster(c));
   first(at_least("sse.heartbeat_s", c.sse.heartbeat_s, 1));
   first(at_least("sse.write_timeout_s", c.sse.write_timeout_s, 1));
   first(at_least("sse.initial_credit", c.sse.initial_credit, 1));

@@ -164,6 +164,24 @@ struct log_config {
   bool operator==(const log_config&) const = default;
 };
 
+// [cluster] (docs/cluster.md). An empty listen = a single node.
+struct cluster_config {
+  std::string node_name;  // unique; "" = host name + ":" + the HTTP port
+  std::string listen;     // BASP host:port ("" = no cluster)
+  std::string seeds;      // comma-separated host:port of other nodes
+  std::string roles = "frontend,retrieval";  // comma-separated
+  std::string kbs = "*";  // KBs whose agents this node hosts; "*" = all
+  int heartbeat_ms = 500;
+  int failure_timeout_ms = 2000;
+  // How often a node looks for KB versions other nodes stored.
+  int kb_sync_ms = 1000;
+  // TLS for BASP (caf_openssl): all three or none.
+  std::string tls_certificate;
+  std::string tls_key;
+  std::string tls_ca;
+  bool operator==(const cluster_config&) const = default;
+};
+
 struct config {
   std::string data_dir = "data";
   server_config server;
@@ -180,6 +198,7 @@ struct config {
   log_config log;
   auth_config auth;
   security_config security;
+  cluster_config cluster;
   // [kbs.<name>]: knowledge-base settings (kb_settings, docs/pipelines.md)
   // as JSON objects by KB name; at start each is written to the KB's
   // kb.json (creating the KB when it does not exist), so the file wins

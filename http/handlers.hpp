@@ -19,6 +19,12 @@ using handler_result = boost::asio::awaitable<void>;
 
 handler_result health(handler_context& ctx, exchange& ex);
 
+// -- cluster (cluster_handlers.cpp) --------------------------------------------------
+
+// GET /api/v1/cluster: {"self", "nodes": [{name, address, roles, kbs,
+// status, heartbeat_age_ms, started_at_ms}]}.
+handler_result cluster_members(handler_context& ctx, exchange& ex);
+
 // -- chat (chat_handlers.cpp) ----------------------------------------------------------
 
 // POST /api/v1/chat/stream and /api/v1/chat: the same turn as SSE or as one

@@ -141,12 +141,9 @@ handler_result search_kb(handler_context& ctx, exchange& ex) {
              : snap->settings.top_k > 0 ? snap->settings.top_k
                                         : settings.default_top_k;
   const auto& kb = ex.params["kb"];
-  auto agent = co_await async_request<retrieval_agent_actor>(
-      ctx.sys, settings.pool, store_timeout, atom::resolve_v, format_worker_name(kb, agent_type));
-  if (!agent)
-    co_return co_await reply_caf_error(ex, agent.error());
   auto result = co_await async_request<retrieval_result>(
-      ctx.sys, *agent, store_timeout, atom::retrieve_v, sr.value.query, std::string{"search"}, ro);
+      ctx.sys, settings.pool, store_timeout, atom::retrieve_v, format_worker_name(kb, agent_type),
+      sr.value.query, std::string{"search"}, ro);
   if (!result)
     co_return co_await reply_caf_error(ex, result.error());
   co_await reply_json(ex, 200, retrieval_result_json(*result));

@@ -44,6 +44,7 @@ struct server_settings {
   kb_admin_actor kb_admin;
   summarizer_actor summarizer;  // for GET .../summary?wait_version=N
   agent_pool_actor pool;
+  cluster_actor cluster;  // membership (GET /api/v1/cluster)
   // Who reranks for KBs with enable_rerank, as the pipeline graph shows it
   // ("" = nobody: results keep their fused order).
   std::string reranker;

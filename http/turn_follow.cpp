@@ -31,12 +31,17 @@ event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<event_channe
                             stream_actor stream) {
   return sys.spawn([ch, stream](event_sink_actor::pointer self) -> event_sink_actor::behavior_type {
     self->monitor(stream);
-    self->set_down_handler([=](caf::down_msg&) {
+    self->set_down_handler([=](caf::down_msg& dm) {
       done_content partial;
       partial.partial = true;
       partial.finish_reason = "cancelled";
+      // A turn owned by another frontend whose node went away (the
+      // connection's proxies die with this reason).
+      bool node_lost = dm.reason == caf::exit_reason::remote_link_unreachable;
       event_batch tail{
-          make_error_event("unavailable", "the turn ended before it could be followed"),
+          make_error_event("unavailable", node_lost
+                                              ? "the node running this turn went down"
+                                              : "the turn ended before it could be followed"),
           make_done_event(partial)};
       ch->try_send(boost::system::error_code{}, std::move(tail));
       self->quit();

@@ -7,6 +7,17 @@
 namespace ragtor {
 
 int apply_migrations(store_backend& backend, const std::vector<migration>& all) {
+  backend.lock_schema();
+  struct unlock {
+    store_backend& b;
+    ~unlock() {
+      try {
+        b.unlock_schema();
+      } catch (const store_error&) {
+        // the lock ends with the connection anyway
+      }
+    }
+  } guard{backend};
   auto applied = backend.applied_migrations();
   int ran = 0;
   for (auto& m : all) {

@@ -11,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "protocol/document.hpp"
 #include "protocol/messages.hpp"
 
 namespace ragtor {
@@ -40,6 +41,11 @@ public:
   virtual void execute_script(std::string_view sql) = 0;
   // Versions recorded in schema_migrations (creating the table if needed).
   virtual std::vector<int> applied_migrations() = 0;
+  // Held while migrations run, so nodes starting together against one
+  // database migrate one after another (PostgreSQL: an advisory lock;
+  // SQLite: nothing, one process owns the file).
+  virtual void lock_schema() {}
+  virtual void unlock_schema() {}
   virtual void record_migration(int version, std::string_view name, int64_t now_ms) = 0;
 
   // -- conversations ---------------------------------------------------------------
@@ -137,6 +143,24 @@ public:
   virtual std::vector<api_key_record> list_api_keys() = 0;
   // Sets revoked_at of the active key `name`; false when there is none.
   virtual bool revoke_api_key(const std::string& name, int64_t now_ms) = 0;
+
+  // -- KB content shared through the store (docs/cluster.md) ---------------------------
+
+  // Stores `settings_json` as the KB's settings and `docs` (replacing by
+  // id) under the KB's next version; returns that version.
+  virtual int64_t put_kb_documents(const std::string& kb, const std::string& settings_json,
+                                   const std::vector<document>& docs, int64_t now_ms) = 0;
+  // Every KB's version and settings, by name.
+  virtual std::vector<kb_version> list_kb_versions() = 0;
+  // The documents of `kb` stored after version `after`, oldest first.
+  virtual std::vector<document> kb_documents_after(const std::string& kb, int64_t after) = 0;
+
+  // -- cluster membership (docs/cluster.md) ---------------------------------------------
+
+  // Inserts or replaces the row of node m.name.
+  virtual void write_member(const member_info& m) = 0;
+  // Every row, ordered by name.
+  virtual std::vector<member_info> list_members() = 0;
 
   // Replaces it.
   virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include <caf/actor.hpp>
 #include <caf/replies_to.hpp>
 #include <caf/typed_actor.hpp>
 
@@ -99,11 +100,24 @@ using session_manager_actor = caf::typed_actor<
     // stateless turn runs at once, without a session.
     caf::replies_to<atom::open_turn, chat_request>::with<turn_ticket>,
     // POST /api/v1/chat/stop: cancels a user's running turn; true if found.
+    // Asks the other frontends of a cluster when no session here runs it.
     caf::replies_to<atom::stop, std::string /*request_id*/, std::string /*user_id*/>::with<bool>,
     // GET /api/v1/chat/stream/{request_id}: the stream of a user's running
-    // turn; a null handle when none of the user's sessions runs it.
+    // turn; a null handle when none of the user's sessions runs it (here or,
+    // in a cluster, on another frontend).
     caf::replies_to<atom::attach, std::string /*request_id*/,
                     std::string /*user_id*/>::with<stream_actor>,
+    // As stop and attach, asked by another frontend: this node's sessions
+    // only, never forwarded.
+    caf::replies_to<atom::stop, std::string /*request_id*/, std::string /*user_id*/,
+                    bool /*local_only*/>::with<bool>,
+    caf::replies_to<atom::attach, std::string /*request_id*/, std::string /*user_id*/,
+                    bool /*local_only*/>::with<stream_actor>,
+    // The cluster actor: frontend `node` (its session manager, an untyped
+    // handle to this interface) is reachable / gone. Conversations are
+    // owned by the frontends that are up (docs/cluster.md).
+    caf::reacts_to<atom::peer_up, std::string /*node*/, caf::actor /*sessions*/>,
+    caf::reacts_to<atom::peer_down, std::string /*node*/>,
     // POST /api/v1/clear: through the conversation's session (see there),
     // or straight to the store when it has none.
     caf::replies_to<atom::clear, std::string /*user_id*/,
@@ -143,11 +157,26 @@ using retrieval_worker_actor = caf::typed_actor<
     caf::reacts_to<atom::embedded, uint64_t /*call*/, std::vector<float>,
                    std::string /*error*/>>;
 
-// One per node (RAGAgentManager): worker_name -> resident agent.
+// One per node (RAGAgentManager): worker_name -> resident agent, and in a
+// cluster the other nodes' pools as replicas (docs/cluster.md).
 using agent_pool_actor = caf::typed_actor<
-    // The agent serving `worker_name` (its instance_key), spawned lazily.
-    caf::replies_to<atom::resolve, std::string /*worker_name*/>::with<retrieval_agent_actor>>::
-    extend_with<status_api>;
+    // The local agent serving `worker_name` (its instance_key), spawned
+    // lazily.
+    caf::replies_to<atom::resolve, std::string /*worker_name*/>::with<retrieval_agent_actor>,
+    // Searches `query` with the agent of `worker_name` on the least busy
+    // replica that serves its KB (this node's or another node's); an
+    // attempt that fails, or whose node goes down, is retried once on
+    // another replica. The trace names the node that served it
+    // (`served_by`). With opts.local_only: this node only.
+    caf::replies_to<atom::retrieve, std::string /*worker_name*/, std::string /*query*/,
+                    std::string /*thread_id*/, retrieve_options>::with<retrieval_result>,
+    // The cluster actor: node `node`'s pool (an untyped handle to this
+    // interface) serves these KBs ("*" = all; comma-separated).
+    caf::reacts_to<atom::peer_up, std::string /*node*/, caf::actor /*pool*/,
+                   std::string /*kbs*/>,
+    // Node `node` is suspect or down: its replicas are dropped and the
+    // queries in flight there retried elsewhere.
+    caf::reacts_to<atom::peer_down, std::string /*node*/>>::extend_with<status_api>;
 
 // One per node: knowledge-base administration. Runs detached (its own
 // thread) because creating and ingesting write files and rebuild indexes;
@@ -163,7 +192,10 @@ using kb_admin_actor = caf::typed_actor<
     // Writes every KB's entity graph to the store where it changed (at
     // start); answers how many KBs were checked. Ingests do it themselves
     // before answering.
-    caf::replies_to<atom::kb_graph>::with<int64_t>>::extend_with<status_api>;
+    caf::replies_to<atom::kb_graph>::with<int64_t>,
+    // INTERNAL: time to bring the local KBs up to date with the store
+    // (in a cluster, every [cluster] kb_sync_ms).
+    caf::reacts_to<atom::kb_sync>>::extend_with<status_api>;
 
 // -- generation --------------------------------------------------------------------
 
@@ -233,6 +265,39 @@ using summarizer_actor = caf::typed_actor<
     // INTERNAL: waiter `id` of a conversation timed out.
     caf::reacts_to<atom::tick, std::string /*conversation_id*/,
                    uint64_t /*id*/>>::extend_with<status_api>;
+
+// -- cluster -------------------------------------------------------------------------
+
+// What a node tells the nodes it connects to (untyped handles, cast on use).
+struct node_services {
+  member_info info;
+  caf::actor cluster;   // its cluster_actor
+  caf::actor pool;      // its agent_pool_actor
+  caf::actor sessions;  // its session_manager_actor
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, node_services& x) {
+  return f(caf::meta::type_name("node_services"), x.info, x.cluster, x.pool, x.sessions);
+}
+
+// One per node (docs/cluster.md): membership. Published on the BASP port;
+// connects to the seeds and the members in the store, pings every peer each
+// heartbeat (no answer for failure_timeout: suspect, twice that or a lost
+// connection: down), writes its own row of cluster_members, and tells the
+// agent pool and the session manager which peers are usable.
+using cluster_actor = caf::typed_actor<
+    // A peer introduces itself; answers this node's services.
+    caf::replies_to<atom::hello, node_services>::with<node_services>,
+    // Liveness probe from a peer; answers this node's name.
+    caf::replies_to<atom::ping>::with<std::string>,
+    // Every member this node knows of, itself first.
+    caf::replies_to<atom::members>::with<std::vector<member_info>>,
+    // Graceful leave: marks this node `left` in the store; answers when
+    // written.
+    caf::replies_to<atom::shutdown>::with<bool>,
+    // INTERNAL: heartbeat timer.
+    caf::reacts_to<atom::tick>>::extend_with<status_api>;
 
 // -- persistence -------------------------------------------------------------------
 
@@ -309,6 +374,20 @@ using store_actor = caf::typed_actor<
     caf::replies_to<atom::key_list>::with<std::vector<api_key_record>>,
     // Revokes the key named so; false when there is no active key of that name.
     caf::replies_to<atom::key_revoke, std::string /*name*/>::with<bool>,
+    // KB content shared through the store (docs/cluster.md): stores the
+    // KB's settings and these documents (replacing by id) under the KB's
+    // next version; answers that version.
+    caf::replies_to<atom::kb_sync, std::string /*kb*/, std::string /*settings_json*/,
+                    std::vector<document>>::with<int64_t>,
+    // Every KB's version and settings.
+    caf::replies_to<atom::kb_sync>::with<std::vector<kb_version>>,
+    // The documents of `kb` stored after version `after`, oldest first.
+    caf::replies_to<atom::kb_sync, std::string /*kb*/,
+                    int64_t /*after*/>::with<std::vector<document>>,
+    // Writes this node's row of cluster_members (insert or update).
+    caf::replies_to<atom::members, member_info>::with<bool>,
+    // Every row of cluster_members, by name.
+    caf::replies_to<atom::members>::with<std::vector<member_info>>,
     // INTERNAL (from the store's worker threads): job `id` finished (its
     // transaction committed or failed); deliver its response promise.
     caf::reacts_to<atom::store_done, uint64_t /*job id*/>>::extend_with<status_api>;
@@ -322,4 +401,8 @@ CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::token_sink_actor))
 CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::stream_actor))
 CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::retrieval_agent_actor))
 CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::kb_admin_actor))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::node_services))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::cluster_actor))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::agent_pool_actor))
+CAF_ADD_TYPE_ID(ragtor_actors, (ragtor::session_manager_actor))
 CAF_END_TYPE_ID_BLOCK(ragtor_actors)

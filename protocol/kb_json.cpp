@@ -253,6 +253,10 @@ std::string retrieval_result_json(const retrieval_result& r) {
   ids("relationships", r.relationship_ids, "id");
   w.end_object();
   write_trace(w, r.trace);
+  // The node whose agent searched (docs/cluster.md).
+  for (auto& t : r.trace)
+    if (t.step == "served_by")
+      w.field("served_by", t.detail);
   w.end_object();
   return w.take();
 }

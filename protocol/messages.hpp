@@ -76,13 +76,16 @@ struct chat_request {
   // Per-request sampling (the OpenAI façade); they win over the KB's.
   double temperature = -1;  // < 0: the KB's or the gateway's default
   int32_t max_tokens = 0;   // 0: the KB's or the gateway's default
+  // Set by the frontend that handed the turn to the conversation's owning
+  // frontend (docs/cluster.md): run it here, never forward it again.
+  bool forwarded = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, chat_request& x) {
   return f(caf::meta::type_name("chat_request"), x.user_id, x.session_id, x.message, x.kb_prefix,
            x.agent_type, x.request_id, x.debug, x.incognito, x.stateless, x.context,
-           x.temperature, x.max_tokens);
+           x.temperature, x.max_tokens, x.forwarded);
 }
 
 // The router's verdict (DESIGN §4.2). worker_name "" means: no retrieval.
@@ -159,11 +162,45 @@ typename Inspector::result_type inspect(Inspector& f, retrieval_result& x) {
 struct retrieve_options {
   int32_t top_k = 5;
   std::string request_id;  // for logs and traces only; never a cache key
+  // Set by a node's agent pool when it hands a query to another node's pool:
+  // search here, never forward again (docs/cluster.md).
+  bool local_only = false;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, retrieve_options& x) {
-  return f(caf::meta::type_name("retrieve_options"), x.top_k, x.request_id);
+  return f(caf::meta::type_name("retrieve_options"), x.top_k, x.request_id, x.local_only);
+}
+
+// A knowledge base as the store knows it (docs/cluster.md): its version
+// (bumped by every ingest) and settings (JSON).
+struct kb_version {
+  std::string kb;
+  int64_t version = 0;
+  std::string settings;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, kb_version& x) {
+  return f(caf::meta::type_name("kb_version"), x.kb, x.version, x.settings);
+}
+
+// One node of a cluster (docs/cluster.md): a row of the cluster_members
+// table, and what GET /api/v1/cluster lists.
+struct member_info {
+  std::string name;     // [cluster] node_name, unique
+  std::string address;  // its BASP host:port ("" = single node)
+  std::string roles;    // comma-separated: frontend, retrieval
+  std::string kbs;      // comma-separated KBs its agents serve; "*" = all
+  int64_t started_at_ms = 0;
+  int64_t heartbeat_at_ms = 0;  // when it was last heard of (wall clock)
+  std::string status;           // up | suspect | down | left
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, member_info& x) {
+  return f(caf::meta::type_name("member_info"), x.name, x.address, x.roles, x.kbs,
+           x.started_at_ms, x.heartbeat_at_ms, x.status);
 }
 
 struct citation {

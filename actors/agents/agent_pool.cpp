@@ -1,6 +1,8 @@
 #include "actors/agents/agent_pool.hpp"
 
 #include <algorithm>
+#include <map>
+#include <set>
 #include <atomic>
 #include <chrono>
 #include <unordered_map>
@@ -10,6 +12,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/cluster/cluster.hpp"
 #include "llm/openai_client.hpp"
 #include "llm/rerank.hpp"
 #include "llm/research_judge.hpp"
@@ -82,13 +85,46 @@ struct retrieval_agent_state {
   uint64_t restarts = 0;
 };
 
+// Another node's pool, serving these KBs (docs/cluster.md).
+struct remote_pool {
+  agent_pool_actor pool;
+  std::string kbs;  // comma-separated; "*" = all
+  uint64_t in_flight = 0;
+  uint64_t served = 0;
+  uint64_t failed = 0;
+};
+
+// A query handed to a replica: retried once elsewhere when that attempt
+// fails or its node goes down.
+struct pool_query {
+  caf::typed_response_promise<retrieval_result> rp;
+  std::string worker_name;
+  std::string kb;
+  std::string query;
+  std::string thread_id;
+  retrieve_options opts;
+  std::string node;            // serving it now ("" = this node)
+  uint64_t attempt = 0;        // answers of older attempts are ignored
+  std::set<std::string> tried; // nodes tried ("" = this node)
+  caf::error last_error;
+};
+
 struct agent_pool_state {
   static inline const char* name = "agent_pool";
   std::shared_ptr<kb_catalog> catalog;
   std::unordered_map<std::string, retrieval_agent_actor> agents;  // instance_key -> agent
   size_t workers = 1;                                             // per agent
   reranker rr;
+  pool_cluster_settings cluster;
+  std::map<std::string, remote_pool> remotes;  // by node name
+  std::unordered_map<uint64_t, pool_query> queries;  // in flight, by id
+  uint64_t next_query = 0;
+  uint64_t rotation = 0;  // round-robin among equally busy replicas
+  uint64_t local_in_flight = 0;
   uint64_t resolved = 0;
+  uint64_t served_locally = 0;
+  uint64_t retried = 0;
+  uint64_t attempts = 0;
 };
 
 }  // namespace
@@ -510,13 +546,192 @@ retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
   return sys.spawn(retrieval_agent, std::move(cfg), workers);
 }
 
+namespace {
+
+using pool_ptr = agent_pool_actor::stateful_pointer<agent_pool_state>;
+
+// The local agent of `worker_name`, spawned on first use.
+caf::expected<retrieval_agent_actor> local_agent(pool_ptr self, const std::string& worker_name) {
+  auto parsed = parse_worker_name(worker_name);
+  if (!parsed)
+    return std::move(parsed.error());
+  if (parsed->agent_type.empty() || !is_agent_type(parsed->agent_type))
+    return make_error(errc::invalid_request, "unknown agent_type \"" + parsed->agent_type + "\"");
+  auto kb = kb_of(*parsed);
+  if (!self->state.catalog->get(kb))
+    return make_error(errc::not_found,
+                      "unknown knowledge base \"" + (kb.empty() ? "default" : kb) + "\"");
+  ++self->state.resolved;
+  // instance_key = the normalised worker_name (never a session id).
+  auto key = format_worker_name(parsed->kb_prefix, parsed->agent_type);
+  auto& agents = self->state.agents;
+  if (auto i = agents.find(key); i != agents.end())
+    return i->second;
+  auto agent = spawn_retrieval_agent(self->system(), self->state.catalog, kb, parsed->agent_type,
+                                     self->state.workers, self->state.rr);
+  self->link_to(agent);
+  agents.emplace(key, agent);
+  return agent;
+}
+
+// Whether this node's agents serve `kb` ([cluster] roles and kbs).
+bool hosts_here(pool_ptr self, const std::string& kb) {
+  auto& c = self->state.cluster;
+  return c.retrieval && list_has(c.kbs, kb.empty() ? "default" : kb);
+}
+
+void dispatch(pool_ptr self, uint64_t id);
+
+// Ends query `id` with `answer` (a result or an error).
+template <class T>
+void finish(pool_ptr self, uint64_t id, T&& answer) {
+  auto i = self->state.queries.find(id);
+  if (i == self->state.queries.end())
+    return;
+  auto rp = std::move(i->second.rp);
+  self->state.queries.erase(i);
+  rp.deliver(std::forward<T>(answer));
+}
+
+// Errors that another replica would give as well.
+bool final_error(const caf::error& err) {
+  return err.category() == caf::atom("ragtor")
+         && (err.code() == static_cast<uint8_t>(errc::invalid_request)
+             || err.code() == static_cast<uint8_t>(errc::cancelled));
+}
+
+// Attempt `attempt` of query `id` answered.
+void on_answer(pool_ptr self, uint64_t id, uint64_t attempt, caf::expected<retrieval_result> r) {
+  auto& st = self->state;
+  auto i = st.queries.find(id);
+  if (i == st.queries.end() || i->second.attempt != attempt)
+    return;  // retried elsewhere meanwhile (its node went down)
+  auto& q = i->second;
+  auto node = q.node;
+  if (node.empty()) {
+    --st.local_in_flight;
+  } else if (auto p = st.remotes.find(node); p != st.remotes.end()) {
+    --p->second.in_flight;
+    ++(r ? p->second.served : p->second.failed);
+  }
+  if (r) {
+    if (node.empty()) {
+      ++st.served_locally;
+      r->trace.push_back(trace_step{"served_by", st.cluster.node, 0});
+    }
+    return finish(self, id, std::move(*r));
+  }
+  if (!node.empty() || !final_error(r.error()))
+    spdlog::warn("agent_pool: {} on {} failed ({}){}", q.worker_name,
+                 node.empty() ? st.cluster.node : node, self->system().render(r.error()),
+                 q.tried.size() < 2 ? "; trying another replica" : "");
+  q.last_error = std::move(r.error());
+  if (final_error(q.last_error) || q.opts.local_only || q.tried.size() >= 2)
+    return finish(self, id, std::move(q.last_error));
+  ++st.retried;
+  dispatch(self, id);
+}
+
+// Hands query `id` to the least busy replica of its KB not tried yet:
+// this node's agent or another node's pool (ties: this node).
+void dispatch(pool_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto& q = st.queries.at(id);
+  bool local = !q.tried.count("") && (q.opts.local_only || hosts_here(self, q.kb));
+  // The least busy remote replicas; ties take turns.
+  std::vector<std::string> idlest;
+  uint64_t remote_load = UINT64_MAX;
+  if (!q.opts.local_only) {
+    for (auto& [node, r] : st.remotes) {
+      if (q.tried.count(node) || !list_has(r.kbs, q.kb.empty() ? "default" : q.kb))
+        continue;
+      if (r.in_flight < remote_load) {
+        idlest.clear();
+        remote_load = r.in_flight;
+      }
+      if (r.in_flight == remote_load)
+        idlest.push_back(node);
+    }
+  }
+  std::string best;  // "" = this node
+  if (!idlest.empty() && (!local || remote_load < st.local_in_flight))
+    best = idlest[st.rotation++ % idlest.size()];
+  if (best.empty() && !local) {
+    if (q.last_error)
+      return finish(self, id, std::move(q.last_error));
+    if (!hosts_here(self, q.kb) && !q.tried.count(""))
+      return finish(self, id,
+                    make_error(errc::unavailable, "no node serving knowledge base \""
+                                                      + (q.kb.empty() ? "default" : q.kb)
+                                                      + "\" is reachable"));
+    return finish(self, id, make_error(errc::unavailable, "no replica left to try"));
+  }
+  auto attempt = ++q.attempt;
+  q.node = best;
+  q.tried.insert(best);
+  ++st.attempts;
+  auto answer = [=](retrieval_result& r) { on_answer(self, id, attempt, std::move(r)); };
+  auto fail = [=](caf::error& err) { on_answer(self, id, attempt, std::move(err)); };
+  if (best.empty()) {
+    auto agent = local_agent(self, q.worker_name);
+    ++st.local_in_flight;
+    if (!agent)
+      return on_answer(self, id, attempt, std::move(agent.error()));
+    self->request(*agent, st.cluster.attempt_timeout, atom::retrieve_v, q.query, q.thread_id,
+                  q.opts)
+        .then(answer, fail);
+    return;
+  }
+  auto& r = st.remotes[best];
+  ++r.in_flight;
+  auto opts = q.opts;
+  opts.local_only = true;
+  self->request(r.pool, st.cluster.attempt_timeout, atom::retrieve_v, q.worker_name, q.query,
+                q.thread_id, opts)
+      .then(answer, fail);
+}
+
+std::string pool_status(pool_ptr self) {
+  auto& st = self->state;
+  json_writer w;
+  w.begin_object()
+      .field("kind", "agent_pool")
+      .field("name", "agent_pool")
+      .field("node", st.cluster.node)
+      .field("hosts", st.cluster.retrieval ? st.cluster.kbs : std::string{})
+      .field("resolved", st.resolved)
+      .field("workers_per_agent", static_cast<uint64_t>(st.workers))
+      .field("in_flight", static_cast<uint64_t>(st.queries.size()))
+      .field("attempts", st.attempts)
+      .field("retried", st.retried)
+      .field("served_locally", st.served_locally);
+  w.key("agents").begin_array();
+  for (auto& [key, agent] : st.agents)
+    w.value(key);
+  w.end_array();
+  w.key("replicas").begin_array();
+  for (auto& [node, r] : st.remotes) {
+    w.begin_object()
+        .field("node", node)
+        .field("kbs", r.kbs)
+        .field("in_flight", r.in_flight)
+        .field("served", r.served)
+        .field("failed", r.failed)
+        .end_object();
+  }
+  w.end_array().end_object();
+  return w.take();
+}
+
+}  // namespace
+
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
-                                  size_t workers, reranker rr) {
-  return sys.spawn([catalog, workers, rr](agent_pool_actor::stateful_pointer<agent_pool_state> self)
-                       -> agent_pool_actor::behavior_type {
+                                  size_t workers, reranker rr, pool_cluster_settings cluster) {
+  return sys.spawn([catalog, workers, rr, cluster](pool_ptr self) -> agent_pool_actor::behavior_type {
     self->state.catalog = catalog;
     self->state.workers = std::max<size_t>(workers, 1);
     self->state.rr = rr;
+    self->state.cluster = cluster;
     // Agents are linked to the pool so they stop with it; an agent's own
     // death only removes it (it is respawned on the next resolve).
     self->set_exit_handler([=](caf::exit_msg& msg) {
@@ -533,42 +748,62 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
     });
     return {
         [=](atom::resolve, const std::string& worker_name) -> caf::result<retrieval_agent_actor> {
+          auto agent = local_agent(self, worker_name);
+          if (!agent)
+            return std::move(agent.error());
+          return std::move(*agent);
+        },
+        [=](atom::retrieve, const std::string& worker_name, const std::string& query,
+            const std::string& thread_id,
+            const retrieve_options& opts) -> caf::result<retrieval_result> {
           auto parsed = parse_worker_name(worker_name);
           if (!parsed)
             return std::move(parsed.error());
           if (parsed->agent_type.empty() || !is_agent_type(parsed->agent_type))
             return make_error(errc::invalid_request,
                               "unknown agent_type \"" + parsed->agent_type + "\"");
-          auto kb = kb_of(*parsed);
-          if (!self->state.catalog->get(kb))
-            return make_error(errc::not_found,
-                              "unknown knowledge base \"" + (kb.empty() ? "default" : kb) + "\"");
-          ++self->state.resolved;
-          // instance_key = the normalised worker_name (never a session id).
-          auto key = format_worker_name(parsed->kb_prefix, parsed->agent_type);
-          auto& agents = self->state.agents;
-          if (auto i = agents.find(key); i != agents.end())
-            return i->second;
-          auto agent =
-              spawn_retrieval_agent(self->system(), self->state.catalog, kb, parsed->agent_type,
-                                    self->state.workers, self->state.rr);
-          self->link_to(agent);
-          agents.emplace(key, agent);
-          return agent;
+          auto& st = self->state;
+          auto id = ++st.next_query;
+          auto& q = st.queries[id];
+          q.rp = self->make_response_promise<retrieval_result>();
+          q.worker_name = worker_name;
+          q.kb = kb_of(*parsed);
+          q.query = query;
+          q.thread_id = thread_id;
+          q.opts = opts;
+          auto rp = q.rp;
+          dispatch(self, id);
+          return rp;
         },
-        [=](atom::status) -> std::string {
-          json_writer w;
-          w.begin_object()
-              .field("kind", "agent_pool")
-              .field("name", "agent_pool")
-              .field("resolved", self->state.resolved)
-              .field("workers_per_agent", static_cast<uint64_t>(self->state.workers));
-          w.key("agents").begin_array();
-          for (auto& [key, agent] : self->state.agents)
-            w.value(key);
-          w.end_array().end_object();
-          return w.take();
+        [=](atom::peer_up, const std::string& node, caf::actor& pool, const std::string& kbs) {
+          auto& r = self->state.remotes[node];
+          r.pool = caf::actor_cast<agent_pool_actor>(pool);
+          r.kbs = kbs;
         },
+        [=](atom::peer_down, const std::string& node) {
+          auto& st = self->state;
+          if (!st.remotes.erase(node))
+            return;
+          // Queries in flight there: retried elsewhere now, not after
+          // their timeout (a dead node's requests are never answered).
+          std::vector<uint64_t> orphans;
+          for (auto& [id, q] : st.queries)
+            if (q.node == node)
+              orphans.push_back(id);
+          for (auto id : orphans) {
+            auto& q = st.queries.at(id);
+            q.last_error = make_error(errc::unavailable, "node " + node + " went down");
+            ++q.attempt;  // its answer, if any, no longer counts
+            q.node.clear();
+            if (q.opts.local_only || q.tried.size() >= 2) {
+              finish(self, id, std::move(q.last_error));
+              continue;
+            }
+            ++st.retried;
+            dispatch(self, id);
+          }
+        },
+        [=](atom::status) -> std::string { return pool_status(self); },
     };
   });
 }

@@ -11,7 +11,9 @@
 // worker searches other queries meanwhile.
 #pragma once
 
+#include <chrono>
 #include <memory>
+#include <string>
 
 #include <caf/fwd.hpp>
 
@@ -35,10 +37,22 @@ struct reranker {
   llm_actor model;
 };
 
+// The pool's place in a cluster (docs/cluster.md); the defaults are a
+// single node that hosts every KB.
+struct pool_cluster_settings {
+  std::string node = "local";  // this node's name, for `served_by`
+  bool retrieval = true;       // [cluster] roles has "retrieval"
+  std::string kbs = "*";       // [cluster] kbs: KBs whose agents run here
+  // How long one attempt on a replica may take before it is retried
+  // elsewhere (a node that goes down is retried at once).
+  caf::timespan attempt_timeout = std::chrono::seconds(30);
+};
+
 // `workers`: workers per agent, i.e. how many queries of one (KB, agent
 // type) are searched at the same time ([retrieval] agent_workers).
 agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_catalog> catalog,
-                                  size_t workers = 1, reranker rr = {});
+                                  size_t workers = 1, reranker rr = {},
+                                  pool_cluster_settings cluster = {});
 
 // A retrieval agent of `agent_type` (retrieval/agents.hpp) over the latest
 // snapshot of `kb` with `workers` workers: each request searches the

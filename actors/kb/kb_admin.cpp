@@ -1,7 +1,10 @@
 #include "actors/kb/kb_admin.hpp"
 
+#include <algorithm>
 #include <chrono>
+#include <fstream>
 #include <functional>
+#include <map>
 #include <memory>
 
 #include <spdlog/spdlog.h>
@@ -10,6 +13,7 @@
 
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
+#include "retrieval/kb_settings.hpp"
 #include "retrieval/kb_store.hpp"
 
 namespace ragtor {
@@ -26,6 +30,12 @@ struct kb_admin_state {
   double last_build_ms = 0;
   store_actor store;
   uint64_t graphs_written = 0, graph_failures = 0;
+  // KB content through the store (docs/cluster.md): the store version of
+  // each KB whose documents are applied here, and how often to look.
+  std::chrono::milliseconds sync_interval{0};
+  std::map<std::string, int64_t> synced;
+  bool syncing = false;
+  uint64_t syncs = 0, synced_documents = 0, sync_failures = 0;
 };
 
 using self_ptr = kb_admin_actor::stateful_pointer<kb_admin_state>;
@@ -58,18 +68,191 @@ void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap,
           });
 }
 
+// <data_dir>/kbs/<kb>/store_version: the store version applied here.
+std::filesystem::path version_file(const std::filesystem::path& data_dir, const std::string& kb) {
+  return data_dir / "kbs" / kb / "store_version";
+}
+
+int64_t read_version(const std::filesystem::path& data_dir, const std::string& kb) {
+  std::ifstream in{version_file(data_dir, kb)};
+  int64_t v = 0;
+  in >> v;
+  return in ? v : 0;
+}
+
+void write_version(const std::filesystem::path& data_dir, const std::string& kb, int64_t v) {
+  auto file = version_file(data_dir, kb);
+  auto tmp = file;
+  tmp += ".tmp";
+  {
+    std::ofstream out{tmp, std::ios::trunc};
+    out << v << "\n";
+  }
+  std::error_code ec;
+  std::filesystem::rename(tmp, file, ec);
+  if (ec)
+    spdlog::warn("knowledge base \"{}\": cannot record store version {}: {}", kb, v, ec.message());
+}
+
+// Version `v` of `kb` is applied here (an ingest of this node, or a sync).
+// An ingest's own version counts only when it follows the last one applied:
+// otherwise another node's ingest in between is still to be read.
+void note_version(self_ptr self, const std::string& kb, int64_t v, bool whole) {
+  auto& cur = self->state.synced[kb];
+  if (whole ? v > cur : v == cur + 1) {
+    cur = v;
+    write_version(self->state.data_dir, kb, v);
+  }
+}
+
+// Adds `docs` to the KB's files, rebuilds its indexes and swaps the new
+// snapshot in.
+caf::expected<std::pair<ingest_report, std::shared_ptr<const kb_snapshot>>>
+apply_locally(self_ptr self, const std::string& kb, std::vector<document> docs) {
+  auto& st = self->state;
+  auto current = st.catalog->get(kb);
+  if (!current)
+    return make_error(errc::not_found, "unknown knowledge base \"" + kb + "\"");
+  auto count = docs.size();
+  auto report = ingest_documents(st.data_dir, kb, std::move(docs), st.opts.chunking);
+  if (!report)
+    return std::move(report.error());
+  auto started = std::chrono::steady_clock::now();
+  auto stored = load_kb_documents(st.data_dir, kb);
+  if (!stored)
+    return std::move(stored.error());
+  auto snap = kb_catalog::build_snapshot(current->settings, *stored, st.opts, current.get());
+  st.catalog->put(snap);
+  st.last_build_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
+          .count();
+  ++st.ingests;
+  st.documents += count;
+  spdlog::info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
+               report->documents_added, report->documents_replaced, report->chunks,
+               st.last_build_ms);
+  return std::make_pair(*report, snap);
+}
+
+// Creates `kb` here, or updates its settings, as the store has them.
+caf::error adopt_settings(self_ptr self, const kb_version& row) {
+  auto& st = self->state;
+  auto parsed = kb_settings_from_json(row.settings);
+  if (!parsed)
+    return std::move(parsed.error());
+  parsed->name = row.kb;
+  auto current = st.catalog->get(row.kb);
+  if (current && kb_exists(st.data_dir, row.kb)) {
+    if (to_json(current->settings) == to_json(*parsed))
+      return {};
+    if (auto err = save_kb_settings(st.data_dir, *parsed))
+      return err;
+    auto stored = load_kb_documents(st.data_dir, row.kb);
+    if (!stored)
+      return std::move(stored.error());
+    st.catalog->put(kb_catalog::build_snapshot(*parsed, *stored, st.opts, current.get()));
+    spdlog::info("knowledge base \"{}\": settings from the store", row.kb);
+    return {};
+  }
+  if (auto err = save_kb_settings(st.data_dir, *parsed))
+    return err;
+  if (!kb_exists(st.data_dir, row.kb))
+    if (auto err = create_kb(st.data_dir, row.kb))
+      return err;
+  st.catalog->put(kb_catalog::build_snapshot(*parsed, {}, st.opts));
+  spdlog::info("knowledge base \"{}\" created from the store", row.kb);
+  return {};
+}
+
+void sync_next(self_ptr self, std::shared_ptr<std::vector<kb_version>> rows, size_t i);
+
+// One look at the store: every KB whose version is ahead of ours is
+// brought up to date, one after another; then the next look is scheduled.
+void sync(self_ptr self) {
+  auto& st = self->state;
+  if (st.syncing || !st.store)
+    return;
+  st.syncing = true;
+  auto timeout = std::max<caf::timespan>(st.sync_interval * 10, std::chrono::seconds(10));
+  self->request(st.store, timeout, atom::kb_sync_v)
+      .then(
+          [=](std::vector<kb_version>& rows) {
+            auto behind = std::make_shared<std::vector<kb_version>>();
+            for (auto& row : rows)
+              if (row.version > self->state.synced[row.kb])
+                behind->push_back(std::move(row));
+            sync_next(self, behind, 0);
+          },
+          [=](caf::error& err) {
+            if (self->state.sync_failures++ % 20 == 0)
+              spdlog::warn("knowledge bases: cannot read versions from the store: {}",
+                           self->system().render(err));
+            sync_next(self, std::make_shared<std::vector<kb_version>>(), 0);
+          });
+}
+
+void sync_next(self_ptr self, std::shared_ptr<std::vector<kb_version>> rows, size_t i) {
+  auto& st = self->state;
+  if (i >= rows->size()) {
+    st.syncing = false;
+    ++st.syncs;
+    if (st.sync_interval.count() > 0)
+      self->delayed_send(self, st.sync_interval, atom::kb_sync_v);
+    return;
+  }
+  auto row = (*rows)[i];
+  if (auto err = adopt_settings(self, row)) {
+    ++st.sync_failures;
+    spdlog::warn("knowledge base \"{}\": cannot adopt the store's settings: {}", row.kb,
+                 error_message(err));
+    return sync_next(self, rows, i + 1);
+  }
+  auto after = st.synced[row.kb];
+  self->request(st.store, std::chrono::minutes(1), atom::kb_sync_v, row.kb, after)
+      .then(
+          [=](std::vector<document>& docs) {
+            auto& st = self->state;
+            auto n = docs.size();
+            if (!docs.empty()) {
+              auto applied = apply_locally(self, row.kb, std::move(docs));
+              if (!applied) {
+                ++st.sync_failures;
+                spdlog::warn("knowledge base \"{}\": cannot apply version {} from the store: {}",
+                             row.kb, row.version, error_message(applied.error()));
+                return sync_next(self, rows, i + 1);
+              }
+              st.synced_documents += n;
+            }
+            note_version(self, row.kb, row.version, true);
+            spdlog::info("knowledge base \"{}\": synced to store version {} ({} documents)", row.kb,
+                         row.version, n);
+            sync_next(self, rows, i + 1);
+          },
+          [=](caf::error& err) {
+            ++self->state.sync_failures;
+            spdlog::warn("knowledge base \"{}\": cannot read documents from the store: {}", row.kb,
+                         self->system().render(err));
+            sync_next(self, rows, i + 1);
+          });
+}
+
 }  // namespace
 
 kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data_dir,
                               std::shared_ptr<kb_catalog> catalog, kb_build_options opts,
-                              store_actor store) {
-  return sys.spawn<caf::detached>([data_dir, catalog, opts,
-                                   store](self_ptr self) -> kb_admin_actor::behavior_type {
+                              store_actor store, std::chrono::milliseconds sync_interval) {
+  return sys.spawn<caf::detached>([data_dir, catalog, opts, store,
+                                   sync_interval](self_ptr self) -> kb_admin_actor::behavior_type {
     auto& st = self->state;
     st.data_dir = data_dir;
     st.catalog = catalog;
     st.opts = opts;
     st.store = store;
+    st.sync_interval = sync_interval;
+    for (auto& kb : list_kbs(data_dir))
+      st.synced[kb] = read_version(data_dir, kb);
+    if (store && sync_interval.count() > 0)
+      self->send(self, atom::kb_sync_v);
     return {
         [=](atom::kb_create, kb_settings& s) -> caf::result<kb_settings> {
           auto& st = self->state;
@@ -77,15 +260,39 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
             return make_error(errc::invalid_request, *problem);
           if (kb_exists(st.data_dir, s.name) || st.catalog->get(s.name))
             return make_error(errc::conflict, "knowledge base \"" + s.name + "\" already exists");
-          // Settings first: a crash in between leaves a KB without
-          // documents file, which list_kbs ignores and create retries.
-          if (auto err = save_kb_settings(st.data_dir, s))
-            return err;
-          if (auto err = create_kb(st.data_dir, s.name))
-            return err;
-          st.catalog->put(kb_catalog::build_snapshot(s, {}, st.opts));
-          spdlog::info("knowledge base \"{}\" created", s.name);
-          return s;
+          auto create_here = [=]() -> caf::error {
+            auto& st = self->state;
+            // Settings first: a crash in between leaves a KB without
+            // documents file, which list_kbs ignores and create retries.
+            if (auto err = save_kb_settings(st.data_dir, s))
+              return err;
+            if (auto err = create_kb(st.data_dir, s.name))
+              return err;
+            st.catalog->put(kb_catalog::build_snapshot(s, {}, st.opts));
+            spdlog::info("knowledge base \"{}\" created", s.name);
+            return {};
+          };
+          if (!st.store) {
+            if (auto err = create_here())
+              return err;
+            return s;
+          }
+          // The store first (every node learns of the KB from it), then
+          // the files here.
+          auto rp = self->make_response_promise<kb_settings>();
+          self->request(st.store, std::chrono::minutes(1), atom::kb_sync_v, s.name, to_json(s),
+                        std::vector<document>{})
+              .then(
+                  [=](int64_t version) mutable {
+                    if (auto err = create_here()) {
+                      rp.deliver(std::move(err));
+                      return;
+                    }
+                    note_version(self, s.name, version, false);
+                    rp.deliver(s);
+                  },
+                  [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+          return rp;
         },
         [=](atom::kb_ingest, const std::string& kb,
             std::vector<document>& docs) -> caf::result<ingest_report> {
@@ -94,30 +301,33 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           if (!current || !kb_exists(st.data_dir, kb))
             return make_error(errc::not_found, "unknown knowledge base \"" + kb
                                                    + "\"; create it with POST /api/v1/kbs");
-          auto count = docs.size();
-          auto report = ingest_documents(st.data_dir, kb, std::move(docs), st.opts.chunking);
-          if (!report)
-            return std::move(report.error());
-          auto started = std::chrono::steady_clock::now();
-          auto stored = load_kb_documents(st.data_dir, kb);
-          if (!stored)
-            return std::move(stored.error());
-          auto snap =
-              kb_catalog::build_snapshot(current->settings, *stored, st.opts, current.get());
-          st.catalog->put(snap);
-          st.last_build_ms =
-              std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-                  .count();
-          ++st.ingests;
-          st.documents += count;
-          spdlog::info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
-                       report->documents_added, report->documents_replaced, report->chunks,
-                       st.last_build_ms);
-          // Answered once the entity graph is in the database too.
           auto rp = self->make_response_promise<ingest_report>();
-          store_graph(self, snap, [rp, r = *report]() mutable { rp.deliver(r); });
+          // Answered once the entity graph is in the database too.
+          auto here = [=](std::vector<document> docs, int64_t version) mutable {
+            auto applied = apply_locally(self, kb, std::move(docs));
+            if (!applied) {
+              rp.deliver(std::move(applied.error()));
+              return;
+            }
+            if (version > 0)
+              note_version(self, kb, version, false);
+            store_graph(self, applied->second,
+                        [rp, r = applied->first]() mutable { rp.deliver(r); });
+          };
+          if (!st.store) {
+            here(std::move(docs), 0);
+            return rp;
+          }
+          // The store first: what it holds is what every node serves; if
+          // it refuses, nothing changed anywhere.
+          auto copy = docs;
+          self->request(st.store, std::chrono::minutes(5), atom::kb_sync_v, kb,
+                        to_json(current->settings), std::move(copy))
+              .then([=](int64_t version) mutable { here(std::move(docs), version); },
+                    [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
           return rp;
         },
+        [=](atom::kb_sync) { sync(self); },
         [=](atom::kb_graph) -> caf::result<int64_t> {
           auto names = self->state.catalog->names();
           auto rp = self->make_response_promise<int64_t>();
@@ -142,6 +352,9 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
               .field("last_build_ms", st.last_build_ms)
               .field("graphs_stored", st.graphs_written)
               .field("graph_failures", st.graph_failures)
+              .field("store_syncs", st.syncs)
+              .field("synced_documents", st.synced_documents)
+              .field("sync_failures", st.sync_failures)
               .end_object();
           return w.take();
         },

@@ -8,6 +8,7 @@
 // is derived data: the files stay the source of truth.
 #pragma once
 
+#include <chrono>
 #include <filesystem>
 #include <memory>
 
@@ -21,8 +22,15 @@ namespace ragtor {
 // With a `store`, every KB's entity graph is kept in the store's entities
 // and relations tables: on atom::kb_graph (at start; only what changed) and
 // by every ingest before it answers.
+//
+// With a store, KB content is shared through it (docs/cluster.md): a
+// create or an ingest is written to the store first (under the KB's next
+// version) and then applied here; with `sync_interval` > 0 (a cluster) the
+// actor also looks at the store that often and applies every version
+// another node wrote, creating KBs it does not have yet.
 kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data_dir,
                               std::shared_ptr<kb_catalog> catalog, kb_build_options opts,
-                              store_actor store = {});
+                              store_actor store = {},
+                              std::chrono::milliseconds sync_interval = {});
 
 }  // namespace ragtor

@@ -138,25 +138,18 @@ void search(self_ptr self) {
     if (self->state.step_no == step_no)
       advance(self, failed(std::move(err)));
   };
-  self->request(st.deps.pool, timeout, atom::resolve_v, st.current.worker_name)
+  retrieve_options opts;
+  opts.top_k = st.current.top_k;
+  opts.request_id = st.request_id;
+  self->request(st.deps.pool, timeout, atom::retrieve_v, st.current.worker_name, st.current.query,
+                std::string{}, opts)
       .then(
-          [=](retrieval_agent_actor& agent) {
-            auto& st = self->state;
-            if (st.step_no != step_no)
+          [=](retrieval_result& found) {
+            if (self->state.step_no != step_no)
               return;
-            retrieve_options opts;
-            opts.top_k = st.current.top_k;
-            opts.request_id = st.request_id;
-            self->request(agent, timeout, atom::retrieve_v, st.current.query, std::string{}, opts)
-                .then(
-                    [=](retrieval_result& found) {
-                      if (self->state.step_no != step_no)
-                        return;
-                      plan::result r;
-                      r.found = std::move(found);
-                      advance(self, std::move(r));
-                    },
-                    on_error);
+            plan::result r;
+            r.found = std::move(found);
+            advance(self, std::move(r));
           },
           on_error);
 }

@@ -276,6 +276,17 @@ struct manager_state {
   std::vector<stream_actor> stateless;
   std::optional<caf::typed_response_promise<bool>> shutdown_promise;
   uint64_t opened = 0;
+  // The other frontends that are up (docs/cluster.md), by node name.
+  std::map<std::string, session_manager_actor> frontends;
+  uint64_t forwarded = 0;
+  // Turns handed to their owner and not yet answered, by forward id: when
+  // the owner goes down they fail at once instead of at their timeout.
+  struct pending_forward {
+    std::string node;
+    caf::typed_response_promise<turn_ticket> rp;
+  };
+  std::map<uint64_t, pending_forward> forwards;
+  uint64_t next_forward = 0;
 };
 
 using manager_ptr = session_manager_actor::stateful_pointer<manager_state>;
@@ -324,20 +335,23 @@ void open_in_session(manager_ptr self, chat_request req,
             });
 }
 
-// Asks every session of `user_id` the same question (stop, attach) and
-// answers with the first hit, or `none` when no session has one.
-template <class T, class... Ts>
-caf::result<T> ask_user_sessions(manager_ptr self, const std::string& user_id, T none,
-                                 std::function<bool(const T&)> hit, Ts... xs) {
+// Asks every session of `user_id` the same question (stop, attach) and,
+// unless `local_only`, the session managers of the other frontends; answers
+// with the first hit, or `none` when nobody has one.
+template <class T, class Atom>
+caf::result<T> ask_user_sessions(manager_ptr self, Atom what, const std::string& request_id,
+                                 const std::string& user_id, bool local_only, T none,
+                                 std::function<bool(const T&)> hit) {
   auto& st = self->state;
   std::vector<session_actor> candidates;
   for (auto& [key, s] : st.sessions)
     if (key.first == user_id)
       candidates.push_back(s);
-  if (candidates.empty())
+  size_t peers = local_only ? 0 : st.frontends.size();
+  if (candidates.empty() && peers == 0)
     return none;
   auto rp = self->make_response_promise<T>();
-  auto pending = std::make_shared<size_t>(candidates.size());
+  auto pending = std::make_shared<size_t>(candidates.size() + peers);
   auto answered = std::make_shared<bool>(false);
   auto one_done = [=](std::optional<T> value) mutable {
     if (value && !*answered) {
@@ -347,14 +361,45 @@ caf::result<T> ask_user_sessions(manager_ptr self, const std::string& user_id, T
     if (--*pending == 0 && !*answered)
       rp.deliver(none);
   };
+  auto on_value = [=](T& value) mutable {
+    one_done(hit(value) ? std::optional<T>{std::move(value)} : std::nullopt);
+  };
+  auto on_error = [=](caf::error&) mutable { one_done(std::nullopt); };
   for (auto& s : candidates)
-    self->request(s, std::chrono::seconds(5), xs...)
-        .then(
-            [=](T& value) mutable {
-              one_done(hit(value) ? std::optional<T>{std::move(value)} : std::nullopt);
-            },
-            [=](caf::error&) mutable { one_done(std::nullopt); });
+    self->request(s, std::chrono::seconds(5), what, request_id).then(on_value, on_error);
+  if (!local_only)
+    for (auto& [node, peer] : st.frontends)
+      self->request(peer, std::chrono::seconds(5), what, request_id, user_id, true)
+          .then(on_value, on_error);
   return rp;
+}
+
+// The frontend owning conversation (user_id, session_id): rendezvous
+// hashing over this node and the other frontends that are up, so every
+// frontend with the same view picks the same owner, and a frontend that
+// goes down only moves its own conversations (docs/cluster.md).
+std::string owner_of(manager_ptr self, const chat_request& req) {
+  auto score = [&](const std::string& node) {
+    // FNV-1a: the same on every node and build.
+    uint64_t h = 1469598103934665603ull;
+    for (auto part : {std::string_view{req.user_id}, std::string_view{"\x1f"},
+                      std::string_view{req.session_id}, std::string_view{"\x1f"},
+                      std::string_view{node}})
+      for (unsigned char c : part)
+        h = (h ^ c) * 1099511628211ull;
+    return h;
+  };
+  auto& st = self->state;
+  std::string best = st.settings.node;
+  auto best_score = score(best);
+  for (auto& [node, peer] : st.frontends) {
+    auto s = score(node);
+    if (s > best_score || (s == best_score && node < best)) {
+      best = node;
+      best_score = s;
+    }
+  }
+  return best;
 }
 
 // A stateless turn (the OpenAI façade without a session id): nothing to
@@ -407,23 +452,76 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
           ++st.opened;
           if (req.stateless)
             return open_stateless(self, std::move(req));
+          if (!req.forwarded && !st.frontends.empty()) {
+            auto owner = owner_of(self, req);
+            if (owner != st.settings.node) {
+              // The owner commits the user message and runs the turn; its
+              // answer (the ticket with its stream) goes straight back to
+              // our requester, who follows the stream over BASP.
+              ++st.forwarded;
+              req.forwarded = true;
+              auto id = ++st.next_forward;
+              auto rp = self->make_response_promise<turn_ticket>();
+              st.forwards.emplace(id, manager_state::pending_forward{owner, rp});
+              auto settle = [=](auto&& answer) {
+                auto i = self->state.forwards.find(id);
+                if (i == self->state.forwards.end())
+                  return;  // failed already: the owner went down
+                auto promise = i->second.rp;
+                self->state.forwards.erase(i);
+                promise.deliver(std::forward<decltype(answer)>(answer));
+              };
+              self->request(st.frontends.at(owner), std::chrono::seconds(60), atom::open_turn_v,
+                            std::move(req))
+                  .then([=](turn_ticket& t) { settle(std::move(t)); },
+                        [=](caf::error& err) { settle(std::move(err)); });
+              return rp;
+            }
+          }
           auto rp = self->make_response_promise<turn_ticket>();
           open_in_session(self, std::move(req), rp, true);
           return rp;
         },
         [=](atom::stop, const std::string& request_id,
             const std::string& user_id) -> caf::result<bool> {
-          return ask_user_sessions<bool>(
-              self, user_id, false, [](const bool& hit) { return hit; }, atom::stop_v,
-              request_id);
+          return ask_user_sessions<bool>(self, atom::stop_v, request_id, user_id, false, false,
+                                         [](const bool& hit) { return hit; });
         },
         [=](atom::attach, const std::string& request_id,
             const std::string& user_id) -> caf::result<stream_actor> {
           // A stream that is not found answers as a null handle here; the
           // caller then looks for the stored turn.
-          return ask_user_sessions<stream_actor>(
-              self, user_id, stream_actor{}, [](const stream_actor& s) { return bool{s}; },
-              atom::attach_v, request_id);
+          return ask_user_sessions<stream_actor>(self, atom::attach_v, request_id, user_id, false,
+                                                 stream_actor{},
+                                                 [](const stream_actor& s) { return bool{s}; });
+        },
+        [=](atom::stop, const std::string& request_id, const std::string& user_id,
+            bool local_only) -> caf::result<bool> {
+          return ask_user_sessions<bool>(self, atom::stop_v, request_id, user_id, local_only,
+                                         false, [](const bool& hit) { return hit; });
+        },
+        [=](atom::attach, const std::string& request_id, const std::string& user_id,
+            bool local_only) -> caf::result<stream_actor> {
+          return ask_user_sessions<stream_actor>(self, atom::attach_v, request_id, user_id,
+                                                 local_only, stream_actor{},
+                                                 [](const stream_actor& s) { return bool{s}; });
+        },
+        [=](atom::peer_up, const std::string& node, caf::actor& sessions) {
+          self->state.frontends[node] = caf::actor_cast<session_manager_actor>(sessions);
+        },
+        [=](atom::peer_down, const std::string& node) {
+          auto& st = self->state;
+          st.frontends.erase(node);
+          for (auto i = st.forwards.begin(); i != st.forwards.end();) {
+            if (i->second.node != node) {
+              ++i;
+              continue;
+            }
+            i->second.rp.deliver(make_error(
+                errc::unavailable, "the frontend owning this conversation (" + node
+                                       + ") went down; the turn may not have been stored, retry"));
+            i = st.forwards.erase(i);
+          }
         },
         [=](atom::clear, const std::string& user_id,
             const std::string& session_id) -> caf::result<int64_t> {
@@ -452,6 +550,9 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
               .field("name", "session_manager")
               .field("sessions", static_cast<uint64_t>(st.sessions.size()))
               .field("opened_turns", st.opened)
+              .field("forwarded_turns", st.forwarded)
+              .field("node", st.settings.node)
+              .field("frontends", static_cast<uint64_t>(st.frontends.size() + 1))
               .end_object();
           return w.take();
         },

@@ -14,6 +14,7 @@
 namespace ragtor {
 
 struct session_settings {
+  std::string node = "local";  // this node's name (conversation ownership)
   size_t max_queued_turns = 8;
   caf::timespan idle_timeout = std::chrono::seconds(600);
   stream_settings stream;

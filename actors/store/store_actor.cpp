@@ -190,6 +190,30 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
           return submit<std::vector<api_key_record>>(
               self, false, [=](store_backend& db) { return db.list_api_keys(); });
         },
+        [=](atom::kb_sync, const std::string& kb, const std::string& settings,
+            const std::vector<document>& docs) {
+          return submit<int64_t>(self, true, [=](store_backend& db) {
+            return db.put_kb_documents(kb, settings, docs, now_ms());
+          });
+        },
+        [=](atom::kb_sync) {
+          return submit<std::vector<kb_version>>(
+              self, false, [=](store_backend& db) { return db.list_kb_versions(); });
+        },
+        [=](atom::kb_sync, const std::string& kb, int64_t after) {
+          return submit<std::vector<document>>(
+              self, false, [=](store_backend& db) { return db.kb_documents_after(kb, after); });
+        },
+        [=](atom::members, const member_info& m) {
+          return submit<bool>(self, true, [=](store_backend& db) {
+            db.write_member(m);
+            return true;
+          });
+        },
+        [=](atom::members) {
+          return submit<std::vector<member_info>>(
+              self, false, [=](store_backend& db) { return db.list_members(); });
+        },
         [=](atom::key_revoke, const std::string& name) {
           return submit<bool>(
               self, true, [=](store_backend& db) { return db.revoke_api_key(name, now_ms()); });

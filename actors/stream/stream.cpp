@@ -479,29 +479,22 @@ void retrieve(self_ptr self) {
                                    "search failed: " + msg));
     generate(self);
   };
-  self->request(st.deps.pool, st.settings.step_timeout, atom::resolve_v, st.route.worker_name)
+  retrieve_options opts;
+  opts.top_k = top_k_of(self);
+  opts.request_id = st.req.request_id;
+  self->request(st.deps.pool, st.settings.step_timeout, atom::retrieve_v, st.route.worker_name,
+                st.query, st.opened.conversation_id, opts)
       .then(
-          [=](retrieval_agent_actor& agent) {
+          [=](retrieval_result& res) {
             auto& st = self->state;
             if (st.cancelled)
               return persist(self);
-            retrieve_options opts;
-            opts.top_k = top_k_of(self);
-            opts.request_id = st.req.request_id;
-            self->request(agent, st.settings.step_timeout, atom::retrieve_v, st.query,
-                          st.opened.conversation_id, opts)
-                .then(
-                    [=](retrieval_result& res) {
-                      auto& st = self->state;
-                      st.evidence = std::move(res);
-                      emit(self,
-                           make_progress_event(
-                               "retrieval", 1, 1, st.route.agent_type,
-                               static_cast<int64_t>(st.evidence.retrieval_results.size()), ""));
-                      log_node(self, "retrieve", retrieve_input(self), retrieve_output(self));
-                      generate(self);
-                    },
-                    on_error);
+            st.evidence = std::move(res);
+            emit(self, make_progress_event(
+                           "retrieval", 1, 1, st.route.agent_type,
+                           static_cast<int64_t>(st.evidence.retrieval_results.size()), ""));
+            log_node(self, "retrieve", retrieve_input(self), retrieve_output(self));
+            generate(self);
           },
           on_error);
 }

@@ -14,10 +14,16 @@
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
+#include <caf/io/middleman.hpp>
+#include <caf/openssl/manager.hpp>
+#include <caf/openssl/publish.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/send.hpp>
 
+#include <unistd.h>
+
 #include "actors/agents/agent_pool.hpp"
+#include "actors/cluster/cluster.hpp"
 #include "actors/kb/kb_admin.hpp"
 #include "actors/llm/extractive_llm.hpp"
 #include "actors/llm/openai_llm.hpp"
@@ -135,6 +141,41 @@ void raise_open_file_limit() {
   }
 }
 
+// [cluster] node_name, or host name + ":" + the HTTP port.
+std::string node_name_of(const config& cfg, uint16_t http_port) {
+  if (!cfg.cluster.node_name.empty())
+    return cfg.cluster.node_name;
+  char host[256] = {};
+  if (gethostname(host, sizeof(host) - 1) != 0 || host[0] == '\0')
+    std::snprintf(host, sizeof(host), "localhost");
+  return std::string{host} + ":" + std::to_string(http_port);
+}
+
+// Loads CAF's network layer when this node is part of a cluster: BASP with
+// heartbeats (so a silent peer is noticed by the connection too), over TLS
+// when [cluster] tls_* are set.
+void configure_cluster(caf::actor_system_config& caf_cfg, const config& cfg) {
+  if (cfg.cluster.listen.empty())
+    return;
+  caf_cfg.load<caf::io::middleman>();
+  caf_cfg.set("middleman.heartbeat-interval",
+              caf::timespan{std::chrono::milliseconds{cfg.cluster.heartbeat_ms}});
+  if (!cfg.cluster.tls_certificate.empty()) {
+    caf_cfg.load<caf::openssl::manager>();
+    caf_cfg.set("openssl.certificate", cfg.cluster.tls_certificate);
+    caf_cfg.set("openssl.key", cfg.cluster.tls_key);
+    caf_cfg.set("openssl.cafile", cfg.cluster.tls_ca);
+  }
+}
+
+std::vector<std::pair<std::string, uint16_t>> seeds_of(const config& cfg) {
+  std::vector<std::pair<std::string, uint16_t>> out;
+  for (auto& seed : http::split_list(cfg.cluster.seeds))
+    if (auto at = parse_listen(seed))
+      out.push_back(*at);
+  return out;
+}
+
 }  // namespace
 
 int run_serve(const serve_options& opts) {
@@ -211,7 +252,10 @@ int run_serve(const serve_options& opts) {
   register_types(caf_cfg);
   if (cfg->actors.scheduler_threads > 0)
     caf_cfg.set("scheduler.max-threads", static_cast<size_t>(cfg->actors.scheduler_threads));
+  configure_cluster(caf_cfg, *cfg);
   caf::actor_system sys{caf_cfg};
+  auto node = node_name_of(*cfg, listen->second);
+  bool clustered = !cfg->cluster.listen.empty();
 
   store_options store_opts;
   if (cfg->store.backend == "postgres"
@@ -238,7 +282,11 @@ int run_serve(const serve_options& opts) {
   auto rr = reranker_of(*cfg, llm);
   auto workers = agent_workers_of(*cfg);
   spdlog::info("retrieval agents: {} workers each", workers);
-  auto pool = spawn_agent_pool(sys, *catalog, workers, rr);
+  pool_cluster_settings pcs;
+  pcs.node = node;
+  pcs.retrieval = list_has(cfg->cluster.roles, "retrieval");
+  pcs.kbs = cfg->cluster.kbs;
+  auto pool = spawn_agent_pool(sys, *catalog, workers, rr, pcs);
   auto router = spawn_router(sys, rs, *catalog, llm);
 
   summarizer_settings sum;
@@ -255,6 +303,7 @@ int run_serve(const serve_options& opts) {
   auto summarizer = spawn_summarizer(sys, *store, llm, sum);
 
   session_settings ss;
+  ss.node = node;
   ss.max_queued_turns = static_cast<size_t>(cfg->session.max_queued_turns);
   ss.idle_timeout = std::chrono::seconds{cfg->session.idle_timeout_s};
   ss.stream.top_k = cfg->retrieval.top_k;
@@ -266,6 +315,28 @@ int run_serve(const serve_options& opts) {
   sd.planners = std::make_shared<planner_gate>(cfg->server.max_planner_turns);
   sd.tools_http = std::make_shared<http_json_client>();
   auto sessions = spawn_session_manager(sys, sd, ss);
+
+  // Membership: published on the BASP port, so a node connecting there
+  // gets this node's cluster actor (docs/cluster.md).
+  cluster_settings cs;
+  cs.self.name = node;
+  cs.self.address = cfg->cluster.listen;
+  cs.self.roles = cfg->cluster.roles;
+  cs.self.kbs = cfg->cluster.kbs;
+  cs.self.started_at_ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                              std::chrono::system_clock::now().time_since_epoch())
+                              .count();
+  cs.seeds = seeds_of(*cfg);
+  cs.heartbeat = std::chrono::milliseconds{cfg->cluster.heartbeat_ms};
+  cs.failure_timeout = std::chrono::milliseconds{cfg->cluster.failure_timeout_ms};
+  cs.store = *store;
+  cs.pool = pool;
+  cs.sessions = sessions;
+  bool tls = !cfg->cluster.tls_certificate.empty();
+  if (clustered)
+    cs.middleman = caf::actor_cast<caf::actor>(tls ? sys.openssl_manager().actor_handle()
+                                                   : sys.middleman().actor_handle());
+  auto cluster = spawn_cluster(sys, cs);
 
   http::server_settings hs;
   hs.host = listen->first;
@@ -297,7 +368,10 @@ int run_serve(const serve_options& opts) {
       return true;
     return catalog->get(kb == "default" ? std::string_view{} : kb) != nullptr;
   };
-  auto kb_admin = spawn_kb_admin(sys, cfg->data_dir, *catalog, build_opts, *store);
+  auto kb_admin =
+      spawn_kb_admin(sys, cfg->data_dir, *catalog, build_opts, *store,
+                     clustered ? std::chrono::milliseconds{cfg->cluster.kb_sync_ms}
+                               : std::chrono::milliseconds{0});
   {
     // The entity graphs into the database before serving (a no-op for
     // graphs stored already).
@@ -312,6 +386,7 @@ int run_serve(const serve_options& opts) {
   hs.kb_admin = kb_admin;
   hs.summarizer = summarizer;
   hs.pool = pool;
+  hs.cluster = cluster;
   hs.reranker = describe(rr);
   hs.max_ingest_bytes = cfg->server.max_ingest_bytes;
   hs.default_agent_type = cfg->router.default_agent_type;
@@ -330,6 +405,7 @@ int run_serve(const serve_options& opts) {
       (self->send_exit(hs, caf::exit_reason::user_shutdown), ...);
       self->wait_for(hs...);
     };
+    stage(cluster);
     stage(sessions);
     stage(router, pool, kb_admin);
     stage(summarizer);
@@ -340,6 +416,20 @@ int run_serve(const serve_options& opts) {
     spdlog::error("{}", error_message(port.error()));
     stop_actors();
     return 1;
+  }
+  if (clustered) {
+    auto at = parse_listen(cfg->cluster.listen);
+    auto published = tls ? caf::openssl::publish(cluster, at->second, at->first.c_str(), true)
+                         : sys.middleman().publish(cluster, at->second, at->first.c_str(), true);
+    if (!published) {
+      spdlog::error("cannot listen for cluster peers on {}: {}", cfg->cluster.listen,
+                    sys.render(published.error()));
+      srv.stop();
+      stop_actors();
+      return 1;
+    }
+    spdlog::info("cluster: node \"{}\" listening for peers on {}{}", node, cfg->cluster.listen,
+                 tls ? " (TLS)" : "");
   }
   auto host =
       listen->first.find(':') != std::string::npos ? "[" + listen->first + "]" : listen->first;
@@ -354,6 +444,12 @@ int run_serve(const serve_options& opts) {
   spdlog::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
   auto grace = std::chrono::seconds{cfg->server.shutdown_grace_s};
   srv.stop_accepting();
+  {
+    // Peers stop sending work here; the store says `left`.
+    caf::scoped_actor self{sys};
+    self->request(cluster, std::chrono::seconds(2), atom::shutdown_v)
+        .receive([](bool) {}, [](caf::error&) {});
+  }
   {
     // Cancel running turns: each stores its partial answer and ends its
     // stream with error + done before the connections close.

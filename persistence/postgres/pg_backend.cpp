@@ -256,6 +256,17 @@ std::vector<int> pg_backend::applied_migrations() {
   return out;
 }
 
+// The lock key is a constant shared by every ragtor node ("ragtor" in
+// ASCII, as a number).
+void pg_backend::lock_schema() {
+  ensure_connected();
+  run("SELECT pg_advisory_lock(125762739254386)");
+}
+
+void pg_backend::unlock_schema() {
+  run("SELECT pg_advisory_unlock(125762739254386)");
+}
+
 void pg_backend::record_migration(int version, std::string_view name, int64_t now) {
   run("INSERT INTO schema_migrations (version, name, applied_at) VALUES ($1, $2, $3)",
       {std::to_string(version), std::string{name}, std::to_string(now)});
@@ -654,6 +665,9 @@ void insert_batched(std::string_view insert, const Rows& rows, size_t columns, F
 }  // namespace
 
 bool pg_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
+  // Nodes of a cluster starting together write the same KB's graph: one
+  // at a time (FOR UPDATE below locks nothing while the KB has no row).
+  run("SELECT pg_advisory_xact_lock(hashtext($1))", {"ragtor.kb_graph." + g.kb});
   auto current = run("SELECT signature FROM kb_graph_state WHERE kb = $1 FOR UPDATE", {g.kb});
   if (current.rows() && current.text(0, 0) == g.signature)
     return false;
@@ -737,6 +751,77 @@ bool pg_backend::revoke_api_key(const std::string& name, int64_t now) {
              {std::to_string(now), name})
              .affected()
          > 0;
+}
+
+// -- KB content ------------------------------------------------------------------------
+
+int64_t pg_backend::put_kb_documents(const std::string& kb, const std::string& settings_json,
+                                     const std::vector<document>& docs, int64_t now) {
+  auto r = run(
+      "INSERT INTO knowledge_bases (name, config, created_at, updated_at, version) "
+      "VALUES ($1, $2, $3, $3, 1) ON CONFLICT (name) DO UPDATE SET config = EXCLUDED.config, "
+      "updated_at = EXCLUDED.updated_at, version = knowledge_bases.version + 1 RETURNING version",
+      {kb, settings_json, std::to_string(now)});
+  if (r.rows() != 1)
+    throw store_error("postgres: no version returned for knowledge base " + kb);
+  auto version = r.integer(0, 0);
+  for (auto& d : docs)
+    run("INSERT INTO documents (kb, id, title, source, content_hash, created_at, version, body) "
+        "VALUES ($1, $2, $3, $4, '', $5, $6, $7) ON CONFLICT (kb, id) DO UPDATE SET "
+        "title = EXCLUDED.title, source = EXCLUDED.source, version = EXCLUDED.version, "
+        "body = EXCLUDED.body",
+        {kb, d.id, d.title, d.source, std::to_string(now), std::to_string(version), d.text});
+  return version;
+}
+
+std::vector<kb_version> pg_backend::list_kb_versions() {
+  auto r = run("SELECT name, version, config FROM knowledge_bases ORDER BY name");
+  std::vector<kb_version> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back(kb_version{r.text(i, 0), r.integer(i, 1), r.text(i, 2)});
+  return out;
+}
+
+std::vector<document> pg_backend::kb_documents_after(const std::string& kb, int64_t after) {
+  auto r = run(
+      "SELECT id, title, body, source FROM documents WHERE kb = $1 AND version > $2 "
+      "ORDER BY version, id",
+      {kb, std::to_string(after)});
+  std::vector<document> out;
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back(document{r.text(i, 0), r.text(i, 1), r.text(i, 2), r.text(i, 3)});
+  return out;
+}
+
+// -- cluster membership ------------------------------------------------------------------
+
+void pg_backend::write_member(const member_info& m) {
+  run("INSERT INTO cluster_members (name, address, roles, kbs, started_at, heartbeat_at, status) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (name) DO UPDATE SET "
+      "address = EXCLUDED.address, roles = EXCLUDED.roles, kbs = EXCLUDED.kbs, "
+      "started_at = EXCLUDED.started_at, heartbeat_at = EXCLUDED.heartbeat_at, "
+      "status = EXCLUDED.status",
+      {m.name, m.address, m.roles, m.kbs, std::to_string(m.started_at_ms),
+       std::to_string(m.heartbeat_at_ms), m.status});
+}
+
+std::vector<member_info> pg_backend::list_members() {
+  auto r = run(
+      "SELECT name, address, roles, kbs, started_at, heartbeat_at, status FROM cluster_members "
+      "ORDER BY name");
+  std::vector<member_info> out;
+  for (int i = 0; i < r.rows(); ++i) {
+    member_info m;
+    m.name = r.text(i, 0);
+    m.address = r.text(i, 1);
+    m.roles = r.text(i, 2);
+    m.kbs = r.text(i, 3);
+    m.started_at_ms = r.integer(i, 4);
+    m.heartbeat_at_ms = r.integer(i, 5);
+    m.status = r.text(i, 6);
+    out.push_back(std::move(m));
+  }
+  return out;
 }
 
 }  // namespace ragtor

@@ -738,4 +738,91 @@ bool sqlite_backend::revoke_api_key(const std::string& name, int64_t now) {
   return sqlite3_changes(db_) > 0;
 }
 
+// -- KB content ------------------------------------------------------------------------
+
+int64_t sqlite_backend::put_kb_documents(const std::string& kb, const std::string& settings_json,
+                                         const std::vector<document>& docs, int64_t now) {
+  auto st = prepare(
+      "INSERT INTO knowledge_bases (name, config, created_at, updated_at, version) "
+      "VALUES (?, ?, ?, ?, 1) ON CONFLICT (name) DO UPDATE SET config = excluded.config, "
+      "updated_at = excluded.updated_at, version = knowledge_bases.version + 1 RETURNING version");
+  st.bind(kb).bind(settings_json).bind(now).bind(now);
+  if (!st.step())
+    throw store_error("sqlite: no version returned for knowledge base " + kb);
+  auto version = st.integer(0);
+  while (st.step()) {
+  }
+  for (auto& d : docs)
+    prepare(
+        "INSERT INTO documents (kb, id, title, source, content_hash, created_at, version, body) "
+        "VALUES (?, ?, ?, ?, '', ?, ?, ?) ON CONFLICT (kb, id) DO UPDATE SET "
+        "title = excluded.title, source = excluded.source, version = excluded.version, "
+        "body = excluded.body")
+        .bind(kb)
+        .bind(d.id)
+        .bind(d.title)
+        .bind(d.source)
+        .bind(now)
+        .bind(version)
+        .bind(d.text)
+        .step();
+  return version;
+}
+
+std::vector<kb_version> sqlite_backend::list_kb_versions() {
+  auto st = prepare("SELECT name, version, config FROM knowledge_bases ORDER BY name");
+  std::vector<kb_version> out;
+  while (st.step())
+    out.push_back(kb_version{st.text(0), st.integer(1), st.text(2)});
+  return out;
+}
+
+std::vector<document> sqlite_backend::kb_documents_after(const std::string& kb, int64_t after) {
+  auto st = prepare(
+      "SELECT id, title, body, source FROM documents WHERE kb = ? AND version > ? "
+      "ORDER BY version, id");
+  st.bind(kb).bind(after);
+  std::vector<document> out;
+  while (st.step())
+    out.push_back(document{st.text(0), st.text(1), st.text(2), st.text(3)});
+  return out;
+}
+
+// -- cluster membership ------------------------------------------------------------------
+
+void sqlite_backend::write_member(const member_info& m) {
+  prepare(
+      "INSERT INTO cluster_members (name, address, roles, kbs, started_at, heartbeat_at, status) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (name) DO UPDATE SET address = excluded.address, "
+      "roles = excluded.roles, kbs = excluded.kbs, started_at = excluded.started_at, "
+      "heartbeat_at = excluded.heartbeat_at, status = excluded.status")
+      .bind(m.name)
+      .bind(m.address)
+      .bind(m.roles)
+      .bind(m.kbs)
+      .bind(m.started_at_ms)
+      .bind(m.heartbeat_at_ms)
+      .bind(m.status)
+      .step();
+}
+
+std::vector<member_info> sqlite_backend::list_members() {
+  auto st = prepare(
+      "SELECT name, address, roles, kbs, started_at, heartbeat_at, status FROM cluster_members "
+      "ORDER BY name");
+  std::vector<member_info> out;
+  while (st.step()) {
+    member_info m;
+    m.name = st.text(0);
+    m.address = st.text(1);
+    m.roles = st.text(2);
+    m.kbs = st.text(3);
+    m.started_at_ms = st.integer(4);
+    m.heartbeat_at_ms = st.integer(5);
+    m.status = st.text(6);
+    out.push_back(std::move(m));
+  }
+  return out;
+}
+
 }  // namespace ragtor

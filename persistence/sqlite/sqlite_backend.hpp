@@ -70,6 +70,12 @@ public:
   bool create_api_key(const api_key_record& k) override;
   std::vector<api_key_record> list_api_keys() override;
   bool revoke_api_key(const std::string& name, int64_t now_ms) override;
+  int64_t put_kb_documents(const std::string& kb, const std::string& settings_json,
+                           const std::vector<document>& docs, int64_t now_ms) override;
+  std::vector<kb_version> list_kb_versions() override;
+  std::vector<document> kb_documents_after(const std::string& kb, int64_t after) override;
+  void write_member(const member_info& m) override;
+  std::vector<member_info> list_members() override;
 
 private:
   class statement;

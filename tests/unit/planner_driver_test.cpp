@@ -130,9 +130,16 @@ retrieval_agent_actor spawn_agent(caf::actor_system& sys, std::shared_ptr<world>
 }
 
 agent_pool_actor spawn_pool(caf::actor_system& sys, retrieval_agent_actor agent) {
-  return sys.spawn([agent](agent_pool_actor::pointer) -> agent_pool_actor::behavior_type {
+  return sys.spawn([agent](agent_pool_actor::pointer self) -> agent_pool_actor::behavior_type {
     return {
         [agent](atom::resolve, const std::string&) { return agent; },
+        [self, agent](atom::retrieve, const std::string&, std::string& query, std::string& thread,
+                      retrieve_options& opts) {
+          return self->delegate(agent, atom::retrieve_v, std::move(query), std::move(thread),
+                                std::move(opts));
+        },
+        [](atom::peer_up, const std::string&, caf::actor&, const std::string&) {},
+        [](atom::peer_down, const std::string&) {},
         [](atom::status) { return std::string{"{}"}; },
     };
   });
