@@ -496,6 +496,72 @@ TEST_P(store_contract, api_key_revocation_is_recorded_once) {
   EXPECT_FALSE(tx([&](store_backend& db) { return db.create_api_key(key_named("k", "h2", 10)); }));
 }
 
+// -- cluster membership and KB content (docs/cluster.md) ----------------------------
+
+TEST_P(store_contract, a_member_row_is_inserted_then_replaced) {
+  member_info m{"node-b", "127.0.0.1:4702", "retrieval", "*", 100, 200, "up"};
+  tx([&](store_backend& db) {
+    db.write_member(m);
+    db.write_member(member_info{"node-a", "127.0.0.1:4701", "frontend", "", 50, 60, "up"});
+    return true;
+  });
+  m.heartbeat_at_ms = 900;
+  m.status = "left";
+  m.started_at_ms = 150;  // restarted under the same name
+  tx([&](store_backend& db) {
+    db.write_member(m);
+    return true;
+  });
+  auto rows = open_again()->list_members();
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].name, "node-a");
+  EXPECT_EQ(rows[0].roles, "frontend");
+  EXPECT_EQ(rows[1].name, "node-b");
+  EXPECT_EQ(rows[1].address, "127.0.0.1:4702");
+  EXPECT_EQ(rows[1].kbs, "*");
+  EXPECT_EQ(rows[1].started_at_ms, 150);
+  EXPECT_EQ(rows[1].heartbeat_at_ms, 900);
+  EXPECT_EQ(rows[1].status, "left");
+}
+
+TEST_P(store_contract, kb_documents_are_versioned_and_read_back_by_version) {
+  std::vector<document> first{{"d1", "One", "text one", "a.md"}, {"d2", "Two", "text two", ""}};
+  auto v1 = tx([&](store_backend& db) {
+    return db.put_kb_documents("docs", R"({"name":"docs"})", first, 10);
+  });
+  auto v2 = tx([&](store_backend& db) {
+    return db.put_kb_documents("docs", R"({"name":"docs","top_k":3})",
+                               {{"d2", "Two again", "text two, replaced", ""}}, 20);
+  });
+  auto other = tx([&](store_backend& db) {
+    return db.put_kb_documents("faq", R"({"name":"faq"})", {}, 30);
+  });
+  EXPECT_EQ(v1, 1);
+  EXPECT_EQ(v2, 2);
+  EXPECT_EQ(other, 1);
+  auto db = open_again();
+  auto versions = db->list_kb_versions();
+  ASSERT_EQ(versions.size(), 2u);
+  EXPECT_EQ(versions[0].kb, "docs");
+  EXPECT_EQ(versions[0].version, 2);
+  EXPECT_EQ(versions[0].settings, R"({"name":"docs","top_k":3})");
+  EXPECT_EQ(versions[1].kb, "faq");
+  // Everything after version 0: both documents, d2 as replaced.
+  auto all = db->kb_documents_after("docs", 0);
+  ASSERT_EQ(all.size(), 2u);
+  EXPECT_EQ(all[0].id, "d1");
+  EXPECT_EQ(all[0].text, "text one");
+  EXPECT_EQ(all[0].source, "a.md");
+  EXPECT_EQ(all[1].id, "d2");
+  EXPECT_EQ(all[1].title, "Two again");
+  // After version 1: only what version 2 wrote.
+  auto newer = db->kb_documents_after("docs", 1);
+  ASSERT_EQ(newer.size(), 1u);
+  EXPECT_EQ(newer[0].text, "text two, replaced");
+  EXPECT_TRUE(db->kb_documents_after("docs", 2).empty());
+  EXPECT_TRUE(db->kb_documents_after("faq", 0).empty());
+}
+
 INSTANTIATE_TEST_SUITE_P(backends, store_contract, testing::Values("sqlite", "postgres"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            return info.param;
