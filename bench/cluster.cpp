@@ -32,8 +32,11 @@
 #include "bench/bench_http.hpp"
 #include "bench/bench_proc.hpp"
 #include "bench/bench_util.hpp"
+#include "tests/support/os_util.hpp"
 
 using ragtor::bench::percentile;
+using ragtor::test::free_port;
+using ragtor::test::shell;
 
 namespace fs = std::filesystem;
 namespace http = boost::beast::http;
@@ -43,33 +46,6 @@ namespace {
 
 constexpr int heartbeat_ms = 100;
 constexpr int failure_timeout_ms = 500;
-
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
-
-std::string shell(const std::string& cmd) {
-  std::string out;
-  auto* p = popen(cmd.c_str(), "r");
-  if (!p)
-    throw std::runtime_error("cannot run " + cmd);
-  char buf[512];
-  while (auto n = fread(buf, 1, sizeof buf, p))
-    out.append(buf, n);
-  if (pclose(p) != 0)
-    throw std::runtime_error(cmd + " failed");
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
-    out.pop_back();
-  return out;
-}
 
 double ms_since(steady::time_point t) {
   return std::chrono::duration<double, std::milli>(steady::now() - t).count();

@@ -582,15 +582,17 @@ bool hosts_here(pool_ptr self, const std::string& kb) {
 
 void dispatch(pool_ptr self, uint64_t id);
 
-// Ends query `id` with `answer` (a result or an error).
+// Ends query `id` with `answer` (a result or an error). Taken by value:
+// the answer is often the query's own last_error, which erasing the query
+// destroys.
 template <class T>
-void finish(pool_ptr self, uint64_t id, T&& answer) {
+void finish(pool_ptr self, uint64_t id, T answer) {
   auto i = self->state.queries.find(id);
   if (i == self->state.queries.end())
     return;
   auto rp = std::move(i->second.rp);
   self->state.queries.erase(i);
-  rp.deliver(std::forward<T>(answer));
+  rp.deliver(std::move(answer));
 }
 
 // Errors that another replica would give as well.

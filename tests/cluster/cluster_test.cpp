@@ -17,6 +17,7 @@
 
 #include "tests/support/chat_client.hpp"
 #include "tests/support/pg_scratch.hpp"
+#include "tests/support/os_util.hpp"
 #include "tests/support/ragtor_process.hpp"
 
 namespace ragtor::test {
@@ -25,19 +26,6 @@ namespace {
 constexpr const char* question = "How long do the batteries of the Lumenlatch K7 last?";
 constexpr int heartbeat_ms = 100;
 constexpr int failure_timeout_ms = 500;
-
-// A free loopback TCP port (the kernel's pick, released for the node).
-uint16_t free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
 
 struct node_spec {
   std::string name;
@@ -177,6 +165,27 @@ TEST_F(cluster_test, a_frontend_uses_both_retrieval_replicas) {
     EXPECT_TRUE(r.errors.empty()) << r.statuses();
     EXPECT_NE(r.answer().find("fourteen months"), std::string::npos) << r.answer();
   }
+}
+
+// BASP over TLS ([cluster] tls_*): the nodes join through caf_openssl with
+// the test certificate (CN localhost, IP 127.0.0.1, its own CA) and a
+// search through the frontend is served by the replica.
+TEST_F(cluster_test, nodes_join_and_serve_over_tls) {
+  auto tls = std::string{RAGTOR_SOURCE_DIR} + "/tests/data/tls/";
+  extra_env_["RAGTOR_CLUSTER__TLS_CERTIFICATE"] = tls + "cert.pem";
+  extra_env_["RAGTOR_CLUSTER__TLS_KEY"] = tls + "key.pem";
+  extra_env_["RAGTOR_CLUSTER__TLS_CA"] = tls + "cert.pem";
+  add("fe", "frontend");
+  add("r1", "retrieval");
+  start("r1");
+  start("fe");
+  ASSERT_TRUE(saw("fe", "r1", "up")) << node("fe").stderr_tail();
+  EXPECT_TRUE(node("fe").wait_for_log("(TLS)", 1, 10s)) << node("fe").stderr_tail();
+  EXPECT_EQ(search_served_by("fe"), "r1");
+  auto r = chat_stream(node("fe").port(), chat_body("u-tls", "s1", question, "test"));
+  ASSERT_TRUE(well_formed_stream(r));
+  EXPECT_TRUE(r.errors.empty()) << r.statuses();
+  EXPECT_NE(r.answer().find("fourteen months"), std::string::npos) << r.answer();
 }
 
 // KB content is shared through the store: a document ingested through the

@@ -11,6 +11,7 @@
 
 #include <gtest/gtest.h>
 
+#include "tests/support/os_util.hpp"
 #include "tests/support/pg_scratch.hpp"
 #include "tests/support/server_fixture.hpp"
 
@@ -19,21 +20,6 @@ namespace {
 
 constexpr const char* question = "How long do the batteries of the Lumenlatch K7 last?";
 
-// Runs a shell command; its stdout (trimmed) or throws.
-std::string shell(const std::string& cmd) {
-  std::string out;
-  auto* p = popen(cmd.c_str(), "r");
-  if (!p)
-    throw std::runtime_error("cannot run " + cmd);
-  char buf[512];
-  while (auto n = fread(buf, 1, sizeof buf, p))
-    out.append(buf, n);
-  if (pclose(p) != 0)
-    throw std::runtime_error(cmd + " failed");
-  while (!out.empty() && (out.back() == '\n' || out.back() == ' '))
-    out.pop_back();
-  return out;
-}
 
 std::string cluster_script() {
   return (source_dir() / "tests" / "fixtures" / "pg_cluster").string();

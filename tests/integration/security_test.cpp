@@ -82,6 +82,7 @@ std::map<std::string, route_call> route_calls() {
        {"GET", "/api/v1/conversations/c-none/messages?user_id={U}", "", true}},
       {"conversation_summary",
        {"GET", "/api/v1/conversations/c-none/summary?user_id={U}", "", true}},
+      {"cluster_members", {"GET", "/api/v1/cluster", "", false, {200}}},
       {"list_kbs", {"GET", "/api/v1/kbs", "", false, {200}}},
       {"create_kb", {"POST", "/api/v1/kbs", R"({"name":"made_by_key"})", false, {201}}},
       {"get_kb", {"GET", "/api/v1/kbs/test", "", false, {200}}},

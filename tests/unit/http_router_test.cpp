@@ -44,6 +44,7 @@ std::vector<route_case> table_cases() {
        "conversation_messages",
        {{"conversation", "c1"}}},
       {"GET", "/api/v1/conversations/c1/summary", "conversation_summary", {{"conversation", "c1"}}},
+      {"GET", "/api/v1/cluster", "cluster_members", {}},
       {"GET", "/api/v1/kbs", "list_kbs", {}},
       {"POST", "/api/v1/kbs", "create_kb", {}},
       {"GET", "/api/v1/kbs/harbour", "get_kb", {{"kb", "harbour"}}},
