@@ -195,7 +195,10 @@ using kb_admin_actor = caf::typed_actor<
     caf::replies_to<atom::kb_graph>::with<int64_t>,
     // INTERNAL: time to bring the local KBs up to date with the store
     // (in a cluster, every [cluster] kb_sync_ms).
-    caf::reacts_to<atom::kb_sync>>::extend_with<status_api>;
+    caf::reacts_to<atom::kb_sync>,
+    // Another node wrote a new version of this KB (told over the cluster):
+    // bring the local KBs up to date now.
+    caf::reacts_to<atom::kb_sync, std::string /*kb*/>>::extend_with<status_api>;
 
 // -- generation --------------------------------------------------------------------
 
@@ -296,6 +299,12 @@ using cluster_actor = caf::typed_actor<
     // Graceful leave: marks this node `left` in the store; answers when
     // written.
     caf::replies_to<atom::shutdown>::with<bool>,
+    // A KB has a new version in the store. From this node's kb_admin: told
+    // to every peer that is up; from a peer: this node's kb_admin syncs
+    // now instead of at its next kb_sync_ms tick.
+    caf::reacts_to<atom::kb_sync, std::string /*kb*/>,
+    // INTERNAL: this node's kb_admin, which is told of other nodes' versions.
+    caf::reacts_to<atom::kb_sync, kb_admin_actor>,
     // INTERNAL: heartbeat timer.
     caf::reacts_to<atom::tick>>::extend_with<status_api>;
 

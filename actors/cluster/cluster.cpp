@@ -53,6 +53,8 @@ struct cluster_state {
   uint64_t store_errors = 0;
   bool leaving = false;
   bool row_in_flight = false;
+  kb_admin_actor kb_admin;  // told of KB versions other nodes wrote
+  uint64_t kb_versions_sent = 0, kb_versions_heard = 0;
 };
 
 // How long the store may take for membership reads and writes; a slow store
@@ -309,7 +311,9 @@ std::string status_of(cluster_ptr self) {
       .field("kbs", st.cfg.self.kbs)
       .field("heartbeats", st.ticks)
       .field("hellos", st.hellos)
-      .field("store_errors", st.store_errors);
+      .field("store_errors", st.store_errors)
+      .field("kb_versions_sent", st.kb_versions_sent)
+      .field("kb_versions_heard", st.kb_versions_heard);
   w.key("peers").begin_object();
   for (auto& [name, p] : st.peers)
     w.field(name, p.info.status);
@@ -389,6 +393,22 @@ cluster_actor spawn_cluster(caf::actor_system& sys, cluster_settings settings) {
                     [=](caf::error&) mutable { rp.deliver(false); });
           return rp;
         },
+        [=](atom::kb_sync, const std::string& kb) {
+          auto& st = self->state;
+          auto sender = self->current_sender();
+          if (sender && sender->node() != self->node()) {
+            ++st.kb_versions_heard;
+            if (st.kb_admin)
+              self->send(st.kb_admin, atom::kb_sync_v, kb);
+            return;
+          }
+          for (auto& [name, p] : st.peers)
+            if (p.cluster && p.info.status == "up") {
+              ++st.kb_versions_sent;
+              self->send(p.cluster, atom::kb_sync_v, kb);
+            }
+        },
+        [=](atom::kb_sync, kb_admin_actor& kb_admin) { self->state.kb_admin = std::move(kb_admin); },
         [=](atom::tick) {
           beat(self);
           if (!self->state.leaving)

@@ -35,6 +35,9 @@ struct kb_admin_state {
   std::chrono::milliseconds sync_interval{0};
   std::map<std::string, int64_t> synced;
   bool syncing = false;
+  bool sync_again = false;   // a version was announced during a sync
+  bool tick_pending = false;  // the next periodic look is scheduled
+  cluster_actor cluster;      // told of every version written here
   uint64_t syncs = 0, synced_documents = 0, sync_failures = 0;
 };
 
@@ -196,8 +199,14 @@ void sync_next(self_ptr self, std::shared_ptr<std::vector<kb_version>> rows, siz
   if (i >= rows->size()) {
     st.syncing = false;
     ++st.syncs;
-    if (st.sync_interval.count() > 0)
+    if (st.sync_again) {
+      st.sync_again = false;
+      return sync(self);
+    }
+    if (st.sync_interval.count() > 0 && !st.tick_pending) {
+      st.tick_pending = true;
       self->delayed_send(self, st.sync_interval, atom::kb_sync_v);
+    }
     return;
   }
   auto row = (*rows)[i];
@@ -240,9 +249,10 @@ void sync_next(self_ptr self, std::shared_ptr<std::vector<kb_version>> rows, siz
 
 kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data_dir,
                               std::shared_ptr<kb_catalog> catalog, kb_build_options opts,
-                              store_actor store, std::chrono::milliseconds sync_interval) {
-  return sys.spawn<caf::detached>([data_dir, catalog, opts, store,
-                                   sync_interval](self_ptr self) -> kb_admin_actor::behavior_type {
+                              store_actor store, std::chrono::milliseconds sync_interval,
+                              cluster_actor cluster) {
+  return sys.spawn<caf::detached>([data_dir, catalog, opts, store, sync_interval,
+                                   cluster](self_ptr self) -> kb_admin_actor::behavior_type {
     auto& st = self->state;
     st.data_dir = data_dir;
     st.catalog = catalog;
@@ -251,8 +261,18 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
     st.sync_interval = sync_interval;
     for (auto& kb : list_kbs(data_dir))
       st.synced[kb] = read_version(data_dir, kb);
-    if (store && sync_interval.count() > 0)
+    st.cluster = cluster;
+    if (cluster)
+      self->send(cluster, atom::kb_sync_v, kb_admin_actor{self});
+    if (store && sync_interval.count() > 0) {
+      st.tick_pending = true;
       self->send(self, atom::kb_sync_v);
+    }
+    // Tells the other nodes that `kb` has a new version in the store.
+    auto announce = [=](const std::string& kb) {
+      if (self->state.cluster)
+        self->send(self->state.cluster, atom::kb_sync_v, kb);
+    };
     return {
         [=](atom::kb_create, kb_settings& s) -> caf::result<kb_settings> {
           auto& st = self->state;
@@ -289,6 +309,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
                       return;
                     }
                     note_version(self, s.name, version, false);
+                    announce(s.name);
                     rp.deliver(s);
                   },
                   [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
@@ -309,8 +330,10 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
               rp.deliver(std::move(applied.error()));
               return;
             }
-            if (version > 0)
+            if (version > 0) {
               note_version(self, kb, version, false);
+              announce(kb);
+            }
             store_graph(self, applied->second,
                         [rp, r = applied->first]() mutable { rp.deliver(r); });
           };
@@ -327,7 +350,20 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
                     [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
           return rp;
         },
-        [=](atom::kb_sync) { sync(self); },
+        [=](atom::kb_sync) {
+          self->state.tick_pending = false;
+          sync(self);
+        },
+        [=](atom::kb_sync, const std::string& kb) {
+          auto& st = self->state;
+          if (!st.store)
+            return;
+          spdlog::debug("knowledge base \"{}\": a new version was announced", kb);
+          if (st.syncing)
+            st.sync_again = true;
+          else
+            sync(self);
+        },
         [=](atom::kb_graph) -> caf::result<int64_t> {
           auto names = self->state.catalog->names();
           auto rp = self->make_response_promise<int64_t>();

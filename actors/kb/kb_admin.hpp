@@ -27,10 +27,13 @@ namespace ragtor {
 // create or an ingest is written to the store first (under the KB's next
 // version) and then applied here; with `sync_interval` > 0 (a cluster) the
 // actor also looks at the store that often and applies every version
-// another node wrote, creating KBs it does not have yet.
+// another node wrote, creating KBs it does not have yet. With a `cluster`,
+// each version written here is announced to the other nodes, whose
+// kb_admin syncs at once instead of at its next look.
 kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data_dir,
                               std::shared_ptr<kb_catalog> catalog, kb_build_options opts,
                               store_actor store = {},
-                              std::chrono::milliseconds sync_interval = {});
+                              std::chrono::milliseconds sync_interval = {},
+                              cluster_actor cluster = {});
 
 }  // namespace ragtor

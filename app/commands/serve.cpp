@@ -371,7 +371,8 @@ int run_serve(const serve_options& opts) {
   auto kb_admin =
       spawn_kb_admin(sys, cfg->data_dir, *catalog, build_opts, *store,
                      clustered ? std::chrono::milliseconds{cfg->cluster.kb_sync_ms}
-                               : std::chrono::milliseconds{0});
+                               : std::chrono::milliseconds{0},
+                     clustered ? cluster : cluster_actor{});
   {
     // The entity graphs into the database before serving (a no-op for
     // graphs stored already).

@@ -190,8 +190,11 @@ TEST_F(cluster_test, nodes_join_and_serve_over_tls) {
 
 // KB content is shared through the store: a document ingested through the
 // frontend is found by searches served by each replica, and a KB created
-// through the frontend appears on the replicas.
+// through the frontend appears on the replicas. The replicas look at the
+// store on their own only every ten minutes here: the new versions reach
+// them because the frontend announces them over the cluster.
 TEST_F(cluster_test, an_ingest_through_the_frontend_reaches_every_replica) {
+  extra_env_["RAGTOR_CLUSTER__KB_SYNC_MS"] = "600000";
   ASSERT_NO_FATAL_FAILURE(start_frontend_and_replicas());
 
   auto ingested_at = std::chrono::steady_clock::now();
