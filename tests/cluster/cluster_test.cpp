@@ -425,6 +425,51 @@ std::string owner_among(const std::string& user, const std::string& session,
   return best;
 }
 
+// A client that drops its stream re-attaches through the other frontend
+// (GET /api/v1/chat/stream/{id} with Last-Event-ID): the events after the
+// last one it saw, nothing lost or repeated, whichever node owns the turn.
+TEST_F(cluster_test, a_stream_resumes_through_any_frontend) {
+  extra_env_["RAGTOR_GENERATOR__EXTRACTIVE_PACE_MS"] = "40";
+  extra_env_["RAGTOR_SERVER__DETACH_GRACE_MS"] = "20000";
+  ASSERT_NO_FATAL_FAILURE(start_two_frontends());
+
+  for (int i = 0; i < 4; ++i) {
+    auto via = i % 2 ? "a" : "b";
+    auto other = i % 2 ? "b" : "a";
+    auto rid = "resume-me-" + std::to_string(i);
+    auto sid = "conv-" + std::to_string(i);
+    auto first = open_sse(node(via).port(), chat_stream_path,
+                          chat_body("u-resume", sid, question, "test", {{"request_id", rid}}));
+    ASSERT_EQ(first.status(), 200);
+    std::string head, last_id;
+    int tokens = 0;
+    while (tokens < 3) {
+      auto ev = first.next_event(10s);
+      ASSERT_TRUE(ev.has_value()) << "no token from " << via;
+      if (ev->is_comment)
+        continue;
+      last_id = ev->id;
+      auto j = json::parse(ev->data);
+      ASSERT_NE(j.str("/status"), "done") << "the answer finished before it could be cut";
+      if (j.str("/status") == "token") {
+        head += j.str("/content");
+        ++tokens;
+      }
+    }
+    first.close();
+    auto again = open_sse_get(node(other).port(),
+                              "/api/v1/chat/stream/" + rid + "?user_id=u-resume",
+                              {{"Last-Event-ID", last_id}});
+    ASSERT_EQ(again.status(), 200) << "resumed through " << other;
+    auto rest = read_stream(again, 30s);
+    ASSERT_TRUE(rest.done.has_value()) << rest.statuses();
+    EXPECT_TRUE(rest.errors.empty()) << rest.statuses();
+    EXPECT_FALSE(rest.done->boolean("/content/partial"));
+    EXPECT_EQ(head + rest.tokens, rest.done->str("/content/answer"))
+        << "tokens lost or repeated across the re-attach through " << other;
+  }
+}
+
 // SIGKILL of the frontend owning conversations mid-turn: clients that
 // followed those turns through the other frontend get error + done, every
 // acknowledged user message is stored exactly once, and the conversations
