@@ -16,6 +16,7 @@
 #include <gtest/gtest.h>
 
 #include "tests/support/chat_client.hpp"
+#include "tests/support/fake_openai.hpp"
 #include "tests/support/pg_scratch.hpp"
 #include "tests/support/os_util.hpp"
 #include "tests/support/ragtor_process.hpp"
@@ -324,6 +325,12 @@ TEST_F(cluster_test, a_stopped_replica_is_suspected_and_resumes) {
 // messages are strictly ordered, each user message followed by its answer,
 // with no duplicate and no gap.
 TEST_F(cluster_test, two_frontends_keep_one_conversation_in_order) {
+  // One model for both nodes, so each answer's prompt can be read; no
+  // summaries, so the last chat request is always the answer's.
+  fake_openai model;
+  for (auto& [key, value] : model_env(model))
+    extra_env_[key] = value;
+  extra_env_["RAGTOR_SUMMARY__MODE"] = "off";
   ASSERT_NO_FATAL_FAILURE(start_two_frontends());
 
   int sent = 0;
@@ -334,6 +341,14 @@ TEST_F(cluster_test, two_frontends_keep_one_conversation_in_order) {
                                                          + question, "test"));
     ASSERT_TRUE(well_formed_stream(r));
     EXPECT_TRUE(r.errors.empty()) << r.statuses();
+    // The turn before went through the other frontend; its question and
+    // answer are in this answer's prompt history.
+    if (i > 0) {
+      auto prompt = model.stats().str("/last_chat_request");
+      EXPECT_NE(prompt.find("question " + std::to_string(i) + ": "), std::string::npos);
+      EXPECT_NE(prompt.find("question " + std::to_string(i - 1) + ": "), std::string::npos)
+          << "turn " << i << " through " << via << " does not see the turn before: " << prompt;
+    }
   }
   // Two at once, one through each frontend.
   std::thread other([&] {
