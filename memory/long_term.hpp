@@ -39,6 +39,23 @@ std::vector<std::string> recall_episodes(std::string_view question,
                                          int64_t window_start_seq, size_t limit = 3,
                                          double min_similarity = 0.25);
 
+// The same ranking as indices into `episodes`: an episode's stored
+// embedding is used when it has one of the recall dimensions, its text is
+// embedded otherwise (episodes stored before embeddings were kept).
+std::vector<size_t> rank_episodes(std::string_view question,
+                                  const std::vector<episode_record>& episodes,
+                                  const std::string& conversation_id, int64_t window_start_seq,
+                                  size_t limit = 3, double min_similarity = 0.25);
+
+// The embedding episodic recall compares (hashed n-grams, L2-normalised),
+// kept with each episode when it is stored.
+std::vector<float> episode_embedding(std::string_view text);
+
+// An embedding as stored text (base64 of little-endian float32) and back;
+// decoding malformed text gives an empty vector.
+std::string encode_embedding(const std::vector<float>& v);
+std::vector<float> decode_embedding(std::string_view text);
+
 // The text an episode keeps of a turn (bounded, cut at a UTF-8 boundary).
 std::string episode_text(std::string_view question, std::string_view answer);
 

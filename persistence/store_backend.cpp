@@ -1,5 +1,7 @@
 #include "persistence/store_backend.hpp"
 
+#include "memory/long_term.hpp"
+
 #include <chrono>
 #include <random>
 
@@ -22,6 +24,19 @@ int64_t now_ms() {
   return std::chrono::duration_cast<std::chrono::milliseconds>(
              std::chrono::system_clock::now().time_since_epoch())
       .count();
+}
+
+std::vector<std::string> recall_episodes_from(store_backend& db, const std::string& user_id,
+                                              std::string_view question,
+                                              const std::string& conversation_id,
+                                              int64_t window_start_seq, int32_t candidates,
+                                              size_t limit, double min_similarity) {
+  auto eps = db.recent_episodes(user_id, candidates, false);
+  std::vector<std::string> out;
+  for (auto i :
+       rank_episodes(question, eps, conversation_id, window_start_seq, limit, min_similarity))
+    out.push_back(eps[i].embedding.empty() ? std::move(eps[i].text) : db.episode_text(eps[i].id));
+  return out;
 }
 
 }  // namespace ragtor

@@ -107,8 +107,14 @@ public:
   virtual bool add_memory(const memory_record& m) = 0;
   // Episodes (completed turns) for episodic recall, newest first.
   virtual void add_episode(const episode_record& e) = 0;
-  virtual std::vector<episode_record> recent_episodes(const std::string& user_id,
-                                                      int32_t limit) = 0;
+  // With `texts` false, an episode's text is read only when it has no
+  // stored embedding (recall ranks by the embeddings, then reads the texts
+  // of the few it keeps with episode_text). Served by the index on
+  // (user_id, created_at DESC, id): bounded whatever the user's history.
+  virtual std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit,
+                                                      bool texts = true) = 0;
+  // One episode's text ("" when there is none).
+  virtual std::string episode_text(const std::string& id) = 0;
   virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) = 0;
   virtual int64_t delete_memories(const std::string& user_id, const std::string& id) = 0;
 
@@ -169,6 +175,16 @@ public:
 
 // A random 128-bit id as 32 hex characters.
 std::string new_id();
+
+// Episodic recall through the store (memory/long_term.hpp): the user's
+// `candidates` most recent episodes ranked by their stored embeddings, then
+// the texts of the best `limit`. Same result as recall_episodes() over
+// recent_episodes(user_id, candidates), reading only a few texts.
+std::vector<std::string> recall_episodes_from(store_backend& db, const std::string& user_id,
+                                              std::string_view question,
+                                              const std::string& conversation_id,
+                                              int64_t window_start_seq, int32_t candidates = 200,
+                                              size_t limit = 3, double min_similarity = 0.25);
 
 // Milliseconds since the epoch.
 int64_t now_ms();

@@ -352,6 +352,13 @@ using store_actor = caf::typed_actor<
     // A user's most recent episodes (at most `limit`), newest first.
     caf::replies_to<atom::episode, std::string /*user_id*/,
                     int32_t /*limit*/>::with<std::vector<episode_record>>,
+    // Episodic recall: the texts of the user's past turns most similar to
+    // the question (at most 3, best first), leaving out the conversation's
+    // turns from `window_start_seq` on; ranked among the 200 newest
+    // episodes by their stored embeddings (recall_episodes_from).
+    caf::replies_to<atom::recall, std::string /*user_id*/, std::string /*question*/,
+                    std::string /*conversation_id*/,
+                    int64_t /*window_start_seq*/>::with<std::vector<std::string>>,
     // A user's unexpired memories, newest first.
     caf::replies_to<atom::mem_list, std::string /*user_id*/>::with<std::vector<memory_record>>,
     // Deletes one memory ("" = all of the user's); answers how many.

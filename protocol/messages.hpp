@@ -355,12 +355,15 @@ struct episode_record {
   int64_t seq = 0;  // seq of the turn's assistant message
   std::string text;
   int64_t created_at = 0;
+  // Its embedding for recall (memory/long_term.hpp), computed once when it
+  // is stored; empty for episodes stored before embeddings were kept.
+  std::vector<float> embedding;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, episode_record& x) {
   return f(caf::meta::type_name("episode_record"), x.id, x.conversation_id, x.user_id, x.seq,
-           x.text, x.created_at);
+           x.text, x.created_at, x.embedding);
 }
 
 // A conversation's rolling summary (DESIGN §8, seed 002) with what the

@@ -1,5 +1,7 @@
 #include "actors/store/store_actor.hpp"
 
+#include "memory/long_term.hpp"
+
 #include <unordered_map>
 
 #include <spdlog/spdlog.h>
@@ -226,10 +228,19 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
             return added;
           });
         },
-        [=](atom::episode, const episode_record& e) {
+        [=](atom::episode, episode_record& e) {
+          // Embedded here, once, so that recall never embeds stored turns.
+          if (e.embedding.empty())
+            e.embedding = episode_embedding(e.text);
           return submit<bool>(self, true, [=](store_backend& db) {
             db.add_episode(e);
             return true;
+          });
+        },
+        [=](atom::recall, const std::string& user_id, const std::string& question,
+            const std::string& conversation_id, int64_t window_start_seq) {
+          return submit<std::vector<std::string>>(self, false, [=](store_backend& db) {
+            return recall_episodes_from(db, user_id, question, conversation_id, window_start_seq);
           });
         },
         [=](atom::episode, const std::string& user_id, int32_t limit) {

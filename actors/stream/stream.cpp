@@ -663,13 +663,13 @@ void recall(self_ptr self) {
 // Past turns similar to the question that are not in the window.
 void recall_episodes_of(self_ptr self) {
   auto& st = self->state;
-  self->request(st.deps.store, st.settings.step_timeout, atom::episode_v, st.req.user_id,
-                int32_t{200})
+  self->request(st.deps.store, st.settings.step_timeout, atom::recall_v, st.req.user_id,
+                st.req.message, st.opened.conversation_id,
+                st.opened.seq - static_cast<int64_t>(st.settings.window))
       .then(
-          [=](std::vector<episode_record>& eps) {
+          [=](std::vector<std::string>& texts) {
             auto& st = self->state;
-            st.episodic = recall_episodes(st.req.message, eps, st.opened.conversation_id,
-                                          st.opened.seq - st.settings.window, 3, 0.25);
+            st.episodic = std::move(texts);
             json_writer w;
             w.begin_object()
                 .field("core_memory", !st.core_memory.empty())

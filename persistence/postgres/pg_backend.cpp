@@ -1,5 +1,7 @@
 #include "persistence/postgres/pg_backend.hpp"
 
+#include "memory/long_term.hpp"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdlib>
@@ -547,17 +549,20 @@ int64_t pg_backend::delete_memories(const std::string& user_id, const std::strin
 }
 
 void pg_backend::add_episode(const episode_record& e) {
-  run("INSERT INTO episodes (id, conversation_id, user_id, seq, text, created_at) "
-      "VALUES ($1, $2, $3, $4, $5, $6)",
+  run("INSERT INTO episodes (id, conversation_id, user_id, seq, text, embedding, created_at) "
+      "VALUES ($1, $2, $3, $4, $5, $6, $7)",
       {e.id.empty() ? new_id() : e.id, e.conversation_id, e.user_id, std::to_string(e.seq), e.text,
-       std::to_string(e.created_at)});
+       encode_embedding(e.embedding), std::to_string(e.created_at)});
 }
 
-std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_id, int32_t limit) {
-  auto r =
-      run("SELECT id, conversation_id, seq, text, created_at FROM episodes WHERE user_id = $1 "
-          "ORDER BY created_at DESC, id LIMIT $2",
-          {user_id, std::to_string(limit)});
+std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_id, int32_t limit,
+                                                        bool texts) {
+  auto r = run(texts ? "SELECT id, conversation_id, seq, text, created_at, COALESCE(embedding, '') "
+                       "FROM episodes WHERE user_id = $1 ORDER BY created_at DESC, id LIMIT $2"
+                     : "SELECT id, conversation_id, seq, CASE WHEN COALESCE(embedding, '') = '' "
+                       "THEN text ELSE '' END, created_at, COALESCE(embedding, '') "
+                       "FROM episodes WHERE user_id = $1 ORDER BY created_at DESC, id LIMIT $2",
+               {user_id, std::to_string(limit)});
   std::vector<episode_record> out;
   for (int i = 0; i < r.rows(); ++i) {
     episode_record e;
@@ -567,9 +572,15 @@ std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_
     e.seq = std::stoll(r.text(i, 2));
     e.text = r.text(i, 3);
     e.created_at = std::stoll(r.text(i, 4));
+    e.embedding = decode_embedding(r.text(i, 5));
     out.push_back(std::move(e));
   }
   return out;
+}
+
+std::string pg_backend::episode_text(const std::string& id) {
+  auto r = run("SELECT text FROM episodes WHERE id = $1", {id});
+  return r.rows() ? r.text(0, 0) : std::string{};
 }
 
 std::string pg_backend::load_flow_state(const std::string& conversation_id) {

@@ -64,7 +64,9 @@ public:
   bool save_flow_state(const std::string& conversation_id, const std::string& state_json,
                        int64_t now_ms) override;
   bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) override;
-  std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit) override;
+  std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit,
+                                              bool texts = true) override;
+  std::string episode_text(const std::string& id) override;
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) override;
   int64_t delete_memories(const std::string& user_id, const std::string& id) override;
   void set_core_memory(const std::string& user_id, const std::string& profile_json,

@@ -1,5 +1,7 @@
 #include "persistence/sqlite/sqlite_backend.hpp"
 
+#include "memory/long_term.hpp"
+
 #include <algorithm>
 #include <cstdlib>
 #include <limits>
@@ -522,22 +524,26 @@ int64_t sqlite_backend::delete_memories(const std::string& user_id, const std::s
 
 void sqlite_backend::add_episode(const episode_record& e) {
   prepare(
-      "INSERT INTO episodes (id, conversation_id, user_id, seq, text, created_at) "
-      "VALUES (?, ?, ?, ?, ?, ?)")
+      "INSERT INTO episodes (id, conversation_id, user_id, seq, text, embedding, created_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)")
       .bind(e.id.empty() ? new_id() : e.id)
       .bind(e.conversation_id)
       .bind(e.user_id)
       .bind(e.seq)
       .bind(e.text)
+      .bind(encode_embedding(e.embedding))
       .bind(e.created_at)
       .step();
 }
 
 std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& user_id,
-                                                            int32_t limit) {
+                                                            int32_t limit, bool texts) {
   auto st = prepare(
-      "SELECT id, conversation_id, seq, text, created_at FROM episodes WHERE user_id = ? "
-      "ORDER BY created_at DESC, id LIMIT ?");
+      texts ? "SELECT id, conversation_id, seq, text, created_at, COALESCE(embedding, '') "
+              "FROM episodes WHERE user_id = ? ORDER BY created_at DESC, id LIMIT ?"
+            : "SELECT id, conversation_id, seq, CASE WHEN COALESCE(embedding, '') = '' THEN "
+              "text ELSE '' END, created_at, COALESCE(embedding, '') "
+              "FROM episodes WHERE user_id = ? ORDER BY created_at DESC, id LIMIT ?");
   st.bind(user_id).bind(int64_t{limit});
   std::vector<episode_record> out;
   while (st.step()) {
@@ -548,9 +554,16 @@ std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& u
     e.seq = st.integer(2);
     e.text = st.text(3);
     e.created_at = st.integer(4);
+    e.embedding = decode_embedding(st.text(5));
     out.push_back(std::move(e));
   }
   return out;
+}
+
+std::string sqlite_backend::episode_text(const std::string& id) {
+  auto st = prepare("SELECT text FROM episodes WHERE id = ?");
+  st.bind(id);
+  return st.step() ? st.text(0) : std::string{};
 }
 
 std::string sqlite_backend::load_flow_state(const std::string& conversation_id) {

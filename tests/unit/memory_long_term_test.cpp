@@ -1,4 +1,6 @@
 // Rule-based long-term memory extraction (English and Chinese) and recall.
+#include <cstring>
+
 #include <gtest/gtest.h>
 
 #include "memory/long_term.hpp"
@@ -88,6 +90,50 @@ TEST(episodic_recall, similar_turns_outside_the_window_above_the_threshold) {
   EXPECT_EQ(recall_episodes("green tea steep", eps, "c3", 0, 1).size(), 1u);
   EXPECT_LE(episode_text(std::string(3000, 'x'), "y").size(), 2000u);
   EXPECT_EQ(episode_text("q", "a"), "User: q\nAssistant: a");
+}
+
+TEST(episodic_recall, stored_embeddings_rank_exactly_as_embedding_the_texts) {
+  std::vector<episode_record> plain{
+      ep("c1", 2, episode_text("How long should green tea steep?", "About ninety seconds.")),
+      ep("c1", 4, episode_text("Where is the lighthouse?", "On the northern cape.")),
+      ep("c2", 8, episode_text("Green tea steep time for sencha?", "Ninety seconds at 70 C.")),
+      ep("c2", 2, episode_text("How long should green tea steep?", "Ninety seconds.")),
+      ep("c3", 6, episode_text("Is black tea steeped longer than green tea?", "Yes, longer.")),
+  };
+  auto stored = plain;
+  for (auto& e : stored) {
+    e.embedding = decode_embedding(encode_embedding(episode_embedding(e.text)));
+    ASSERT_EQ(e.embedding.size(), 256u);
+  }
+  // Some with a vector and some without (stored before vectors were kept).
+  auto mixed = stored;
+  mixed[1].embedding.clear();
+  mixed[3].embedding.clear();
+  for (auto* q : {"How long does green tea steep?", "lighthouse cape", "black tea"}) {
+    auto want = rank_episodes(q, plain, "c2", 3, 3, 0.1);
+    ASSERT_FALSE(want.empty()) << q;
+    EXPECT_EQ(rank_episodes(q, stored, "c2", 3, 3, 0.1), want) << q;
+    EXPECT_EQ(rank_episodes(q, mixed, "c2", 3, 3, 0.1), want) << q;
+  }
+}
+
+TEST(embedding_text, round_trips_exactly_and_refuses_malformed_text) {
+  std::vector<float> v{0.0f, -1.5f, 3.25e-7f, 1e30f, -0.0f};
+  for (size_t n = 0; n <= v.size(); ++n) {  // every padding length
+    std::vector<float> part(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(n));
+    auto text = encode_embedding(part);
+    EXPECT_EQ(text.size() % 4, 0u);
+    auto back = decode_embedding(text);
+    ASSERT_EQ(back.size(), part.size());
+    for (size_t i = 0; i < n; ++i)
+      EXPECT_EQ(std::memcmp(&back[i], &part[i], 4), 0) << i;
+  }
+  EXPECT_TRUE(decode_embedding("").empty());
+  EXPECT_TRUE(decode_embedding("abc").empty()) << "not a multiple of 4";
+  EXPECT_TRUE(decode_embedding("ab!dabcd").empty()) << "not base64";
+  EXPECT_TRUE(decode_embedding("ab=dabcd").empty()) << "padding in the middle";
+  EXPECT_TRUE(decode_embedding("abcdefg=").empty()) << "5 bytes are not whole floats";
+  EXPECT_EQ(decode_embedding("abcdef==").size(), 1u) << "4 bytes are one float";
 }
 
 }  // namespace

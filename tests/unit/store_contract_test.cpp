@@ -7,6 +7,7 @@
 
 #include <gtest/gtest.h>
 
+#include "memory/long_term.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/postgres/pg_backend.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
@@ -168,6 +169,49 @@ TEST_P(store_contract, episodes_are_kept_per_user_newest_first_and_cleared) {
   tx([&](store_backend& db) { return db.clear_conversation("ann", "s1"); });
   EXPECT_TRUE(db_->recent_episodes("ann", 10).empty()) << "clear drops the episodes";
   EXPECT_EQ(db_->recent_episodes("bob", 10).size(), 1u);
+}
+
+// Recall by index (recent episodes ranked by stored embeddings, then a few
+// texts read) returns the same items as the old full read of the newest
+// episodes' texts, also when older episodes have no stored embedding.
+TEST_P(store_contract, recall_by_index_matches_the_full_read) {
+  auto a = user_turn("ann", "s1", "q1", "r1", 1);
+  auto b = user_turn("ann", "s2", "q2", "r2", 2);
+  const char* topics[] = {"green tea steeping time", "the northern lighthouse",
+                          "replacing a door sensor", "battery life of the K7 lock"};
+  tx([&](store_backend& db) {
+    for (int i = 0; i < 60; ++i) {
+      episode_record e;
+      e.conversation_id = i % 2 ? a.conversation_id : b.conversation_id;
+      e.user_id = "ann";
+      e.seq = i + 1;
+      e.text = episode_text("Question " + std::to_string(i) + " about " + topics[i % 4] + "?",
+                            std::string{"An answer about "} + topics[(i + i / 4) % 4] + ".");
+      e.created_at = 1000 + i;
+      if (i >= 20)  // the first twenty were stored before embeddings were kept
+        e.embedding = episode_embedding(e.text);
+      db.add_episode(e);
+    }
+    return 0;
+  });
+  auto stored = db_->recent_episodes("ann", 200);
+  ASSERT_EQ(stored.size(), 60u);
+  EXPECT_EQ(stored.front().embedding.size(), 256u) << "the newest keep their vector";
+  EXPECT_TRUE(stored.back().embedding.empty());
+  auto light = db_->recent_episodes("ann", 200, false);
+  EXPECT_TRUE(light.front().text.empty()) << "texts of embedded episodes are not read";
+  EXPECT_FALSE(light.back().text.empty()) << "texts of episodes without a vector are";
+  for (auto* q : {"How long does green tea steep?", "lighthouse", "door sensor battery"})
+    for (int64_t window_start : {int64_t{0}, int64_t{50}})
+      for (int32_t candidates : {200, 30}) {
+        auto full = db_->recent_episodes("ann", candidates);
+        auto want = recall_episodes(q, full, b.conversation_id, window_start, 3, 0.1);
+        ASSERT_FALSE(want.empty()) << q;
+        EXPECT_EQ(recall_episodes_from(*db_, "ann", q, b.conversation_id, window_start,
+                                       candidates, 3, 0.1),
+                  want)
+            << q << " window " << window_start << " candidates " << candidates;
+      }
 }
 
 TEST_P(store_contract, summaries_are_written_only_against_the_version_they_were_computed_from) {

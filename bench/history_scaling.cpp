@@ -1,0 +1,216 @@
+// Does a turn's context cost grow with the user's history? (issue 20,
+// target 5). Users with 0, 200, 10,000 and 100,000 stored turns — each
+// turn a user and an assistant message, an episode and a stated memory,
+// spread over conversations of 100 turns — and for each the time to build
+// one turn's context exactly as the stream actor asks the store actor for
+// it: the recent window, the summary, the core memory, the memories
+// related to the question and the recalled episodes. SQLite on disk; the
+// histories are written once in one transaction straight through the
+// backend (set-up, not measured). Prints p50/p99 per user and the ratio to
+// the user with no history. Never asserts.
+//
+//   build/bench/bench_history_scaling [--turns 100000] [--samples 300]
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
+
+#include "actors/store/store_actor.hpp"
+#include "bench/bench_util.hpp"
+#include "memory/long_term.hpp"
+#include "persistence/migrations.hpp"
+#include "persistence/sqlite/sqlite_backend.hpp"
+#include "persistence/store_backend.hpp"
+#include "protocol/type_ids.hpp"
+
+using namespace ragtor;
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+constexpr int window = 6;
+constexpr int turns_per_conversation = 100;
+
+// Varied, realistic-length turns: the question names a topic, the answer
+// says something about it.
+const char* topics[] = {"battery life of the K7 lock", "replacing the door sensor",
+                        "firmware updates over Bluetooth", "the lighthouse of Port Quellin",
+                        "green tea brewing temperature", "travel insurance for Norway",
+                        "the schooner Marigold's cargo", "resetting a forgotten PIN"};
+
+std::string question_of(size_t i) {
+  return "Question " + std::to_string(i) + ": what should I know about "
+         + topics[i % std::size(topics)] + "?";
+}
+
+std::string answer_of(size_t i) {
+  std::string a = "About " + std::string{topics[i % std::size(topics)]} + ": ";
+  for (int s = 0; s < 6; ++s)
+    a += "Sentence " + std::to_string(s) + " of answer " + std::to_string(i)
+         + " explains one more detail at some length. ";
+  return a;
+}
+
+// Writes `turns` turns of user `user` (set-up, one transaction).
+void write_history(store_backend& db, const std::string& user, size_t turns) {
+  auto now = now_ms();
+  db.begin();
+  for (size_t i = 0; i < turns; ++i) {
+    auto t = now - static_cast<int64_t>(turns - i) * 1000;
+    auto session = "s" + std::to_string(i / turns_per_conversation);
+    auto q = question_of(i), a = answer_of(i);
+    auto opened = db.begin_turn(user, session, q, "r" + std::to_string(i), t);
+    stored_message m;
+    m.conversation_id = opened.conversation_id;
+    m.seq = opened.seq + 1;
+    m.role = "assistant";
+    m.content = a;
+    m.request_id = "r" + std::to_string(i);
+    m.created_at_ms = t;
+    db.finish_turn(m, t);
+    episode_record e;
+    e.conversation_id = opened.conversation_id;
+    e.user_id = user;
+    e.seq = opened.seq + 1;
+    e.text = episode_text(q, a);
+    e.created_at = t;
+    e.embedding = episode_embedding(e.text);  // as the store actor does
+    db.add_episode(e);
+    memory_record mem;
+    mem.user_id = user;
+    mem.kind = "preference";
+    mem.content = "I prefer option " + std::to_string(i) + " for " + topics[i % std::size(topics)];
+    mem.created_at = t;
+    db.add_memory(mem);
+  }
+  db.commit();
+}
+
+struct user_case {
+  std::string user;
+  size_t turns;
+  std::string conversation;  // where the measured turn happens
+  int64_t seq = 0;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  size_t max_turns = 100000;
+  int samples = 300;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string a = argv[i];
+    if (a == "--turns")
+      max_turns = std::stoul(argv[i + 1]);
+    else if (a == "--samples")
+      samples = std::stoi(argv[i + 1]);
+  }
+  auto dir = std::filesystem::temp_directory_path() / ("ragtor-bench-history-" + new_id());
+  std::filesystem::create_directories(dir);
+  auto path = dir / "bench.db";
+
+  std::vector<user_case> users;
+  for (size_t n : {size_t{0}, size_t{200}, size_t{10000}, max_turns})
+    if (n <= max_turns && (users.empty() || users.back().turns < n || n == 0))
+      users.push_back({"user-" + std::to_string(n), n, "", 0});
+  {
+    sqlite_backend db{path};
+    apply_migrations(db, embedded_migrations());
+    for (auto& u : users) {
+      auto t0 = steady::now();
+      write_history(db, u.user, u.turns);
+      // The measured turn: a new message in the user's latest conversation.
+      db.begin();
+      auto session = "s" + std::to_string(u.turns / turns_per_conversation);
+      auto opened = db.begin_turn(u.user, session, question_of(u.turns), "now", now_ms());
+      db.commit();
+      u.conversation = opened.conversation_id;
+      u.seq = opened.seq;
+      std::printf("set-up: %-12s %7zu turns written in %.1f s\n", u.user.c_str(), u.turns,
+                  std::chrono::duration<double>(steady::now() - t0).count());
+    }
+  }
+
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  caf::actor_system sys{cfg};
+  caf::scoped_actor self{sys};
+  store_options so;
+  so.sqlite_path = path;
+  auto store = *spawn_store(sys, so);
+  bool failed = false;
+  auto fail = [&](caf::error& e) {
+    std::fprintf(stderr, "error: %s\n", sys.render(e).c_str());
+    failed = true;
+  };
+
+  // One turn's context, as the stream asks for it (actors/stream/stream.cpp);
+  // `steps` gets each step's time (window+summary+core, memories, episodes).
+  constexpr size_t n_steps = 3;
+  auto context = [&](const user_case& u, std::array<double, n_steps>& steps) {
+    auto question = question_of(u.turns);
+    size_t items = 0;
+    auto t = steady::now();
+    auto lap = [&](size_t i) {
+      auto now = steady::now();
+      steps[i] = std::chrono::duration<double, std::milli>(now - t).count();
+      t = now;
+    };
+    self->request(store, 10s, atom::history_v, u.conversation, int32_t{window + 1})
+        .receive([&](std::vector<stored_message>& m) { items += m.size(); }, fail);
+    self->request(store, 10s, atom::summary_v, u.conversation, std::string{})
+        .receive([&](summary_record&) {}, fail);
+    self->request(store, 10s, atom::core_mem_v, u.user).receive([&](std::string&) {}, fail);
+    lap(0);
+    self->request(store, 10s, atom::mem_list_v, u.user)
+        .receive(
+            [&](std::vector<memory_record>& all) {
+              std::vector<std::pair<std::string, int64_t>> list;
+              for (auto& m : all)
+                list.emplace_back(m.content, m.created_at);
+              items += recall_memories(question, list, 5).size();
+            },
+            fail);
+    lap(1);
+    self->request(store, 10s, atom::recall_v, u.user, question, u.conversation,
+                  u.seq - window)
+        .receive([&](std::vector<std::string>& texts) { items += texts.size(); }, fail);
+    lap(2);
+    return items;
+  };
+
+  std::vector<std::vector<double>> ms(users.size());
+  std::vector<std::array<std::vector<double>, n_steps>> step_ms(users.size());
+  for (int s = 0; s < samples && !failed; ++s)
+    for (size_t i = 0; i < users.size(); ++i) {
+      std::array<double, n_steps> steps{};
+      auto t0 = steady::now();
+      context(users[i], steps);
+      ms[i].push_back(std::chrono::duration<double, std::milli>(steady::now() - t0).count());
+      for (size_t k = 0; k < n_steps; ++k)
+        step_ms[i][k].push_back(steps[k]);
+    }
+  std::printf("\ncontext of one turn through the store actor, %d samples each (SQLite)\n",
+              samples);
+  std::printf(
+      "| user's stored turns | p50 ms | p99 ms | p50 / no history | window+summary+core p50 | "
+      "memories p50 | episodes p50 |\n|---|---|---|---|---|---|---|\n");
+  double base = bench::percentile(ms[0], 0.5);
+  for (size_t i = 0; i < users.size(); ++i) {
+    auto p50 = bench::percentile(ms[i], 0.5);
+    std::printf("| %zu | %.3f | %.3f | %.2f | %.3f | %.3f | %.3f |\n", users[i].turns, p50,
+                bench::percentile(ms[i], 0.99), p50 / base,
+                bench::percentile(step_ms[i][0], 0.5), bench::percentile(step_ms[i][1], 0.5),
+                bench::percentile(step_ms[i][2], 0.5));
+  }
+  caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
+  std::filesystem::remove_all(dir);
+  return failed ? 1 : 0;
+}
