@@ -130,6 +130,15 @@ struct stream_state {
   bool cancelled = false;
   planner_actor planner;  // while a planner plans this turn
 
+  // Routing and the context reads (window, summary, core memory, memories,
+  // episodes) run at once; the turn goes on when all have answered.
+  bool routed = false;         // the router answered
+  bool route_failed = false;   // ...with an error: the turn already ended
+  int context_pending = 0;     // context reads not answered yet
+  bool context_joined = false;
+  bool history_degraded = false;
+  std::chrono::steady_clock::time_point context_started;
+
   // Delivery. Every event is also kept (tokens coalesced) so that a
   // subscriber joining late — a client retrying with the same request_id,
   // or re-attaching after it went away — is replayed what it missed.
@@ -193,8 +202,6 @@ void emit_log(self_ptr self, const node_log& l) {
 void persist(self_ptr self);
 void retrieve(self_ptr self);
 void plan(self_ptr self);
-void recall(self_ptr self);
-void recall_episodes_of(self_ptr self);
 void remember(self_ptr self, std::function<void()> next);
 void cancel_turn(self_ptr self, std::string code, std::string message);
 void request_summary(self_ptr self);
@@ -616,72 +623,6 @@ void plan(self_ptr self) {
           });
 }
 
-// Memory is context, not the answer: a failed read logs and goes on.
-auto continue_without(self_ptr self, const char* what) {
-  return [=](caf::error& err) {
-    spdlog::warn("stream {}: {} unavailable: {}", self->state.req.request_id, what,
-                 self->system().render(err));
-    plan(self);
-  };
-}
-
-// The user's core memory for the prompt; skipped for incognito turns.
-// Memory is context, not the answer: a failure degrades, never fails.
-void load_memory(self_ptr self) {
-  auto& st = self->state;
-  if (st.cancelled)
-    return persist(self);
-  if (st.req.incognito || st.req.stateless)
-    return plan(self);
-  begin_node(self);
-  self->request(st.deps.store, st.settings.step_timeout, atom::core_mem_v, st.req.user_id)
-      .then(
-          [=](std::string& profile) {
-            auto& st = self->state;
-            st.core_memory = profile == "{}" ? std::string{} : std::move(profile);
-            recall(self);
-          },
-          continue_without(self, "core memory"));
-}
-
-// Long-term memories related to the question (top 5), then retrieval.
-void recall(self_ptr self) {
-  auto& st = self->state;
-  self->request(st.deps.store, st.settings.step_timeout, atom::mem_list_v, st.req.user_id)
-      .then(
-          [=](std::vector<memory_record>& all) {
-            auto& st = self->state;
-            std::vector<std::pair<std::string, int64_t>> items;
-            for (auto& m : all)
-              items.emplace_back(m.content, m.created_at);
-            st.memories = recall_memories(st.req.message, items, 5);
-            recall_episodes_of(self);
-          },
-          continue_without(self, "memories"));
-}
-
-// Past turns similar to the question that are not in the window.
-void recall_episodes_of(self_ptr self) {
-  auto& st = self->state;
-  self->request(st.deps.store, st.settings.step_timeout, atom::recall_v, st.req.user_id,
-                st.req.message, st.opened.conversation_id,
-                st.opened.seq - static_cast<int64_t>(st.settings.window))
-      .then(
-          [=](std::vector<std::string>& texts) {
-            auto& st = self->state;
-            st.episodic = std::move(texts);
-            json_writer w;
-            w.begin_object()
-                .field("core_memory", !st.core_memory.empty())
-                .field("memories", static_cast<uint64_t>(st.memories.size()))
-                .field("episodes", static_cast<uint64_t>(st.episodic.size()))
-                .end_object();
-            log_node(self, "memory", json_strings({{"user_id", st.req.user_id}}), w.take());
-            plan(self);
-          },
-          continue_without(self, "episodes"));
-}
-
 // Stores the turn as an episode and what the user stated about themselves
 // (not for incognito turns), then calls `next`: `done` follows once they
 // are committed, so a client that read `done` finds them. Derived data: a
@@ -738,39 +679,71 @@ void request_summary(self_ptr self) {
   caf::anon_send(st.deps.summarizer, atom::summarize_v, st.opened.conversation_id);
 }
 
-// The recent window and the conversation summary (everything older than
-// the window), read at once; incognito turns read no summary. Both are
-// context, not the answer: a failure degrades, never fails the turn.
-void load_history(self_ptr self) {
+// Routing and the context reads have all answered: the history and
+// memory nodes are logged (after the route, whatever answered first) and
+// the answer is planned.
+void context_ready(self_ptr self) {
   auto& st = self->state;
+  if (!st.routed || st.context_pending > 0 || st.context_joined || st.route_failed)
+    return;
+  st.context_joined = true;
   if (st.cancelled)
     return persist(self);
-  st.ph = phase::history;
-  begin_node(self);
+  st.node_started = st.context_started;
   if (st.req.stateless) {
-    // The client sent the history with the question.
-    st.history = st.req.context;
     log_node(self, "history", history_input(self),
              json_strings({{"source", "request (stateless)"}}));
-    return load_memory(self);
+    return plan(self);
   }
-  auto left = std::make_shared<int>(st.req.incognito ? 1 : 2);
-  auto degraded = std::make_shared<bool>(false);
-  auto joined = [=] {
-    if (--*left > 0)
-      return;
-    auto& st = self->state;
-    json_writer w;
-    if (*degraded)
-      w.begin_object().field("degraded", "history unavailable").end_object();
-    else
-      w.begin_object()
-          .field("messages", static_cast<uint64_t>(st.history.size()))
-          .field("summary_chars", static_cast<uint64_t>(st.summary.size()))
-          .end_object();
-    log_node(self, "history", history_input(self), w.take());
-    load_memory(self);
+  json_writer w;
+  if (st.history_degraded)
+    w.begin_object().field("degraded", "history unavailable").end_object();
+  else
+    w.begin_object()
+        .field("messages", static_cast<uint64_t>(st.history.size()))
+        .field("summary_chars", static_cast<uint64_t>(st.summary.size()))
+        .end_object();
+  log_node(self, "history", history_input(self), w.take());
+  if (!st.req.incognito) {
+    json_writer m;
+    m.begin_object()
+        .field("core_memory", !st.core_memory.empty())
+        .field("memories", static_cast<uint64_t>(st.memories.size()))
+        .field("episodes", static_cast<uint64_t>(st.episodic.size()))
+        .end_object();
+    log_node(self, "memory", json_strings({{"user_id", st.req.user_id}}), m.take());
+  }
+  plan(self);
+}
+
+// One context read answered (or failed: context, not the answer, so a
+// failure only degrades the prompt).
+void context_answered(self_ptr self) {
+  --self->state.context_pending;
+  context_ready(self);
+}
+
+auto context_failed(self_ptr self, const char* what) {
+  return [=](caf::error& err) {
+    spdlog::warn("stream {}: {} unavailable: {}", self->state.req.request_id, what,
+                 self->system().render(err));
+    context_answered(self);
   };
+}
+
+// The turn's context, every read at once: the recent window and the
+// conversation summary (everything older than the window); unless
+// incognito, the user's core memory, the long-term memories related to the
+// question (top 5) and past turns similar to it that are not in the window.
+// Stateless turns bring their history with the request and read nothing.
+void load_context(self_ptr self) {
+  auto& st = self->state;
+  st.context_started = std::chrono::steady_clock::now();
+  if (st.req.stateless) {
+    st.history = st.req.context;
+    return;
+  }
+  st.context_pending = st.req.incognito ? 1 : 5;
   self->request(st.deps.store, st.settings.step_timeout, atom::history_v, st.opened.conversation_id,
                 st.settings.window + 1)
       .then(
@@ -783,13 +756,13 @@ void load_history(self_ptr self) {
             while (msgs.size() > static_cast<size_t>(st.settings.window))
               msgs.erase(msgs.begin());
             st.history = std::move(msgs);
-            joined();
+            context_answered(self);
           },
           [=](caf::error& err) {
             spdlog::warn("stream {}: history unavailable: {}", self->state.req.request_id,
                          self->system().render(err));
-            *degraded = true;
-            joined();
+            self->state.history_degraded = true;
+            context_answered(self);
           });
   if (st.req.incognito)
     return;
@@ -798,13 +771,36 @@ void load_history(self_ptr self) {
       .then(
           [=](summary_record& rec) {
             self->state.summary = std::move(rec.summary);
-            joined();
+            context_answered(self);
           },
-          [=](caf::error& err) {
-            spdlog::warn("stream {}: summary unavailable: {}", self->state.req.request_id,
-                         self->system().render(err));
-            joined();
-          });
+          context_failed(self, "summary"));
+  self->request(st.deps.store, st.settings.step_timeout, atom::core_mem_v, st.req.user_id)
+      .then(
+          [=](std::string& profile) {
+            self->state.core_memory = profile == "{}" ? std::string{} : std::move(profile);
+            context_answered(self);
+          },
+          context_failed(self, "core memory"));
+  self->request(st.deps.store, st.settings.step_timeout, atom::mem_list_v, st.req.user_id)
+      .then(
+          [=](std::vector<memory_record>& all) {
+            auto& st = self->state;
+            std::vector<std::pair<std::string, int64_t>> items;
+            for (auto& m : all)
+              items.emplace_back(m.content, m.created_at);
+            st.memories = recall_memories(st.req.message, items, 5);
+            context_answered(self);
+          },
+          context_failed(self, "memories"));
+  self->request(st.deps.store, st.settings.step_timeout, atom::recall_v, st.req.user_id,
+                st.req.message, st.opened.conversation_id,
+                st.opened.seq - static_cast<int64_t>(st.settings.window))
+      .then(
+          [=](std::vector<std::string>& texts) {
+            self->state.episodic = std::move(texts);
+            context_answered(self);
+          },
+          context_failed(self, "episodes"));
 }
 
 void cancel_turn(self_ptr self, std::string code, std::string message) {
@@ -898,15 +894,20 @@ void start_pipeline(self_ptr self) {
           [=](route_decision& rd) {
             auto& st = self->state;
             st.route = std::move(rd);
+            st.routed = true;
             emit(self, make_route_event(st.route, st.req.debug));
             log_node(self, "route", route_input(self), route_decision_json(st.route));
-            load_history(self);
+            context_ready(self);
           },
           [=](caf::error& err) {
+            auto& st = self->state;
+            st.routed = true;
+            st.route_failed = true;
             fail(self, err, "routing");
             log_node(self, "route", route_input(self), "{}");
             persist(self);
           });
+  load_context(self);
 }
 
 }  // namespace
