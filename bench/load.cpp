@@ -7,7 +7,7 @@
 // and ragtor's peak RSS. Bounded in count and time; never asserts.
 //
 //   build/bench/bench_load [--streams 1,100,1000] [--tokens 20]
-//       [--first-token-ms 50] [--token-ms 10] [--rounds 1]
+//       [--first-token-ms 50] [--token-ms 10] [--rounds 1] [--ragtor PATH]
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -118,6 +118,7 @@ double pct(std::vector<double> v, double p) {
 int main(int argc, char** argv) {
   std::vector<size_t> levels{1, 100, 1000};
   int tokens = 20, first_ms = 50, token_ms = 10, rounds = 1;
+  std::string ragtor_bin;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--streams") {
@@ -130,6 +131,8 @@ int main(int argc, char** argv) {
       token_ms = std::stoi(v);
     } else if (a == "--rounds") {
       rounds = std::stoi(v);
+    } else if (a == "--ragtor") {
+      ragtor_bin = v;  // another build to measure (e.g. the previous commit's)
     }
   }
   // Sockets: each stream needs one client and one upstream connection.
@@ -140,6 +143,8 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
 
   auto bin_dir = fs::canonical("/proc/self/exe").parent_path().parent_path();
+  if (ragtor_bin.empty())
+    ragtor_bin = (bin_dir / "ragtor").string();
   auto scratch = fs::temp_directory_path() / ("ragtor-load-" + std::to_string(getpid()));
   fs::create_directories(scratch);
   std::string reply;
@@ -152,7 +157,7 @@ int main(int argc, char** argv) {
                      "--script", (scratch / "script.json").string()},
                     "fake_openai listening on http://", {}, scratch / "fake.log");
   auto data = scratch / "data";
-  auto ingest = "'" + (bin_dir / "ragtor").string() + "' ingest --kb demo --data-dir '"
+  auto ingest = "'" + ragtor_bin + "' ingest --kb demo --data-dir '"
                 + data.string() + "' '" + std::string{RAGTOR_SOURCE_DIR}
                 + "/examples/kb' > /dev/null";
   if (std::system(ingest.c_str()) != 0) {
@@ -164,7 +169,7 @@ int main(int argc, char** argv) {
       "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
       "RAGTOR_LLM__MODEL=fake-model", "RAGTOR_LLM__MAX_CONCURRENCY=" + std::to_string(max_level),
       "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(max_level), "RAGTOR_LOG__LEVEL=warn"};
-  auto ragtor = spawn({(bin_dir / "ragtor").string(), "serve", "--listen", "127.0.0.1:0",
+  auto ragtor = spawn({ragtor_bin, "serve", "--listen", "127.0.0.1:0",
                        "--data-dir", data.string()},
                       "ragtor listening on http://", env, scratch / "ragtor.log");
   std::printf("fake model: %d tokens, first token after %d ms, %d ms between tokens\n", tokens,

@@ -27,6 +27,7 @@ namespace ragtor {
 namespace {
 
 enum class phase { routing, history, retrieving, generating, persisting, finished };
+enum class early_search { none, running, answered };
 
 // Timers. A delayed message holds its receiver until it fires, so one long
 // timer (the 300 s turn deadline) would keep every finished stream in
@@ -138,6 +139,12 @@ struct stream_state {
   bool context_joined = false;
   bool history_degraded = false;
   std::chrono::steady_clock::time_point context_started;
+  // The search started early (retrieve_early), and its answer until
+  // retrieve() takes it.
+  early_search early = early_search::none;
+  bool awaiting_early = false;  // retrieve() waits for it
+  retrieval_result early_result;
+  caf::error early_error;
 
   // Delivery. Every event is also kept (tokens coalesced) so that a
   // subscriber joining late — a client retrying with the same request_id,
@@ -465,6 +472,72 @@ void generate(self_ptr self) {
 
 // Search failure is not the end of the turn (seed 004 §10): the answer is
 // generated from no documents, which makes it say it found nothing.
+// The search answered: its results are the turn's evidence.
+void retrieved(self_ptr self, retrieval_result res) {
+  auto& st = self->state;
+  if (st.cancelled)
+    return persist(self);
+  st.evidence = std::move(res);
+  emit(self, make_progress_event("retrieval", 1, 1, st.route.agent_type,
+                                 static_cast<int64_t>(st.evidence.retrieval_results.size()), ""));
+  log_node(self, "retrieve", retrieve_input(self), retrieve_output(self));
+  generate(self);
+}
+
+// The search failed: the answer is generated from no documents.
+void retrieval_failed(self_ptr self, const caf::error& err) {
+  auto& st = self->state;
+  st.evidence = {};
+  auto msg = error_message(err);
+  spdlog::warn("stream {}: search failed ({}); answering without documents", st.req.request_id,
+               self->system().render(err));
+  log_node(self, "retrieve", retrieve_input(self),
+           json_strings({{"degraded", "search failed: " + msg + "; no documents"}}));
+  emit(self,
+       make_progress_event("retrieval", 1, 1, st.route.agent_type, 0, "search failed: " + msg));
+  generate(self);
+}
+
+// The search request for the turn's query.
+auto search(self_ptr self) {
+  auto& st = self->state;
+  retrieve_options opts;
+  opts.top_k = top_k_of(self);
+  opts.request_id = st.req.request_id;
+  return self->request(st.deps.pool, st.settings.step_timeout, atom::retrieve_v,
+                       st.route.worker_name, st.query, st.opened.conversation_id, opts);
+}
+
+// A pipeline turn without query rewriting searches the question itself, so
+// its search starts as soon as the route is known, alongside the context
+// reads; retrieve() takes its answer (events and logs keep their order).
+void retrieve_early(self_ptr self) {
+  auto& st = self->state;
+  auto& mode = st.route.kb.answer_mode;
+  if (st.cancelled || st.route.worker_name.empty() || st.route.kb.enable_query_rewrite
+      || !(mode.empty() || mode == "pipeline"))
+    return;
+  st.query = st.req.message;
+  st.early = early_search::running;
+  search(self).then(
+      [=](retrieval_result& res) {
+        auto& st = self->state;
+        st.early = early_search::answered;
+        if (st.awaiting_early)
+          return retrieved(self, std::move(res));
+        st.early_result = std::move(res);
+      },
+      [=](caf::error& err) {
+        auto& st = self->state;
+        st.early = early_search::answered;
+        if (st.awaiting_early)
+          return retrieval_failed(self, err);
+        st.early_error = std::move(err);
+      });
+}
+
+// Search failure is not the end of the turn (seed 004 §10): the answer is
+// generated from no documents, which makes it say it found nothing.
 void retrieve(self_ptr self) {
   auto& st = self->state;
   if (st.cancelled)
@@ -474,36 +547,17 @@ void retrieve(self_ptr self) {
   st.ph = phase::retrieving;
   begin_node(self);
   emit(self, make_progress_event("retrieval", 0, 1, st.route.agent_type, -1, ""));
-  auto on_error = [=](caf::error& err) {
-    auto& st = self->state;
-    st.evidence = {};
-    auto msg = error_message(err);
-    spdlog::warn("stream {}: search failed ({}); answering without documents", st.req.request_id,
-                 self->system().render(err));
-    log_node(self, "retrieve", retrieve_input(self),
-             json_strings({{"degraded", "search failed: " + msg + "; no documents"}}));
-    emit(self, make_progress_event("retrieval", 1, 1, st.route.agent_type, 0,
-                                   "search failed: " + msg));
-    generate(self);
-  };
-  retrieve_options opts;
-  opts.top_k = top_k_of(self);
-  opts.request_id = st.req.request_id;
-  self->request(st.deps.pool, st.settings.step_timeout, atom::retrieve_v, st.route.worker_name,
-                st.query, st.opened.conversation_id, opts)
-      .then(
-          [=](retrieval_result& res) {
-            auto& st = self->state;
-            if (st.cancelled)
-              return persist(self);
-            st.evidence = std::move(res);
-            emit(self, make_progress_event(
-                           "retrieval", 1, 1, st.route.agent_type,
-                           static_cast<int64_t>(st.evidence.retrieval_results.size()), ""));
-            log_node(self, "retrieve", retrieve_input(self), retrieve_output(self));
-            generate(self);
-          },
-          on_error);
+  if (st.early == early_search::answered && st.query == st.req.message) {
+    if (st.early_error)
+      return retrieval_failed(self, st.early_error);
+    return retrieved(self, std::move(st.early_result));
+  }
+  if (st.early == early_search::running && st.query == st.req.message) {
+    st.awaiting_early = true;
+    return;
+  }
+  search(self).then([=](retrieval_result& res) { retrieved(self, std::move(res)); },
+                    [=](caf::error& err) { retrieval_failed(self, err); });
 }
 
 // The rewrite node (seed 004 §4.2): with enable_query_rewrite, the model
@@ -897,6 +951,7 @@ void start_pipeline(self_ptr self) {
             st.routed = true;
             emit(self, make_route_event(st.route, st.req.debug));
             log_node(self, "route", route_input(self), route_decision_json(st.route));
+            retrieve_early(self);
             context_ready(self);
           },
           [=](caf::error& err) {
