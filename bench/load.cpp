@@ -168,7 +168,12 @@ int main(int argc, char** argv) {
   std::vector<std::string> env{
       "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
       "RAGTOR_LLM__MODEL=fake-model", "RAGTOR_LLM__MAX_CONCURRENCY=" + std::to_string(max_level),
-      "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(max_level), "RAGTOR_LOG__LEVEL=warn"};
+      "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(max_level),
+      // Admission ([server] max_streams, max_connections) sized for the
+      // largest level: this measures streams served, not streams refused.
+      "RAGTOR_SERVER__MAX_STREAMS=" + std::to_string(std::max<size_t>(max_level, 1024)),
+      "RAGTOR_SERVER__MAX_CONNECTIONS=" + std::to_string(std::max<size_t>(2 * max_level, 4096)),
+      "RAGTOR_LOG__LEVEL=warn"};
   auto ragtor = spawn({ragtor_bin, "serve", "--listen", "127.0.0.1:0",
                        "--data-dir", data.string()},
                       "ragtor listening on http://", env, scratch / "ragtor.log");
