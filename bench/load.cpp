@@ -8,6 +8,7 @@
 //
 //   build/bench/bench_load [--streams 1,100,1000] [--tokens 20]
 //       [--first-token-ms 50] [--token-ms 10] [--rounds 1] [--ragtor PATH]
+//       [--floor on]  (also the bare relay, bench_floor, row by row)
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
@@ -119,6 +120,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> levels{1, 100, 1000};
   int tokens = 20, first_ms = 50, token_ms = 10, rounds = 1;
   std::string ragtor_bin;
+  bool floor = false;  // also measure bench_floor, the bare relay, in the same run
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--streams") {
@@ -131,6 +133,8 @@ int main(int argc, char** argv) {
       token_ms = std::stoi(v);
     } else if (a == "--rounds") {
       rounds = std::stoi(v);
+    } else if (a == "--floor") {
+      floor = v == "1" || v == "on" || v == "true";
     } else if (a == "--ragtor") {
       ragtor_bin = v;  // another build to measure (e.g. the previous commit's)
     }
@@ -179,20 +183,28 @@ int main(int argc, char** argv) {
                       "ragtor listening on http://", env, scratch / "ragtor.log");
   std::printf("fake model: %d tokens, first token after %d ms, %d ms between tokens\n", tokens,
               first_ms, token_ms);
+  child floor_server;
+  if (floor)
+    floor_server = spawn({(bin_dir / "bench/bench_floor").string(), "--upstream",
+                          std::to_string(fake.port)},
+                         "floor listening on http://", {}, scratch / "floor.log");
   std::printf(
-      "| streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
-      "| gap p99 ms | tokens/s | errors | ragtor peak RSS MiB |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|\n");
+      "| server | streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
+      "| gap p99 ms | tokens/s | errors | server peak RSS MiB |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   for (auto n : levels) {
     for (int round = 0; round < rounds; ++round) {
+     for (auto* server : {&ragtor, &floor_server}) {
+      if (server->pid <= 0)
+        continue;
       net::io_context ioc{1};
       std::vector<stream_stats> stats(n);
       for (size_t i = 0; i < n; ++i) {
         auto body = R"({"user_id":"load)" + std::to_string(i) + R"(","session_id":"r)"
                     + std::to_string(n) + "_" + std::to_string(round)
                     + R"(","kb_prefix":"demo","message":"How do I run the tests?"})";
-        net::co_spawn(ioc, one_stream(ragtor.port, body, stats[i]), net::detached);
+        net::co_spawn(ioc, one_stream(server->port, body, stats[i]), net::detached);
       }
       auto t0 = steady::now();
       ioc.run();
@@ -207,14 +219,17 @@ int main(int argc, char** argv) {
         }
         delivered += s.tokens;
       }
-      std::printf("| %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f |\n", n,
+      std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f |\n",
+                  server == &ragtor ? "ragtor" : "floor", n,
                   static_cast<double>(ok) / secs, pct(ttft, 0.5), pct(ttft, 0.99),
                   pct(ttft, 0.5) - first_ms, pct(ttft, 0.99) - first_ms, pct(gaps, 0.99),
                   static_cast<double>(delivered) / secs, n - ok,
-                  static_cast<double>(peak_rss_kib(ragtor.pid)) / 1024);
+                  static_cast<double>(peak_rss_kib(server->pid)) / 1024);
       std::fflush(stdout);
+     }
     }
   }
+  stop(floor_server);
   stop(ragtor);
   stop(fake);
   fs::remove_all(scratch);
