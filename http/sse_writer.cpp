@@ -30,11 +30,11 @@ net::awaitable<bool> write_with_deadline(net::ip::tcp::socket& sock, std::string
     if (as_chunk) {
       auto r = co_await (net::async_write(sock, boost::beast::http::make_chunk(net::buffer(data)),
                                           net::as_tuple(net::use_awaitable))
-                         || timer.async_wait(net::use_awaitable));
+                         || timer.async_wait(net::as_tuple(net::use_awaitable)));
       co_return r.index() == 0 && !std::get<0>(std::get<0>(r));
     }
     auto r = co_await (net::async_write(sock, net::buffer(data), net::as_tuple(net::use_awaitable))
-                       || timer.async_wait(net::use_awaitable));
+                       || timer.async_wait(net::as_tuple(net::use_awaitable)));
     co_return r.index() == 0 && !std::get<0>(std::get<0>(r));
   } catch (const boost::system::system_error&) {
     co_return false;
@@ -51,7 +51,7 @@ net::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
   // (operator|| waits for the first *success*, so an error would otherwise
   // wait for the timer).
   auto r = co_await (ch.async_receive(net::as_tuple(net::use_awaitable))
-                     || timer.async_wait(net::use_awaitable));
+                     || timer.async_wait(net::as_tuple(net::use_awaitable)));
   if (r.index() == 1)
     co_return std::nullopt;
   auto& [ec, batch] = std::get<0>(r);
