@@ -232,6 +232,9 @@ int main(int argc, char** argv) {
   stop(floor_server);
   stop(ragtor);
   stop(fake);
-  fs::remove_all(scratch);
+  if (std::getenv("RAGTOR_BENCH_KEEP"))
+    std::printf("kept %s (ragtor.log, fake.log)\n", scratch.c_str());
+  else
+    fs::remove_all(scratch);
   return 0;
 }
