@@ -273,6 +273,9 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     auto first_deadline = clock_type::now() + cfg.first_token_timeout;
     auto phase = std::min(first_deadline, total_deadline);
     auto ec = co_await send_and_read_header(s, c, req, p, phase);
+    // Sent: its copy of the prompt is not needed for the rest of a stream
+    // that may last minutes (a retry builds a new request).
+    std::string{}.swap(req.body());
     if (ec) {
       a.retriable = true;
       if (ec == beast::error::timeout) {
@@ -286,7 +289,9 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     }
     header_seen = true;
     auto status = p.get().result_int();
-    std::array<char, 16 * 1024> buf;
+    // Deltas are a few hundred bytes: a small buffer keeps the frame of
+    // every streaming request (one per open stream) small.
+    std::array<char, 4 * 1024> buf;
     if (status < 200 || status > 299) {
       std::string body;
       while (!p.is_done() && body.size() < 64 * 1024) {
