@@ -16,8 +16,9 @@ build: deps
 deps:
 	scripts/install-deps
 
+# The performance table (docs/performance.md), a few minutes.
 bench: build
-	@ls $(BUILD_DIR)/bench/bench_* 2>/dev/null || echo "no benches built"
+	scripts/bench
 
 # Ten minutes of mixed load; prints RSS, fds, threads and turns/s each minute.
 soak: build
