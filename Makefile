@@ -2,7 +2,7 @@
 # Both install missing Debian packages first (scripts/install-deps).
 BUILD_DIR ?= build
 
-.PHONY: run test build deps bench soak clean format
+.PHONY: run test build deps bench soak fuzz clean format
 
 run:
 	scripts/run
@@ -23,6 +23,10 @@ bench: build
 # Ten minutes of mixed load; prints RSS, fds, threads and turns/s each minute.
 soak: build
 	$(BUILD_DIR)/bench/bench_soak --minutes 10
+
+# The libFuzzer targets, five minutes each (make test runs them 20 s each).
+fuzz:
+	scripts/fuzz 300
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')

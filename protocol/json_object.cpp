@@ -86,8 +86,9 @@ object_parse parse_json_object(std::string_view body, size_t max_body_bytes,
   auto& out = result.fields;
   std::vector<bool> seen(specs.size(), false);
   for (auto [key, value] : obj) {
+    std::string_view k = key;  // (clang 14 lambdas cannot capture bindings)
     auto spec = std::find_if(specs.begin(), specs.end(),
-                             [&](const field_spec& f) { return f.name == key; });
+                             [k](const field_spec& f) { return f.name == k; });
     if (spec == specs.end())
       return invalid("unknown field " + quoted_field(key), key);
     auto index = static_cast<size_t>(spec - specs.begin());

@@ -51,7 +51,10 @@ expanded_query expand_typos(const bm25_index& index, std::string_view query,
   std::map<std::string, double> counts;
   for (auto& t : tokenize(query))
     counts[t] += 1.0;
-  for (auto& [term, weight] : counts) {
+  for (auto& entry : counts) {
+    // Not a structured binding: clang 14 lambdas cannot capture one.
+    const std::string& term = entry.first;
+    double weight = entry.second;
     out.terms.emplace_back(term, weight);
     if (term.size() < opts.min_length || !is_latin_word(term) || index.has_term(term))
       continue;
