@@ -15,6 +15,7 @@
 
 #include <toml++/toml.h>
 
+#include "llm/base_url.hpp"
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/worker_name.hpp"
@@ -595,6 +596,21 @@ caf::error validate(const config& c) {
     err = key_error("llm.base_url", "must start with http:// or https://");
   if (!err && !c.llm.base_url.empty() && c.llm.model.empty())
     err = key_error("llm.model", "must be set when llm.base_url is set");
+  // Every URL ragtor calls out to names an allowed host (docs/security.md).
+  auto allowed = list_of(c.security.allowed_outbound_hosts);
+  auto outbound = [&](std::string_view key, const std::string& url) {
+    if (err || url.empty())
+      return;
+    auto u = llm::parse_base_url(url);
+    if (u && !llm::host_allowed(allowed, u->host))
+      err = key_error(key, "host \"" + u->host
+                               + "\" is not in security.allowed_outbound_hosts (\""
+                               + c.security.allowed_outbound_hosts
+                               + "\"); add it there to let ragtor call it");
+  };
+  outbound("llm.base_url", c.llm.base_url);
+  outbound("retrieval.embedding_base_url", c.retrieval.embedding_base_url);
+  outbound("retrieval.rerank_base_url", c.retrieval.rerank_base_url);
   first(at_least("llm.connect_timeout_ms", c.llm.connect_timeout_ms, 1));
   first(at_least("llm.first_token_timeout_s", c.llm.first_token_timeout_s, 1));
   first(at_least("llm.idle_timeout_s", c.llm.idle_timeout_s, 1));

@@ -186,8 +186,7 @@ std::string key_json(const api_key_record& r) {
 
 std::optional<spec_error> check_outbound_hosts(const kb_settings& settings,
                                                const std::vector<std::string>& allowed) {
-  if (settings.workflow_json.empty()
-      || std::find(allowed.begin(), allowed.end(), "*") != allowed.end())
+  if (settings.workflow_json.empty())
     return std::nullopt;
   auto wf = wf::parse_workflow(settings.workflow_json);
   if (!wf)
@@ -197,9 +196,7 @@ std::optional<spec_error> check_outbound_hosts(const kb_settings& settings,
     auto url = llm::parse_base_url(wf->tools[i].url);
     if (!url)
       return spec_error{field, "not an http:// or https:// URL"};
-    bool ok = std::any_of(allowed.begin(), allowed.end(),
-                          [&](const std::string& h) { return iequals_ascii(h, url->host); });
-    if (!ok)
+    if (!llm::host_allowed(allowed, url->host))
       return spec_error{field, "host \"" + url->host
                                    + "\" is not in [security] allowed_outbound_hosts"};
   }

@@ -1,5 +1,7 @@
 #include "llm/base_url.hpp"
 
+#include <algorithm>
+
 #include <boost/url/parse.hpp>
 #include <boost/url/scheme.hpp>
 
@@ -34,6 +36,16 @@ std::optional<base_url> parse_base_url(std::string_view url) {
   while (!u.prefix.empty() && u.prefix.back() == '/')
     u.prefix.pop_back();
   return u;
+}
+
+bool host_allowed(const std::vector<std::string>& allowed, std::string_view host) {
+  auto lower = [](char c) { return c >= 'A' && c <= 'Z' ? static_cast<char>(c - 'A' + 'a') : c; };
+  return std::any_of(allowed.begin(), allowed.end(), [&](const std::string& h) {
+    return h == "*"
+           || (h.size() == host.size()
+               && std::equal(h.begin(), h.end(), host.begin(),
+                             [&](char x, char y) { return lower(x) == lower(y); }));
+  });
 }
 
 }  // namespace ragtor::llm

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace ragtor::llm {
 
@@ -20,5 +21,9 @@ struct base_url {
 
 // nullopt unless `url` is an absolute http:// or https:// URL with a host.
 std::optional<base_url> parse_base_url(std::string_view url);
+
+// Whether `host` is in `allowed` ([security] allowed_outbound_hosts; ASCII
+// case-insensitive; "*" allows every host).
+bool host_allowed(const std::vector<std::string>& allowed, std::string_view host);
 
 }  // namespace ragtor::llm

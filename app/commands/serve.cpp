@@ -243,6 +243,14 @@ int run_serve(const serve_options& opts) {
   }
   for (auto& name : (*catalog)->names()) {
     auto snap = (*catalog)->get(name);
+    // KBs already on disk are held to today's outbound hosts too (the list
+    // may have been narrowed since they were created).
+    if (auto bad = http::check_outbound_hosts(snap->settings, outbound)) {
+      spdlog::error("knowledge base \"{}\" (data/kbs/{}/kb.json): {}: {}; allow the host in "
+                    "[security] allowed_outbound_hosts or change the KB",
+                    name, name, bad->field, bad->message);
+      return 1;
+    }
     spdlog::info("knowledge base \"{}\": {} chunks, indexes {} in {:.0f} ms", name,
                  snap->chunks.size(), snap->loaded_from_snapshot ? "loaded" : "built",
                  snap->build_ms);

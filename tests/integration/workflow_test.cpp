@@ -230,6 +230,26 @@ TEST_F(workflow_test, malformed_model_json_never_breaks_a_turn) {
   EXPECT_NE(r.done->str("/content/reason").find("could not be verified"), std::string::npos);
 }
 
+// A KB on disk whose tool URL names a host that [security]
+// allowed_outbound_hosts no longer allows keeps the server from starting,
+// with the KB and the field named (not silently calling the host).
+TEST_F(workflow_test, a_kb_on_disk_with_a_disallowed_tool_host_stops_the_start) {
+  auto url = "http://127.0.0.1:" + std::to_string(fake_.port()) + "/_fake/tool";
+  call("POST", "/api/v1/kbs",
+       R"({"name":"shop","answer_mode":"workflow","workflow":{)"
+       R"("tools":[{"name":"orders","url":")" + url + R"("}],)"
+       R"("intents":[{"l2":"order_status","description":"where is my order",)"
+       R"("sources":["tool:orders"]}]}})",
+       201);
+  ASSERT_TRUE(stop_server().clean());
+  auto refused = run_ragtor({"serve", "--listen", "127.0.0.1:0", "--data-dir", data_dir().string()},
+                            {{"RAGTOR_SECURITY__ALLOWED_OUTBOUND_HOSTS", "localhost"}}, 30s);
+  EXPECT_TRUE(refused.status.exited && refused.status.code != 0) << refused.output;
+  EXPECT_NE(refused.output.find("knowledge base \"shop\""), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("workflow.tools[0].url"), std::string::npos) << refused.output;
+  EXPECT_NE(refused.output.find("allowed_outbound_hosts"), std::string::npos) << refused.output;
+}
+
 TEST_F(workflow_test, http_json_tools_are_a_source) {
   // An "orders" intent answered by an HTTP JSON tool (the fake's /_fake/tool).
   auto url = "http://127.0.0.1:" + std::to_string(fake_.port()) + "/_fake/tool";

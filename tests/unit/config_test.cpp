@@ -128,7 +128,7 @@ allow_unauthenticated = true
 admin_token = "t0ken"
 key_refresh_ms = 100
 [security]
-allowed_outbound_hosts = "tools.internal"
+allowed_outbound_hosts = "tools.internal,models.example"
 )"};
   auto cfg = load_config(file.path(), {});
   ASSERT_TRUE(cfg) << error_message(cfg.error());
@@ -180,7 +180,7 @@ allowed_outbound_hosts = "tools.internal"
   EXPECT_TRUE(cfg->auth.allow_unauthenticated);
   EXPECT_EQ(cfg->auth.admin_token, "t0ken");
   EXPECT_EQ(cfg->auth.key_refresh_ms, 100);
-  EXPECT_EQ(cfg->security.allowed_outbound_hosts, "tools.internal");
+  EXPECT_EQ(cfg->security.allowed_outbound_hosts, "tools.internal,models.example");
 }
 
 TEST(config, auth_section_from_environment_and_validated) {
@@ -302,6 +302,32 @@ TEST(config, wrong_type_error_names_key) {
   EXPECT_NE(msg.find("\"server.max_body_bytes\""), std::string::npos) << msg;
   msg = load_error("[server]\nio_threads = 4294967296\n");
   EXPECT_NE(msg.find("out of range"), std::string::npos) << msg;
+}
+
+// Model, embedding and rerank endpoints are outbound calls: their hosts
+// must be in [security] allowed_outbound_hosts (default: loopback only).
+TEST(config, model_endpoints_must_name_an_allowed_host) {
+  auto msg = load_error("[llm]\nbase_url = \"https://api.example.com/v1\"\nmodel = \"m\"\n");
+  EXPECT_NE(msg.find("\"llm.base_url\""), std::string::npos) << msg;
+  EXPECT_NE(msg.find("api.example.com"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("allowed_outbound_hosts"), std::string::npos) << msg;
+  msg = load_error("[retrieval]\nembedder = \"openai\"\nembedding_base_url = "
+                   "\"http://embed.example:8000/v1\"\nembedding_model = \"e\"\n");
+  EXPECT_NE(msg.find("\"retrieval.embedding_base_url\""), std::string::npos) << msg;
+  msg = load_error("[retrieval]\nrerank_base_url = \"http://10.0.0.7:8001/v1\"\n"
+                   "rerank_model = \"r\"\n");
+  EXPECT_NE(msg.find("\"retrieval.rerank_base_url\""), std::string::npos) << msg;
+  // Listed (any case) or "*": accepted; loopback is allowed by default.
+  for (auto* toml :
+       {"[llm]\nbase_url = \"https://API.example.com/v1\"\nmodel = \"m\"\n"
+        "[security]\nallowed_outbound_hosts = \"127.0.0.1,api.example.com\"\n",
+        "[llm]\nbase_url = \"https://api.example.com/v1\"\nmodel = \"m\"\n"
+        "[security]\nallowed_outbound_hosts = \"*\"\n",
+        "[llm]\nbase_url = \"http://localhost:8000/v1\"\nmodel = \"m\"\n"}) {
+    temp_toml file{toml};
+    auto cfg = load_config(file.path(), {});
+    EXPECT_TRUE(cfg) << toml << " -> " << (cfg ? "" : error_message(cfg.error()));
+  }
 }
 
 TEST(config, validates_ranges) {
