@@ -2,7 +2,7 @@
 # Both install missing Debian packages first (scripts/install-deps).
 BUILD_DIR ?= build
 
-.PHONY: run test build deps bench soak fuzz clean format
+.PHONY: run test build deps bench soak fuzz sanitize clean format
 
 run:
 	scripts/run
@@ -27,6 +27,10 @@ soak: build
 # The libFuzzer targets, five minutes each (make test runs them 20 s each).
 fuzz:
 	scripts/fuzz 300
+
+# The unit tests under ASan + UBSan (a separate ~30 min build).
+sanitize:
+	scripts/sanitize
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.hpp')
