@@ -18,6 +18,9 @@ using handler_result = boost::asio::awaitable<void>;
 // -- health (health_handlers.cpp) ----------------------------------------------------
 
 handler_result health(handler_context& ctx, exchange& ex);
+// GET /readyz: 200 {"status":"ready","checks":{store, kbs, cluster}}, or
+// 503 "not_ready" naming the failing check.
+handler_result ready(handler_context& ctx, exchange& ex);
 
 // -- cluster (cluster_handlers.cpp) --------------------------------------------------
 

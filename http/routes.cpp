@@ -11,6 +11,7 @@ std::vector<route> api_routes() {
   // clang-format off
   return {
     {"GET",    "/healthz",                                     "health",                none,     health},
+    {"GET",    "/readyz",                                      "ready",                 none,     ready},
     {"GET",    "/api/v1/cluster",                              "cluster_members",       admin,    cluster_members},
     {"GET",    "/v1/models",                                   "openai_models",         chat,     openai_models},
     {"POST",   "/v1/chat/completions",                         "openai_chat",           chat,     openai_chat, json, turn},

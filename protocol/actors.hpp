@@ -344,6 +344,8 @@ using store_actor = caf::typed_actor<
     caf::replies_to<atom::feedback, feedback_vote>::with<std::string>,
     // A user's core memory profile (JSON object text, "{}" when none).
     caf::replies_to<atom::core_mem, std::string /*user_id*/>::with<std::string>,
+    // Readiness: a trivial query on a read connection; true when answered.
+    caf::replies_to<atom::ping>::with<bool>,
     // Stores long-term memories (same user + content: lifetime refreshed);
     // answers how many were new.
     caf::replies_to<atom::mem_add, std::vector<memory_record>>::with<int64_t>,

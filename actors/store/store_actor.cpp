@@ -298,6 +298,12 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
             deliver();
           }
         },
+        [=](atom::ping) {
+          return submit<bool>(self, false, [](store_backend& db) {
+            db.execute_script("SELECT 1");
+            return true;
+          });
+        },
         [=](atom::status) -> std::string {
           auto s = self->state.executor->snapshot();
           json_writer w;

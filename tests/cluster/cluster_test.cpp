@@ -150,6 +150,9 @@ TEST_F(cluster_test, a_frontend_uses_both_retrieval_replicas) {
   EXPECT_EQ(m.items("/nodes").size(), 3u) << m.dump();
   EXPECT_EQ(status_in(m, "r1"), "up");
   EXPECT_EQ(status_in(m, "r2"), "up");
+  auto ready = request(node("fe").port(), "GET", "/readyz");
+  EXPECT_EQ(ready.status, 200) << ready.body;
+  EXPECT_EQ(json::parse(ready.body).str("/checks/cluster"), "joined") << ready.body;
 
   std::map<std::string, int> served;
   for (int i = 0; i < 6; ++i)

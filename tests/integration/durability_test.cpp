@@ -150,7 +150,15 @@ TEST(outage_test, requests_fail_cleanly_then_recover_without_restart) {
   auto ok = request(server.port(), "POST", chat_path, chat_body("u", "s", question));
   ASSERT_EQ(ok.status, 200) << ok.body;
 
+  auto ready = request(server.port(), "GET", "/readyz");
+  EXPECT_EQ(ready.status, 200) << ready.body;
+  EXPECT_EQ(json::parse(ready.body).str("/checks/store"), "ok");
+
   shell(cluster_script() + " pause " + pg_dir.string());
+  auto not_ready = request(server.port(), "GET", "/readyz");
+  EXPECT_EQ(not_ready.status, 503) << not_ready.body;
+  EXPECT_EQ(json::parse(not_ready.body).str("/status"), "not_ready");
+  EXPECT_NE(json::parse(not_ready.body).str("/checks/store"), "ok") << not_ready.body;
   auto down = request(server.port(), "POST", chat_path, chat_body("u", "s", question));
   EXPECT_EQ(down.status, 503) << down.body;
   EXPECT_EQ(json::parse(down.body).str("/error/code"), "unavailable");
@@ -161,6 +169,7 @@ TEST(outage_test, requests_fail_cleanly_then_recover_without_restart) {
   shell(cluster_script() + " resume " + pg_dir.string() + " " + port);
   auto again = request(server.port(), "POST", chat_path, chat_body("u", "s", question));
   EXPECT_EQ(again.status, 200) << again.body;
+  EXPECT_EQ(request(server.port(), "GET", "/readyz").status, 200);
   // Nothing half-written: the conversation holds exactly the two good turns.
   auto msgs = stored_messages(server.port(), "u");
   EXPECT_EQ(msgs.size(), 4u);

@@ -59,6 +59,7 @@ std::map<std::string, route_call> route_calls() {
   const std::string chat = R"({"user_id":"{U}","session_id":"sec-1","message":"Who designed the Port Quellin lighthouse?","kb_prefix":"test"})";
   return {
       {"health", {"GET", "/healthz", "", false, {200}}},
+      {"ready", {"GET", "/readyz", "", false, {200}}},
       {"openai_models", {"GET", "/v1/models", "", false, {200}}},
       {"openai_chat",
        {"POST", "/v1/chat/completions",

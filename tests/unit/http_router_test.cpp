@@ -26,6 +26,7 @@ struct route_case {
 std::vector<route_case> table_cases() {
   return {
       {"GET", "/healthz", "health", {}},
+      {"GET", "/readyz", "ready", {}},
       {"GET", "/v1/models", "openai_models", {}},
       {"POST", "/v1/chat/completions", "openai_chat", {}},
       {"GET", "/api/v1/chat/stream/req_1", "chat_resume", {{"request_id", "req_1"}}},
