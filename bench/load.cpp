@@ -9,13 +9,20 @@
 //   build/bench/bench_load [--streams 1,100,1000] [--tokens 20]
 //       [--first-token-ms 50] [--token-ms 10] [--rounds 1] [--ragtor PATH]
 //       [--floor on]  (also the bare relay, bench_floor, row by row)
+//       [--console on]  (also ragtor with the admin console's live feed
+//                        /admin/api/events?view=actors open, row by row)
+#include <arpa/inet.h>
 #include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -107,6 +114,51 @@ net::awaitable<void> one_stream(uint16_t port, std::string body, stream_stats& o
   out.ok = done && !error && out.tokens > 0;
 }
 
+// Holds the admin console's live feed of the actor table open (what a
+// browser on /admin does) until destroyed; counts the bytes it received.
+class console_feed {
+public:
+  explicit console_feed(uint16_t port) {
+    reader_ = std::thread{[this, port] {
+      int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+      sockaddr_in a{};
+      a.sin_family = AF_INET;
+      a.sin_port = htons(port);
+      a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+      if (::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) != 0) {
+        ::close(fd);
+        return;
+      }
+      std::string req = "GET /admin/api/events?view=actors HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n";
+      if (::send(fd, req.data(), req.size(), MSG_NOSIGNAL) < 0) {
+        ::close(fd);
+        return;
+      }
+      std::array<char, 65536> buf;
+      while (!stop_) {
+        pollfd p{fd, POLLIN, 0};
+        if (::poll(&p, 1, 100) <= 0)
+          continue;
+        auto n = ::recv(fd, buf.data(), buf.size(), 0);
+        if (n <= 0)
+          break;
+        bytes_ += static_cast<size_t>(n);
+      }
+      ::close(fd);
+    }};
+  }
+  ~console_feed() {
+    stop_ = true;
+    reader_.join();
+  }
+  size_t bytes() const { return bytes_; }
+
+private:
+  std::atomic<bool> stop_{false};
+  std::atomic<size_t> bytes_{0};
+  std::thread reader_;
+};
+
 double pct(std::vector<double> v, double p) {
   if (v.empty())
     return 0;
@@ -121,6 +173,7 @@ int main(int argc, char** argv) {
   int tokens = 20, first_ms = 50, token_ms = 10, rounds = 1;
   std::string ragtor_bin;
   bool floor = false;  // also measure bench_floor, the bare relay, in the same run
+  bool console = false;  // also ragtor with the admin console's feed open
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--streams") {
@@ -135,6 +188,8 @@ int main(int argc, char** argv) {
       rounds = std::stoi(v);
     } else if (a == "--floor") {
       floor = v == "1" || v == "on" || v == "true";
+    } else if (a == "--console") {
+      console = v == "1" || v == "on" || v == "true";
     } else if (a == "--ragtor") {
       ragtor_bin = v;  // another build to measure (e.g. the previous commit's)
     }
@@ -195,14 +250,20 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
   for (auto n : levels) {
     for (int round = 0; round < rounds; ++round) {
-     for (auto* server : {&ragtor, &floor_server}) {
-      if (server->pid <= 0)
+     for (int pass = 0; pass < 3; ++pass) {
+      // 0: ragtor; 1: ragtor with the console open; 2: the floor.
+      auto* server = pass == 2 ? &floor_server : &ragtor;
+      if (server->pid <= 0 || (pass == 1 && !console))
         continue;
+      std::optional<console_feed> feed;
+      if (pass == 1)
+        feed.emplace(server->port);
       net::io_context ioc{1};
       std::vector<stream_stats> stats(n);
       for (size_t i = 0; i < n; ++i) {
         auto body = R"({"user_id":"load)" + std::to_string(i) + R"(","session_id":"r)"
-                    + std::to_string(n) + "_" + std::to_string(round)
+                    + std::to_string(n) + "_" + std::to_string(round) + "_"
+                    + std::to_string(pass)
                     + R"(","kb_prefix":"demo","message":"How do I run the tests?"})";
         net::co_spawn(ioc, one_stream(server->port, body, stats[i]), net::detached);
       }
@@ -220,7 +281,7 @@ int main(int argc, char** argv) {
         delivered += s.tokens;
       }
       std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f |\n",
-                  server == &ragtor ? "ragtor" : "floor", n,
+                  pass == 0 ? "ragtor" : pass == 1 ? "ragtor+console" : "floor", n,
                   static_cast<double>(ok) / secs, pct(ttft, 0.5), pct(ttft, 0.99),
                   pct(ttft, 0.5) - first_ms, pct(ttft, 0.99) - first_ms, pct(gaps, 0.99),
                   static_cast<double>(delivered) / secs, n - ok,

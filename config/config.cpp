@@ -60,6 +60,9 @@ std::vector<binding> bindings_of(config& c) {
       {"auth", "allow_unauthenticated", &c.auth.allow_unauthenticated},
       {"auth", "admin_token", &c.auth.admin_token},
       {"auth", "key_refresh_ms", &c.auth.key_refresh_ms},
+      {"admin", "token", &c.admin.token},
+      {"admin", "enabled", &c.admin.enabled},
+      {"admin", "status_timeout_ms", &c.admin.status_timeout_ms},
       {"security", "allowed_outbound_hosts", &c.security.allowed_outbound_hosts},
       {"cluster", "node_name", &c.cluster.node_name},
       {"cluster", "listen", &c.cluster.listen},
@@ -535,6 +538,7 @@ caf::error validate(const config& c) {
   first(at_least("server.max_header_bytes", c.server.max_header_bytes, size_t{256}));
   first(at_least("server.max_url_bytes", c.server.max_url_bytes, size_t{16}));
   first(at_least("auth.key_refresh_ms", c.auth.key_refresh_ms, 50));
+  first(at_least("admin.status_timeout_ms", c.admin.status_timeout_ms, 10));
   if (!err)
     err = one_of("auth.mode", c.auth.mode, std::array<std::string_view, 2>{"off", "api_key"});
   first(validate_cluster(c));

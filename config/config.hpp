@@ -57,6 +57,19 @@ struct auth_config {
   bool operator==(const auth_config&) const = default;
 };
 
+// [admin] (docs/admin.md): the admin console, its API and /metrics.
+struct admin_config {
+  // Bearer token of /admin/api/... and /metrics ("" = none: [auth]
+  // admin_token if set; without any token the console answers only on a
+  // loopback listen address, and a non-loopback one refuses to start).
+  std::string token;
+  // false: every admin route answers 403 (and a non-loopback listen
+  // address needs no token).
+  bool enabled = true;
+  int status_timeout_ms = 1000;  // one actor's `status` answer; a peer node gets twice that
+  bool operator==(const admin_config&) const = default;
+};
+
 struct sse_config {
   int heartbeat_s = 15;
   int write_timeout_s = 5;
@@ -197,6 +210,7 @@ struct config {
   actors_config actors;
   log_config log;
   auth_config auth;
+  admin_config admin;
   security_config security;
   cluster_config cluster;
   // [kbs.<name>]: knowledge-base settings (kb_settings, docs/pipelines.md)

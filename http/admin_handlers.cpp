@@ -9,6 +9,7 @@
 #include <caf/actor_system.hpp>
 
 #include "http/auth.hpp"
+#include "protocol/log.hpp"
 #include "http/caf_asio.hpp"
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
@@ -17,6 +18,10 @@
 #include "protocol/json_writer.hpp"
 
 namespace ragtor::http {
+
+namespace {
+const log::component lg{"http"};
+}  // namespace
 
 namespace {
 
@@ -68,7 +73,7 @@ handler_result admin_create_key(handler_context& ctx, exchange& ex) {
     co_return co_await reply_caf_error(ex, stored.error());
   if (ctx.keys)
     ctx.keys->add(*stored);
-  spdlog::info("auth: API key \"{}\" created", stored->name);
+  lg->info("auth: API key \"{}\" created", stored->name);
   // The key itself, this once; then the record as listings show it.
   std::string body = key_json(*stored);
   body.pop_back();
@@ -103,7 +108,7 @@ handler_result admin_revoke_key(handler_context& ctx, exchange& ex) {
     co_return co_await reply_error(ex, 404, "not_found", "no active API key \"" + name + "\"");
   if (ctx.keys)
     ctx.keys->remove_name(name);
-  spdlog::info("auth: API key \"{}\" revoked", name);
+  lg->info("auth: API key \"{}\" revoked", name);
   json_writer w;
   w.begin_object().field("status", "revoked").field("name", name).end_object();
   co_await reply_json(ex, 200, w.take());

@@ -14,6 +14,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "http/caf_asio.hpp"
+#include "protocol/log.hpp"
 #include "http/chat_reply.hpp"
 #include "http/connection_io.hpp"
 #include "http/handler_context.hpp"
@@ -28,6 +29,10 @@
 #include "protocol/stream_events.hpp"
 
 namespace ragtor::http {
+
+namespace {
+const log::component lg{"http"};
+}  // namespace
 
 namespace net = boost::asio;
 
@@ -79,7 +84,7 @@ net::awaitable<void> chat(handler_context& ctx, exchange& ex, bool sse) {
   auto ticket = co_await async_request<turn_ticket>(
       ctx.sys, ctx.sessions, caf::timespan{settings.turn_timeout}, atom::open_turn_v, chat_req);
   if (!ticket) {
-    spdlog::warn("http: request {} refused: {}", chat_req.request_id,
+    lg->warn("http: request {} refused: {}", chat_req.request_id,
                  ctx.sys.render(ticket.error()));
     co_return co_await reply_caf_error(ex, ticket.error());
   }

@@ -85,11 +85,17 @@ struct exchange {
   // The API key the request was authenticated with; null with auth off
   // (or the admin token). Handlers that list things filter by its KBs.
   const key_entry* key = nullptr;
+  // The status the handler answered with (set by reply_json and friends;
+  // 0 = a stream it wrote itself, counted as 200).
+  unsigned status = 0;
 };
 
 // Answers with `body` as application/json (keep-alive as the exchange says).
 boost::asio::awaitable<void> reply_json(exchange& ex, unsigned status, std::string body);
 
+// Answers with `body` as `content_type` (the console page, /metrics).
+boost::asio::awaitable<void> reply_text(exchange& ex, unsigned status,
+                                        std::string_view content_type, std::string body);
 // Answers with {"error":{"code","message","field"?}}.
 boost::asio::awaitable<void> reply_error(exchange& ex, unsigned status, std::string_view code,
                                          std::string_view message, std::string_view field = {});

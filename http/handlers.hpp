@@ -81,4 +81,32 @@ handler_result admin_create_key(handler_context& ctx, exchange& ex);
 handler_result admin_list_keys(handler_context& ctx, exchange& ex);
 handler_result admin_revoke_key(handler_context& ctx, exchange& ex);
 
+// -- admin console and metrics (console_handlers.cpp, docs/admin.md) -------------------
+
+// GET /admin: the console page (embedded at build time).
+handler_result admin_page(handler_context& ctx, exchange& ex);
+// GET /metrics: Prometheus text format.
+handler_result metrics_text(handler_context& ctx, exchange& ex);
+// GET /admin/api/nodes: {"self", "nodes": [{name, roles, status, uptime_ms,
+// actors, sessions, streams, rss_bytes, threads, cpu_seconds, open_fds}]}.
+handler_result admin_nodes(handler_context& ctx, exchange& ex);
+// GET /admin/api/actors[?kind=&node=]: {"actors": [status objects]}.
+handler_result admin_actors(handler_context& ctx, exchange& ex);
+// GET /admin/api/actors/{node}/{id}: one actor's status object.
+handler_result admin_actor(handler_context& ctx, exchange& ex);
+// GET /admin/api/sessions and /admin/api/streams: the session and stream
+// actors' status objects.
+handler_result admin_sessions(handler_context& ctx, exchange& ex);
+handler_result admin_streams(handler_context& ctx, exchange& ex);
+// POST /admin/api/streams/{request_id}/stop: cancels a running turn (its
+// client gets error + done).
+handler_result admin_stop_stream(handler_context& ctx, exchange& ex);
+// POST /admin/api/sessions/{user}/{session}/evict: ends a session actor.
+handler_result admin_evict_session(handler_context& ctx, exchange& ex);
+// GET /admin/api/loggers, PUT /admin/api/loggers {"name", "level"}.
+handler_result admin_loggers(handler_context& ctx, exchange& ex);
+handler_result admin_set_logger(handler_context& ctx, exchange& ex);
+// GET /admin/api/events?view=...: the view's JSON once a second (SSE).
+handler_result admin_events(handler_context& ctx, exchange& ex);
+
 }  // namespace ragtor::http

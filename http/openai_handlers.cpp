@@ -11,6 +11,7 @@
 #include <caf/actor_system.hpp>
 
 #include "http/caf_asio.hpp"
+#include "protocol/log.hpp"
 #include "http/connection_io.hpp"
 #include "http/auth.hpp"
 #include "http/handler_context.hpp"
@@ -23,6 +24,10 @@
 #include "retrieval/kb_catalog.hpp"
 
 namespace ragtor::http {
+
+namespace {
+const log::component lg{"http"};
+}  // namespace
 
 namespace net = boost::asio;
 
@@ -126,7 +131,7 @@ handler_result openai_chat(handler_context& ctx, exchange& ex) {
   auto ticket = co_await async_request<turn_ticket>(
       ctx.sys, ctx.sessions, caf::timespan{settings.turn_timeout}, atom::open_turn_v, req);
   if (!ticket) {
-    spdlog::warn("openai: request {} refused: {}", req.request_id, ctx.sys.render(ticket.error()));
+    lg->warn("openai: request {} refused: {}", req.request_id, ctx.sys.render(ticket.error()));
     co_return co_await reply_openai_error(ex, error_of(ticket.error()));
   }
 

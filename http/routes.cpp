@@ -39,6 +39,18 @@ std::vector<route> api_routes() {
     {"POST",   "/admin/api/keys",                              "admin_create_key",      admin,    admin_create_key},
     {"GET",    "/admin/api/keys",                              "admin_list_keys",       admin,    admin_list_keys},
     {"DELETE", "/admin/api/keys/{name}",                       "admin_revoke_key",      admin,    admin_revoke_key},
+    {"GET",    "/admin",                                       "admin_page",            none,     admin_page},
+    {"GET",    "/metrics",                                     "metrics",               admin,    metrics_text},
+    {"GET",    "/admin/api/nodes",                             "admin_nodes",           admin,    admin_nodes},
+    {"GET",    "/admin/api/actors",                            "admin_actors",          admin,    admin_actors},
+    {"GET",    "/admin/api/actors/{node}/{id}",                "admin_actor",           admin,    admin_actor},
+    {"GET",    "/admin/api/sessions",                          "admin_sessions",        admin,    admin_sessions},
+    {"GET",    "/admin/api/streams",                           "admin_streams",         admin,    admin_streams},
+    {"POST",   "/admin/api/streams/{request_id}/stop",         "admin_stop_stream",     admin,    admin_stop_stream},
+    {"POST",   "/admin/api/sessions/{user}/{session}/evict",   "admin_evict_session",   admin,    admin_evict_session},
+    {"GET",    "/admin/api/loggers",                           "admin_loggers",         admin,    admin_loggers},
+    {"PUT",    "/admin/api/loggers",                           "admin_set_logger",      admin,    admin_set_logger, json},
+    {"GET",    "/admin/api/events",                            "admin_events",          admin,    admin_events},
   };
   // clang-format on
 }

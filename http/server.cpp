@@ -1,4 +1,6 @@
 #include "http/server.hpp"
+#include "protocol/log.hpp"
+#include "protocol/metrics.hpp"
 
 #include <array>
 #include <atomic>
@@ -33,6 +35,10 @@
 
 namespace ragtor::http {
 
+namespace {
+const log::component lg{"http"};
+}  // namespace
+
 namespace net = boost::asio;
 namespace beast = boost::beast;
 namespace bhttp = boost::beast::http;
@@ -57,6 +63,14 @@ response_t json_response(unsigned status, std::string body, bool keep_alive) {
   res.body() = std::move(body);
   res.prepare_payload();
   return res;
+}
+
+// ragtor_http_requests_total{route, code}.
+void count_request(std::string_view route, unsigned status) {
+  std::string key{route};
+  key += ' ';
+  key += std::to_string(status);
+  metrics::global().http_requests.with(key).inc();
 }
 
 // Writes a whole response within `deadline` (a client that does not read
@@ -116,8 +130,19 @@ std::string_view to_string_view(beast::string_view s) {
 
 net::awaitable<void> reply_json(exchange& ex, unsigned status, std::string body) {
   auto& io = static_cast<connection_io_beast&>(ex.io);
+  ex.status = status;
   co_await write_response(io.stream, json_response(status, std::move(body), ex.keep_alive),
                           io.reply_timeout);
+}
+
+net::awaitable<void> reply_text(exchange& ex, unsigned status, std::string_view content_type,
+                                std::string body) {
+  auto& io = static_cast<connection_io_beast&>(ex.io);
+  ex.status = status;
+  auto res = json_response(status, std::move(body), ex.keep_alive);
+  res.set(bhttp::field::content_type, beast::string_view{content_type.data(), content_type.size()});
+  res.set(bhttp::field::cache_control, "no-store");
+  co_await write_response(io.stream, std::move(res), io.reply_timeout);
 }
 
 struct server::impl : handler_context, std::enable_shared_from_this<server::impl> {
@@ -149,7 +174,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
     if (r)
       keys->replace(*r, auth_clock::now());
     else
-      spdlog::warn("auth: cannot load API keys: {}", error_message(r.error()));
+      lg->warn("auth: cannot load API keys: {}", error_message(r.error()));
   }
 
   // With API keys: loads them before the first connection is accepted,
@@ -202,6 +227,8 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
     std::string credential{credential_of(to_string_view(head[bhttp::field::authorization]),
                                          to_string_view(head["X-API-Key"]))};
     if (r.needs == scope::admin) {
+      if (!settings.admin_enabled)
+        co_return deny(403, "forbidden", "the admin API is disabled ([admin] enabled = false)");
       if (!settings.admin_token.empty() && secret_equals(credential, settings.admin_token))
         co_return auth_result{};
       if (!keys) {
@@ -209,7 +236,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
           co_return auth_result{};
         if (settings.admin_token.empty())
           co_return deny(403, "forbidden",
-                         "the admin API needs [auth] admin_token on a non-loopback address");
+                         "the admin API needs [admin] token on a non-loopback address");
         co_return deny(401, "unauthorized", "missing or wrong admin token");
       }
     } else if (!keys) {
@@ -235,7 +262,8 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
   }
 
   net::awaitable<void> write_denied(beast::tcp_stream& stream, const auth_result& a,
-                                    bool keep_alive) {
+                                    bool keep_alive, std::string_view route) {
+    count_request(route, a.status);
     auto res = json_response(a.status, error_body(a.code, a.message, ""), keep_alive);
     if (a.status == 401)
       res.set(bhttp::field::www_authenticate, "Bearer");
@@ -282,7 +310,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
         bool no_fds = ec == boost::system::errc::too_many_files_open
                       || ec == boost::system::errc::too_many_files_open_in_system;
         if (accept_log.allow())
-          spdlog::warn("http: accept failed: {} ({} connections open); backing off",
+          lg->warn("http: accept failed: {} ({} connections open); backing off",
                        ec.message(), connections.load());
         backoff.expires_after(std::chrono::milliseconds(no_fds ? 100 : 10));
         co_await backoff.async_wait(net::redirect_error(net::use_awaitable, ec));
@@ -291,7 +319,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
       auto max = settings.max_connections;
       if (max > 0 && connections.load() >= max) {
         if (refuse_log.allow())
-          spdlog::warn("http: refusing connections: {} open (server.max_connections)", max);
+          lg->warn("http: refusing connections: {} open (server.max_connections)", max);
         auto ex = sock.get_executor();
         net::co_spawn(ex, refuse(std::move(sock)), net::detached);
         continue;
@@ -368,7 +396,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
           stream.expires_never();
           auth = co_await authenticate(parser.get(), *match.matched);
           if (auth.denied() && match.matched->body == body_kind::documents) {
-            co_await write_denied(stream, auth, false);
+            co_await write_denied(stream, auth, false, match.matched->name);
             co_await drain(stream);
             break;
           }
@@ -410,7 +438,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
         stream.expires_never();
         if (auth.denied()) {
           bool keep = parser.get().keep_alive();
-          co_await write_denied(stream, auth, keep);
+          co_await write_denied(stream, auth, keep, match.matched->name);
           if (!keep)
             break;
           continue;
@@ -434,7 +462,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
           break;
       }
     } catch (const std::exception& e) {
-      spdlog::debug("http: connection ended: {}", e.what());
+      lg->debug("http: connection ended: {}", e.what());
     }
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
@@ -501,6 +529,8 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
                            deadline);
       co_return keep;
     }
+    if (!match.matched)
+      count_request("unmatched", match.allow.empty() ? 404 : 405);
     if (!match.matched && !match.allow.empty()) {
       auto res = json_response(
           405, error_body("method_not_allowed", "method not allowed for this path", ""), keep);
@@ -540,12 +570,14 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
       if (turns.fetch_add(1) >= settings.max_streams) {
         --turns;
         if (turn_log.allow())
-          spdlog::warn("http: refusing chat turns: {} in progress (server.max_streams)",
+          lg->warn("http: refusing chat turns: {} in progress (server.max_streams)",
                        settings.max_streams);
         auto res = json_response(
             503, error_body("overloaded", "too many chat streams on this node; retry later", ""),
             keep);
         res.set(bhttp::field::retry_after, "1");
+        count_request(r.name, 503);
+        metrics::global().turn(metrics::turn_outcome::overloaded);
         co_await write_response(stream, std::move(res), deadline);
         co_return keep;
       }
@@ -565,6 +597,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
                 },
                 key};
     co_await match.matched->handler(*this, ex);
+    count_request(r.name, ex.status != 0 ? ex.status : 200);
     co_return ex.keep_alive;
   }
 };

@@ -45,6 +45,7 @@ struct server_settings {
   summarizer_actor summarizer;  // for GET .../summary?wait_version=N
   agent_pool_actor pool;
   cluster_actor cluster;  // membership (GET /api/v1/cluster)
+  admin_actor admin;      // the admin console's view (/admin/api/...)
   // Who reranks for KBs with enable_rerank, as the pipeline graph shows it
   // ("" = nobody: results keep their fused order).
   std::string reranker;
@@ -71,6 +72,7 @@ struct server_settings {
   // Bearer token of /admin/api/...; "" = those routes need a key with the
   // admin scope, or (auth off) a loopback listen address.
   std::string admin_token;
+  bool admin_enabled = true;  // [admin] enabled
   std::chrono::milliseconds key_refresh{2000};
 
   // Hosts workflow tool URLs may name ([security] allowed_outbound_hosts);

@@ -43,6 +43,25 @@ net::awaitable<bool> write_with_deadline(net::ip::tcp::socket& sock, std::string
 
 }  // namespace
 
+net::awaitable<bool> write_sse_head(net::ip::tcp::socket& sock, std::chrono::seconds timeout) {
+  // Written by hand rather than by a Beast serializer: the header never
+  // changes and the body is chunks we frame ourselves.
+  static constexpr std::string_view head =
+      "HTTP/1.1 200 OK\r\n"
+      "Server: ragtor\r\n"
+      "Content-Type: text/event-stream\r\n"
+      "Cache-Control: no-cache\r\n"
+      "X-Accel-Buffering: no\r\n"
+      "Connection: close\r\n"
+      "Transfer-Encoding: chunked\r\n\r\n";
+  co_return co_await write_with_deadline(sock, head, false, timeout);
+}
+
+net::awaitable<bool> write_sse_chunk(net::ip::tcp::socket& sock, std::string_view frames,
+                                     std::chrono::seconds timeout) {
+  co_return co_await write_with_deadline(sock, frames, true, timeout);
+}
+
 net::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
                                                       std::chrono::seconds timeout) {
   net::steady_timer timer{co_await net::this_coro::executor};
@@ -77,17 +96,7 @@ net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, ss
 net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,
                                   sse_formatter format, bool send_retry,
                                   std::function<void()> batch_written) {
-  // Written by hand rather than by a Beast serializer: the header never
-  // changes and the body is chunks we frame ourselves.
-  std::string head =
-      "HTTP/1.1 200 OK\r\n"
-      "Server: ragtor\r\n"
-      "Content-Type: text/event-stream\r\n"
-      "Cache-Control: no-cache\r\n"
-      "X-Accel-Buffering: no\r\n"
-      "Connection: close\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n";
-  if (!co_await write_with_deadline(sock, head, false, timing.write_timeout))
+  if (!co_await write_sse_head(sock, timing.write_timeout))
     co_return false;
   std::string frames;
   if (send_retry) {

@@ -47,6 +47,15 @@ boost::asio::awaitable<bool> write_sse(boost::asio::ip::tcp::socket& sock, event
                                        sse_timing timing, std::string_view request_id,
                                        std::function<void()> batch_written);
 
+// The header of a chunked text/event-stream response (Connection: close);
+// false when the client is gone or stalled past `timeout`.
+boost::asio::awaitable<bool> write_sse_head(boost::asio::ip::tcp::socket& sock,
+                                            std::chrono::seconds timeout);
+// One chunk of SSE frames, likewise.
+boost::asio::awaitable<bool> write_sse_chunk(boost::asio::ip::tcp::socket& sock,
+                                             std::string_view frames,
+                                             std::chrono::seconds timeout);
+
 // Appends the SSE text of one batch to `out`; returns true when the batch
 // ended the stream (it held `done`).
 using sse_formatter = std::function<bool(std::string& out, const event_batch& batch)>;

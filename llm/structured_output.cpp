@@ -1,4 +1,5 @@
 #include "llm/structured_output.hpp"
+#include "protocol/log.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -8,6 +9,10 @@
 #include <spdlog/spdlog.h>
 
 namespace ragtor::llm {
+
+namespace {
+const log::component lg{"llm"};
+}  // namespace
 
 namespace {
 
@@ -207,7 +212,7 @@ parsed_fields parse_or_default(std::string_view text, const std::vector<field_sp
   auto r = parse_structured(text, spec);
   if (auto* ok = std::get_if<parsed_fields>(&r))
     return std::move(*ok);
-  spdlog::warn("{}: unusable model output ({}); using the default", what, std::get<std::string>(r));
+  lg->warn("{}: unusable model output ({}); using the default", what, std::get<std::string>(r));
   return fallback;
 }
 

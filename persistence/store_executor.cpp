@@ -1,8 +1,17 @@
 #include "persistence/store_executor.hpp"
 
+#include <chrono>
+
 #include <spdlog/spdlog.h>
 
+#include "protocol/log.hpp"
+#include "protocol/metrics.hpp"
+
 namespace ragtor {
+
+namespace {
+const log::component lg{"store"};
+}  // namespace
 
 store_executor::store_executor(std::unique_ptr<store_backend> writer,
                                std::vector<std::unique_ptr<store_backend>> readers,
@@ -77,6 +86,7 @@ void store_executor::write_loop() {
 }
 
 void store_executor::run_batch(std::deque<job>& batch) {
+  auto started = std::chrono::steady_clock::now();
   std::vector<std::string> errors(batch.size());
   std::string batch_error;
   try {
@@ -100,10 +110,15 @@ void store_executor::run_batch(std::deque<job>& batch) {
       // The connection is broken; the next batch reports it again.
     }
   }
-  if (batch_error.empty())
+  if (batch_error.empty()) {
     ++committed_batches_;
-  else
-    spdlog::error("store: a batch of {} write(s) failed: {}", batch.size(), batch_error);
+    auto& m = metrics::global();
+    m.store_commit_duration.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    m.store_batch_size.observe(static_cast<double>(batch.size()));
+  } else {
+    lg->error("store: a batch of {} write(s) failed: {}", batch.size(), batch_error);
+  }
   for (size_t i = 0; i < batch.size(); ++i) {
     auto& err = batch_error.empty() ? errors[i] : batch_error;
     if (err.empty())

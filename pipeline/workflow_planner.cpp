@@ -15,6 +15,7 @@
 #include <spdlog/spdlog.h>
 
 #include "pipeline/planner_logic.hpp"
+#include "protocol/log.hpp"
 #include "pipeline/workflow.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
@@ -22,6 +23,10 @@
 #include "retrieval/agents.hpp"
 
 namespace ragtor::plan {
+
+namespace {
+const log::component lg{"planner"};
+}  // namespace
 
 namespace {
 
@@ -90,7 +95,7 @@ public:
         return on_verify(std::move(last));
       case node::saving:
         if (!last.ok)
-          spdlog::warn("workflow {}: flow state not stored: {}", in_.request_id,
+          lg->warn("workflow {}: flow state not stored: {}", in_.request_id,
                        error_message(last.error));
         return finish(std::move(out_));
     }
@@ -106,7 +111,7 @@ private:
 
   step on_state(result last) {
     if (!last.ok)
-      spdlog::warn("workflow {}: flow state unreadable ({}); starting afresh", in_.request_id,
+      lg->warn("workflow {}: flow state unreadable ({}); starting afresh", in_.request_id,
                    error_message(last.error));
     state_ = wf::flow_state_from_json(last.ok ? last.text : std::string{});
     if (!state_.intent.empty())
@@ -260,7 +265,7 @@ private:
     auto& source = sources_[source_];
     docs_.clear();
     if (!last.ok)
-      spdlog::warn("workflow {}: {} {} failed: {}", in_.request_id,
+      lg->warn("workflow {}: {} {} failed: {}", in_.request_id,
                    source.starts_with("tool:") ? "tool" : "search of", source,
                    error_message(last.error));
     else if (source.starts_with("tool:"))

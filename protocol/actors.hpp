@@ -51,7 +51,7 @@ using stream_actor = caf::typed_actor<
     caf::reacts_to<atom::cancel>,
     // INTERNAL: a timer fired (0 = the watchdog: subscriber check and turn
     // deadline, 2 = end of the detach grace period).
-    caf::reacts_to<atom::tick, int32_t>>::extend_with<token_sink_actor>;
+    caf::reacts_to<atom::tick, int32_t>>::extend_with<token_sink_actor, status_api>;
 
 // -- sessions -------------------------------------------------------------------
 
@@ -277,11 +277,13 @@ struct node_services {
   caf::actor cluster;   // its cluster_actor
   caf::actor pool;      // its agent_pool_actor
   caf::actor sessions;  // its session_manager_actor
+  caf::actor admin;     // its admin_actor
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, node_services& x) {
-  return f(caf::meta::type_name("node_services"), x.info, x.cluster, x.pool, x.sessions);
+  return f(caf::meta::type_name("node_services"), x.info, x.cluster, x.pool, x.sessions,
+           x.admin);
 }
 
 // One per node (docs/cluster.md): membership. Published on the BASP port;
@@ -307,6 +309,35 @@ using cluster_actor = caf::typed_actor<
     caf::reacts_to<atom::kb_sync, kb_admin_actor>,
     // INTERNAL: heartbeat timer.
     caf::reacts_to<atom::tick>>::extend_with<status_api>;
+
+// -- operations ---------------------------------------------------------------------
+
+// One per node (DESIGN §12, docs/admin.md): the admin console's view of the
+// actor system. Asks this node's live actors for their `status` (each
+// within [admin] status_timeout_ms: one that does not answer is listed as
+// stuck) and, unless local_only, the admin actors of the peers that are up
+// (each within twice that). Answers are JSON so that they cross nodes as
+// plain strings.
+using admin_actor = caf::typed_actor<
+    // A JSON array of the status objects of the live actors of kind `kind`
+    // ("" = every kind).
+    caf::replies_to<atom::snapshot, std::string /*kind*/, bool /*local_only*/>::with<std::string>,
+    // One actor's status object on node `node`; not_found when it is gone.
+    caf::replies_to<atom::status, std::string /*node*/, uint64_t /*actor id*/>::with<std::string>,
+    // A JSON array of node summaries (name, roles, status, uptime, load),
+    // this node first.
+    caf::replies_to<atom::nodes, bool /*local_only*/>::with<std::string>,
+    // Cancels the running turn with this request id (any node); true if
+    // found. The client gets `error` + `done`.
+    caf::replies_to<atom::stop, std::string /*request_id*/, bool /*local_only*/>::with<bool>,
+    // Ends the session (user_id, session_id) as on shutdown: queued turns
+    // are refused, the running one is cancelled and stored; true if found.
+    caf::replies_to<atom::evict, std::string /*user_id*/, std::string /*session_id*/,
+                    bool /*local_only*/>::with<bool>,
+    // The cluster actor: node `node`'s admin actor (an untyped handle to
+    // this interface) is reachable / gone.
+    caf::reacts_to<atom::peer_up, std::string /*node*/, caf::actor /*admin*/>,
+    caf::reacts_to<atom::peer_down, std::string /*node*/>>::extend_with<status_api>;
 
 // -- persistence -------------------------------------------------------------------
 

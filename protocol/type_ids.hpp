@@ -118,6 +118,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, peer_up, "peerup")
   CAF_ADD_ATOM(ragtor, ragtor::atom, peer_down, "peerdown")
   CAF_ADD_ATOM(ragtor, ragtor::atom, kb_sync, "kbsync")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, snapshot, "snapshot")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, evict, "evict")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, nodes, "nodes")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
 // clang-format on

@@ -1,4 +1,5 @@
 #include "retrieval/kb_catalog.hpp"
+#include "protocol/log.hpp"
 
 #include <chrono>
 
@@ -13,6 +14,10 @@
 #include "retrieval/kb_store.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"retrieval"};
+}  // namespace
 
 namespace {
 
@@ -54,7 +59,7 @@ void write_snapshot(const std::filesystem::path& file, const std::string& signat
   w.put_string(signature);
   w.put_string(payload);
   if (auto err = write_file_atomically(file, w.finish()))
-    spdlog::warn("cannot write index snapshot {}: {}", file.string(), error_message(err));
+    lg->warn("cannot write index snapshot {}: {}", file.string(), error_message(err));
 }
 
 }  // namespace
@@ -167,7 +172,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
         std::copy(v.begin(), v.end(), flat.begin() + static_cast<std::ptrdiff_t>(i * dims));
       }
       if (!known.empty())
-        spdlog::debug("knowledge base \"{}\": embedded {} of {} chunks", snap->name, missing.size(),
+        lg->debug("knowledge base \"{}\": embedded {} of {} chunks", snap->name, missing.size(),
                       snap->chunks.size());
       if (!index_dir.empty()) {
         binary::writer w;
@@ -178,7 +183,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
       snap->vectors = vector_index::build(std::move(flat), opts.embed->dims(), opts.vectors);
       snap->embed = opts.embed;
     } else {
-      spdlog::warn("knowledge base \"{}\": embedding failed ({}); vector search disabled",
+      lg->warn("knowledge base \"{}\": embedding failed ({}); vector search disabled",
                    snap->name, std::get<std::string>(vecs));
     }
   }

@@ -1,4 +1,7 @@
 #include "actors/agents/agent_pool.hpp"
+#include "protocol/log.hpp"
+#include "protocol/metrics.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <algorithm>
 #include <map>
@@ -23,6 +26,10 @@
 #include "retrieval/kb_catalog.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"agents"};
+}  // namespace
 
 namespace {
 
@@ -132,7 +139,7 @@ struct agent_pool_state {
 namespace {
 
 using worker_ptr = retrieval_worker_actor::stateful_pointer<retrieval_worker_state>;
-using agent_ptr = retrieval_agent_actor::stateful_pointer<retrieval_agent_state>;
+using agent_ptr = measured_pointer<retrieval_agent_actor, retrieval_agent_state>;
 using result_promise = caf::typed_response_promise<retrieval_result>;
 using steady = std::chrono::steady_clock;
 
@@ -266,8 +273,11 @@ void searched(worker_ptr self, result_promise rp, const kb_snapshot& snapshot,
   auto& settings = snapshot.settings;
   bool reranking = settings.enable_rerank && (cfg.rr.endpoint || cfg.rr.model);
   ++cfg.stats->served;
+  auto took = steady::now() - started;
   cfg.stats->total_us += static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::microseconds>(steady::now() - started).count());
+      std::chrono::duration_cast<std::chrono::microseconds>(took).count());
+  metrics::global().retrieval_duration.with(cfg.agent_type).observe(
+      std::chrono::duration<double>(took).count());
   if (!reranking) {
     rp.deliver(std::move(result));
     return;
@@ -459,6 +469,7 @@ void spawn_worker(agent_ptr self, size_t i) {
 retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_config cfg,
                                                      size_t workers) {
   self->state.cfg = std::move(cfg);
+  self->track("agent", self->state.cfg.kb + "/" + self->state.cfg.agent_type);
   self->state.workers.resize(std::max<size_t>(workers, 1));
   for (size_t i = 0; i < self->state.workers.size(); ++i)
     spawn_worker(self, i);
@@ -469,7 +480,7 @@ retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_conf
     auto& st = self->state;
     for (size_t i = 0; i < st.workers.size(); ++i) {
       if (st.workers[i].worker.address() == msg.source) {
-        spdlog::warn("retrieval_agent {}/{}: worker {} stopped ({}); respawned", st.cfg.kb,
+        lg->warn("retrieval_agent {}/{}: worker {} stopped ({}); respawned", st.cfg.kb,
                      st.cfg.agent_type, i, self->system().render(msg.reason));
         ++st.restarts;
         spawn_worker(self, i);
@@ -511,10 +522,8 @@ retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_conf
         auto& stats = *st.cfg.stats;
         uint64_t served = stats.served;
         json_writer w;
-        w.begin_object()
-            .field("kind", "retrieval_agent")
-            .field("name", "retrieval_agent")
-            .field("kb", st.cfg.kb)
+        self->status_head(w);
+        w            .field("kb", st.cfg.kb)
             .field("agent_type", st.cfg.agent_type)
             .field("workers", static_cast<uint64_t>(st.workers.size()))
             .field("in_flight", st.in_flight)
@@ -548,7 +557,7 @@ retrieval_agent_actor spawn_retrieval_agent(caf::actor_system& sys,
 
 namespace {
 
-using pool_ptr = agent_pool_actor::stateful_pointer<agent_pool_state>;
+using pool_ptr = measured_pointer<agent_pool_actor, agent_pool_state>;
 
 // The local agent of `worker_name`, spawned on first use.
 caf::expected<retrieval_agent_actor> local_agent(pool_ptr self, const std::string& worker_name) {
@@ -624,7 +633,7 @@ void on_answer(pool_ptr self, uint64_t id, uint64_t attempt, caf::expected<retri
     return finish(self, id, std::move(*r));
   }
   if (!node.empty() || !final_error(r.error()))
-    spdlog::warn("agent_pool: {} on {} failed ({}){}", q.worker_name,
+    lg->warn("agent_pool: {} on {} failed ({}){}", q.worker_name,
                  node.empty() ? st.cluster.node : node, self->system().render(r.error()),
                  q.tried.size() < 2 ? "; trying another replica" : "");
   q.last_error = std::move(r.error());
@@ -696,11 +705,8 @@ void dispatch(pool_ptr self, uint64_t id) {
 std::string pool_status(pool_ptr self) {
   auto& st = self->state;
   json_writer w;
-  w.begin_object()
-      .field("kind", "agent_pool")
-      .field("name", "agent_pool")
-      .field("node", st.cluster.node)
-      .field("hosts", st.cluster.retrieval ? st.cluster.kbs : std::string{})
+  self->status_head(w);
+  w      .field("hosts", st.cluster.retrieval ? st.cluster.kbs : std::string{})
       .field("resolved", st.resolved)
       .field("workers_per_agent", static_cast<uint64_t>(st.workers))
       .field("in_flight", static_cast<uint64_t>(st.queries.size()))
@@ -734,13 +740,14 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
     self->state.workers = std::max<size_t>(workers, 1);
     self->state.rr = rr;
     self->state.cluster = cluster;
+    self->track("agent_pool", "agent_pool");
     // Agents are linked to the pool so they stop with it; an agent's own
     // death only removes it (it is respawned on the next resolve).
     self->set_exit_handler([=](caf::exit_msg& msg) {
       auto& agents = self->state.agents;
       for (auto i = agents.begin(); i != agents.end(); ++i) {
         if (i->second.address() == msg.source) {
-          spdlog::warn("agent_pool: agent {} stopped ({}); it will be respawned on demand",
+          lg->warn("agent_pool: agent {} stopped ({}); it will be respawned on demand",
                        i->first, self->system().render(msg.reason));
           agents.erase(i);
           return;

@@ -1,4 +1,6 @@
 #include "actors/cluster/cluster.hpp"
+#include "protocol/log.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <charconv>
 #include <map>
@@ -13,6 +15,10 @@
 #include "protocol/json_writer.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"cluster"};
+}  // namespace
 
 namespace {
 
@@ -30,6 +36,7 @@ struct peer {
   cluster_actor cluster;  // null while the connection is lost
   caf::actor pool;
   caf::actor sessions;
+  caf::actor admin;
   steady::time_point last_heard{};
   bool ping_in_flight = false;
   bool announced = false;  // pool / sessions were told peer_up
@@ -61,7 +68,7 @@ struct cluster_state {
 // only delays them (liveness is judged by pings).
 constexpr auto store_timeout = std::chrono::seconds(10);
 
-using cluster_ptr = cluster_actor::stateful_pointer<cluster_state>;
+using cluster_ptr = measured_pointer<cluster_actor, cluster_state>;
 
 std::pair<std::string, uint16_t> split_address(const std::string& address) {
   auto colon = address.rfind(':');
@@ -84,6 +91,7 @@ node_services services_of(cluster_ptr self) {
   s.cluster = caf::actor_cast<caf::actor>(self);
   s.pool = caf::actor_cast<caf::actor>(self->state.cfg.pool);
   s.sessions = caf::actor_cast<caf::actor>(self->state.cfg.sessions);
+  s.admin = caf::actor_cast<caf::actor>(self->state.cfg.admin);
   return s;
 }
 
@@ -94,6 +102,8 @@ void announce(cluster_ptr self, peer& p) {
     self->send(cfg.pool, atom::peer_up_v, p.info.name, p.pool, p.info.kbs);
   if (p.sessions && list_has(p.info.roles, "frontend") && cfg.sessions)
     self->send(cfg.sessions, atom::peer_up_v, p.info.name, p.sessions);
+  if (p.admin && cfg.admin)
+    self->send(cfg.admin, atom::peer_up_v, p.info.name, p.admin);
   p.announced = true;
 }
 
@@ -104,13 +114,15 @@ void withdraw(cluster_ptr self, peer& p) {
     self->send(cfg.pool, atom::peer_down_v, p.info.name);
   if (cfg.sessions)
     self->send(cfg.sessions, atom::peer_down_v, p.info.name);
+  if (cfg.admin)
+    self->send(cfg.admin, atom::peer_down_v, p.info.name);
   p.announced = false;
 }
 
 void set_status(cluster_ptr self, peer& p, const char* status) {
   if (p.info.status == status)
     return;
-  spdlog::log(std::string_view{status} == "up" ? spdlog::level::info : spdlog::level::warn,
+  lg->log(std::string_view{status} == "up" ? spdlog::level::info : spdlog::level::warn,
               "cluster: node {} ({}) is {}", p.info.name, p.info.address, status);
   p.info.status = status;
   if (p.info.status == "up")
@@ -135,6 +147,7 @@ void register_peer(cluster_ptr self, const node_services& s) {
   p.cluster = handle;
   p.pool = s.pool;
   p.sessions = s.sessions;
+  p.admin = s.admin;
   p.last_heard = steady::now();
   p.info.heartbeat_at_ms = wall_ms();
   if (rebound)
@@ -162,7 +175,7 @@ void connect(cluster_ptr self, const std::string& address) {
     auto steps = std::min(t.failures, 5);
     t.next_attempt = steady::now() + self->state.cfg.heartbeat * (1 << (steps - 1));
     if (t.failures == 1 || t.failures % 20 == 0)
-      spdlog::info("cluster: cannot reach {} yet ({}); retrying", address, why);
+      lg->info("cluster: cannot reach {} yet ({}); retrying", address, why);
   };
   auto mm = caf::actor_cast<caf::io::middleman_actor>(st.cfg.middleman);
   self->request(mm, st.cfg.failure_timeout * 2, caf::connect_atom::value, host, port)
@@ -251,7 +264,7 @@ void beat(cluster_ptr self) {
               [=](caf::error& err) {
                 self->state.row_in_flight = false;
                 if (self->state.store_errors++ % 20 == 0)
-                  spdlog::warn("cluster: cannot write this node's row: {}",
+                  lg->warn("cluster: cannot write this node's row: {}",
                                self->system().render(err));
               });
   }
@@ -302,11 +315,8 @@ std::vector<member_info> members_of(cluster_ptr self) {
 std::string status_of(cluster_ptr self) {
   auto& st = self->state;
   json_writer w;
-  w.begin_object()
-      .field("kind", "cluster")
-      .field("name", "cluster")
-      .field("node", st.cfg.self.name)
-      .field("address", st.cfg.self.address)
+  self->status_head(w);
+  w      .field("address", st.cfg.self.address)
       .field("roles", st.cfg.self.roles)
       .field("kbs", st.cfg.self.kbs)
       .field("heartbeats", st.ticks)
@@ -345,6 +355,7 @@ cluster_actor spawn_cluster(caf::actor_system& sys, cluster_settings settings) {
   return sys.spawn([settings](cluster_ptr self) -> cluster_actor::behavior_type {
     auto& st = self->state;
     st.cfg = settings;
+    self->track("cluster", "cluster");
     bool clustered = static_cast<bool>(st.cfg.middleman);
     for (auto& [host, port] : st.cfg.seeds) {
       auto address = (host.find(':') != std::string::npos ? "[" + host + "]" : host) + ":"
@@ -355,10 +366,11 @@ cluster_actor spawn_cluster(caf::actor_system& sys, cluster_settings settings) {
     self->set_down_handler([=](caf::down_msg& dm) {
       for (auto& [name, p] : self->state.peers) {
         if (p.cluster && p.cluster.address() == dm.source) {
-          spdlog::warn("cluster: connection to node {} lost", name);
+          lg->warn("cluster: connection to node {} lost", name);
           p.cluster = nullptr;
           p.pool = nullptr;
           p.sessions = nullptr;
+          p.admin = nullptr;
           p.ping_in_flight = false;
           set_status(self, p, "down");
           auto& t = self->state.targets[p.info.address];
@@ -368,7 +380,7 @@ cluster_actor spawn_cluster(caf::actor_system& sys, cluster_settings settings) {
       }
     });
     if (clustered) {
-      spdlog::info("cluster: node {} on {} (roles {}, kbs {}), {} seed(s)", st.cfg.self.name,
+      lg->info("cluster: node {} on {} (roles {}, kbs {}), {} seed(s)", st.cfg.self.name,
                    st.cfg.self.address, st.cfg.self.roles, st.cfg.self.kbs, st.cfg.seeds.size());
       self->send(self, atom::tick_v);
     }

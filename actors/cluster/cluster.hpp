@@ -42,6 +42,7 @@ struct cluster_settings {
   store_actor store;
   agent_pool_actor pool;
   session_manager_actor sessions;
+  admin_actor admin;  // told which peers' admin actors are up
 };
 
 cluster_actor spawn_cluster(caf::actor_system& sys, cluster_settings settings);

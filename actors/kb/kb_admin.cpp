@@ -1,4 +1,6 @@
 #include "actors/kb/kb_admin.hpp"
+#include "protocol/log.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -17,6 +19,10 @@
 #include "retrieval/kb_store.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"kb"};
+}  // namespace
 
 namespace {
 
@@ -41,7 +47,7 @@ struct kb_admin_state {
   uint64_t syncs = 0, synced_documents = 0, sync_failures = 0;
 };
 
-using self_ptr = kb_admin_actor::stateful_pointer<kb_admin_state>;
+using self_ptr = measured_pointer<kb_admin_actor, kb_admin_state>;
 
 // Writes the KB's entity graph to the store's entities/relations tables
 // (skipped by the store when that version is there already), then calls
@@ -58,14 +64,14 @@ void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap,
           [=](bool written) {
             if (written) {
               ++self->state.graphs_written;
-              spdlog::info("knowledge base \"{}\": entity graph stored ({} entities, {} links)", kb,
+              lg->info("knowledge base \"{}\": entity graph stored ({} entities, {} links)", kb,
                            snap->graph.entity_count(), snap->graph.relation_count());
             }
             next();
           },
           [=](caf::error& err) {
             ++self->state.graph_failures;
-            spdlog::warn("knowledge base \"{}\": entity graph not stored: {}", kb,
+            lg->warn("knowledge base \"{}\": entity graph not stored: {}", kb,
                          self->system().render(err));
             next();
           });
@@ -94,7 +100,7 @@ void write_version(const std::filesystem::path& data_dir, const std::string& kb,
   std::error_code ec;
   std::filesystem::rename(tmp, file, ec);
   if (ec)
-    spdlog::warn("knowledge base \"{}\": cannot record store version {}: {}", kb, v, ec.message());
+    lg->warn("knowledge base \"{}\": cannot record store version {}: {}", kb, v, ec.message());
 }
 
 // Version `v` of `kb` is applied here (an ingest of this node, or a sync).
@@ -131,7 +137,7 @@ apply_locally(self_ptr self, const std::string& kb, std::vector<document> docs) 
           .count();
   ++st.ingests;
   st.documents += count;
-  spdlog::info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
+  lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
                report->documents_added, report->documents_replaced, report->chunks,
                st.last_build_ms);
   return std::make_pair(*report, snap);
@@ -154,7 +160,7 @@ caf::error adopt_settings(self_ptr self, const kb_version& row) {
     if (!stored)
       return std::move(stored.error());
     st.catalog->put(kb_catalog::build_snapshot(*parsed, *stored, st.opts, current.get()));
-    spdlog::info("knowledge base \"{}\": settings from the store", row.kb);
+    lg->info("knowledge base \"{}\": settings from the store", row.kb);
     return {};
   }
   if (auto err = save_kb_settings(st.data_dir, *parsed))
@@ -163,7 +169,7 @@ caf::error adopt_settings(self_ptr self, const kb_version& row) {
     if (auto err = create_kb(st.data_dir, row.kb))
       return err;
   st.catalog->put(kb_catalog::build_snapshot(*parsed, {}, st.opts));
-  spdlog::info("knowledge base \"{}\" created from the store", row.kb);
+  lg->info("knowledge base \"{}\" created from the store", row.kb);
   return {};
 }
 
@@ -188,7 +194,7 @@ void sync(self_ptr self) {
           },
           [=](caf::error& err) {
             if (self->state.sync_failures++ % 20 == 0)
-              spdlog::warn("knowledge bases: cannot read versions from the store: {}",
+              lg->warn("knowledge bases: cannot read versions from the store: {}",
                            self->system().render(err));
             sync_next(self, std::make_shared<std::vector<kb_version>>(), 0);
           });
@@ -212,7 +218,7 @@ void sync_next(self_ptr self, std::shared_ptr<std::vector<kb_version>> rows, siz
   auto row = (*rows)[i];
   if (auto err = adopt_settings(self, row)) {
     ++st.sync_failures;
-    spdlog::warn("knowledge base \"{}\": cannot adopt the store's settings: {}", row.kb,
+    lg->warn("knowledge base \"{}\": cannot adopt the store's settings: {}", row.kb,
                  error_message(err));
     return sync_next(self, rows, i + 1);
   }
@@ -226,20 +232,20 @@ void sync_next(self_ptr self, std::shared_ptr<std::vector<kb_version>> rows, siz
               auto applied = apply_locally(self, row.kb, std::move(docs));
               if (!applied) {
                 ++st.sync_failures;
-                spdlog::warn("knowledge base \"{}\": cannot apply version {} from the store: {}",
+                lg->warn("knowledge base \"{}\": cannot apply version {} from the store: {}",
                              row.kb, row.version, error_message(applied.error()));
                 return sync_next(self, rows, i + 1);
               }
               st.synced_documents += n;
             }
             note_version(self, row.kb, row.version, true);
-            spdlog::info("knowledge base \"{}\": synced to store version {} ({} documents)", row.kb,
+            lg->info("knowledge base \"{}\": synced to store version {} ({} documents)", row.kb,
                          row.version, n);
             sync_next(self, rows, i + 1);
           },
           [=](caf::error& err) {
             ++self->state.sync_failures;
-            spdlog::warn("knowledge base \"{}\": cannot read documents from the store: {}", row.kb,
+            lg->warn("knowledge base \"{}\": cannot read documents from the store: {}", row.kb,
                          self->system().render(err));
             sync_next(self, rows, i + 1);
           });
@@ -255,6 +261,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
                                    cluster](self_ptr self) -> kb_admin_actor::behavior_type {
     auto& st = self->state;
     st.data_dir = data_dir;
+    self->track("kb_admin", "kb_admin");
     st.catalog = catalog;
     st.opts = opts;
     st.store = store;
@@ -289,7 +296,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
             if (auto err = create_kb(st.data_dir, s.name))
               return err;
             st.catalog->put(kb_catalog::build_snapshot(s, {}, st.opts));
-            spdlog::info("knowledge base \"{}\" created", s.name);
+            lg->info("knowledge base \"{}\" created", s.name);
             return {};
           };
           if (!st.store) {
@@ -358,7 +365,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           auto& st = self->state;
           if (!st.store)
             return;
-          spdlog::debug("knowledge base \"{}\": a new version was announced", kb);
+          lg->debug("knowledge base \"{}\": a new version was announced", kb);
           if (st.syncing)
             st.sync_again = true;
           else
@@ -380,10 +387,8 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
         [=](atom::status) -> std::string {
           auto& st = self->state;
           json_writer w;
-          w.begin_object()
-              .field("kind", "kb_admin")
-              .field("name", "kb_admin")
-              .field("ingests", st.ingests)
+          self->status_head(w);
+          w              .field("ingests", st.ingests)
               .field("documents_ingested", st.documents)
               .field("last_build_ms", st.last_build_ms)
               .field("graphs_stored", st.graphs_written)

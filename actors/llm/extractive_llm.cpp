@@ -1,4 +1,5 @@
 #include "actors/llm/extractive_llm.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <unordered_map>
 
@@ -56,9 +57,10 @@ generation_result result_of(int32_t prompt_tokens, const extractive_answer& a, s
 }  // namespace
 
 llm_actor spawn_extractive_llm(caf::actor_system& sys, extractive_llm_settings settings) {
-  return sys.spawn([settings](llm_actor::stateful_pointer<extractive_llm_state> self)
+  return sys.spawn([settings](measured_pointer<llm_actor, extractive_llm_state> self)
                        -> llm_actor::behavior_type {
     self->state.settings = settings;
+    self->track("llm", "extractive");
     return {
         [=](atom::generate, const generation_request& req,
             token_sink_actor sink) -> caf::result<generation_result> {
@@ -117,10 +119,8 @@ llm_actor spawn_extractive_llm(caf::actor_system& sys, extractive_llm_settings s
         },
         [=](atom::status) -> std::string {
           json_writer w;
-          w.begin_object()
-              .field("kind", "llm")
-              .field("name", "extractive")
-              .field("processed", self->state.generated)
+          self->status_head(w);
+          w              .field("processed", self->state.generated)
               .field("cancelled", self->state.cancelled)
               .field("in_flight", static_cast<uint64_t>(self->state.jobs.size()))
               .end_object();

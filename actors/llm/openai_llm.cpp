@@ -1,4 +1,7 @@
 #include "actors/llm/openai_llm.hpp"
+#include "protocol/log.hpp"
+#include "protocol/metrics.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <deque>
 #include <unordered_map>
@@ -17,6 +20,10 @@
 #include "protocol/json_writer.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"llm"};
+}  // namespace
 
 namespace {
 
@@ -66,8 +73,16 @@ struct openai_llm_state {
   uint64_t prompt_tokens = 0, completion_tokens = 0;
 
   size_t in_flight() const { return calls.size() + completions.size(); }
+  // This gateway's share of ragtor_llm_queue_depth.
+  int64_t reported_queue = 0;
+  void sync_queue_gauge() {
+    auto n = static_cast<int64_t>(queue.size());
+    metrics::global().llm_queue_depth.add(n - reported_queue);
+    reported_queue = n;
+  }
 
   ~openai_llm_state() {
+    metrics::global().llm_queue_depth.add(-reported_queue);
     // Close every upstream connection when the gateway stops.
     for (auto& [id, c] : calls)
       if (c.handle)
@@ -78,7 +93,7 @@ struct openai_llm_state {
   }
 };
 
-using self_ptr = llm_actor::stateful_pointer<openai_llm_state>;
+using self_ptr = measured_pointer<llm_actor, openai_llm_state>;
 
 std::vector<llm::citation_source> sources_of(const retrieval_result& evidence) {
   std::vector<llm::citation_source> out;
@@ -213,10 +228,13 @@ void on_completion(self_ptr self, const std::string& id, upstream_event& ev) {
     out.finish_reason = std::move(ev.finish_reason);
     out.usage = ev.usage;
     out.tool_calls = std::move(ev.tool_calls);
+    metrics::global().llm_request(metrics::llm_outcome::ok);
     c.promise.deliver(std::move(out));
   } else {
     ++st.failed;
-    spdlog::warn("llm {}: {} completion failed: {} {}", st.settings.model, c.purpose, ev.error_kind,
+    metrics::global().llm_request(metrics::llm_outcome::error);
+    self->stats().error(c.purpose + " completion: " + ev.error_kind + " " + ev.text);
+    lg->warn("llm {}: {} completion failed: {} {}", st.settings.model, c.purpose, ev.error_kind,
                  ev.text);
     c.promise.deliver(upstream_error(st.settings, ev));
   }
@@ -242,12 +260,15 @@ void on_upstream(self_ptr self, const std::string& id, upstream_event& ev) {
     auto r = result_of(c, ev.finish_reason.empty() ? "stop" : ev.finish_reason, ev.usage);
     st.prompt_tokens += r.usage.prompt_tokens;
     st.completion_tokens += r.usage.completion_tokens;
+    metrics::global().llm_request(metrics::llm_outcome::ok);
     c.promise.deliver(std::move(r));
   } else {
     ++st.failed;
+    metrics::global().llm_request(metrics::llm_outcome::error);
+    self->stats().error("request " + id + ": " + ev.error_kind + " " + ev.text);
     // What was shown stays shown; the stream stores it as a partial answer.
     show(c, id, c.citations->finish(), self);
-    spdlog::warn("llm {}: request {} failed after {} chars: {} {}", st.settings.model, id,
+    lg->warn("llm {}: request {} failed after {} chars: {} {}", st.settings.model, id,
                  c.visible.size(), ev.error_kind, ev.text);
     c.promise.deliver(upstream_error(st.settings, ev));
   }
@@ -299,12 +320,14 @@ void start_next(self_ptr self) {
     else
       start_completion(self, std::move(std::get<pending_completion>(p)));
   }
+  st.sync_queue_gauge();
 }
 
 // The refusal of a call past max_concurrency running and max_queue waiting.
 caf::error at_limit(self_ptr self) {
   auto& st = self->state;
   ++st.refused;
+  metrics::global().llm_request(metrics::llm_outcome::overloaded);
   return make_error(errc::overloaded, "model \"" + st.settings.model + "\" is at its limit ("
                                           + std::to_string(st.settings.max_concurrency)
                                           + " running, " + std::to_string(st.settings.max_queue)
@@ -348,6 +371,7 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
   return sys.spawn([client, settings](self_ptr self) -> llm_actor::behavior_type {
     self->state.client = client;
     self->state.settings = settings;
+    self->track("llm", settings.model.empty() ? "openai" : "openai:" + settings.model);
     return {
         [=](atom::generate, generation_request& req,
             token_sink_actor sink) -> caf::result<generation_result> {
@@ -359,6 +383,7 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
             st.queue.push_back(pending{std::move(req), std::move(sink), rp});
           else
             rp.deliver(at_limit(self));
+          st.sync_queue_gauge();
           return rp;
         },
         [=](atom::cancel, const std::string& id) {
@@ -385,9 +410,11 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
             c.promise.deliver(result_of(c, "cancelled", {}));
             st.calls.erase(i);
             freed = true;
+            metrics::global().llm_request(metrics::llm_outcome::cancelled);
           }
           if (freed)
             start_next(self);
+          st.sync_queue_gauge();
         },
         [=](atom::upstream, const std::string& id, upstream_event& ev) {
           on_upstream(self, id, ev);
@@ -401,6 +428,7 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
             st.queue.push_back(pending_completion{std::move(req), rp});
           else
             rp.deliver(at_limit(self));
+          st.sync_queue_gauge();
           return rp;
         },
         [=](atom::tick, const std::string&) {
@@ -409,10 +437,8 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
         [=](atom::status) -> std::string {
           auto& st = self->state;
           json_writer w;
-          w.begin_object()
-              .field("kind", "llm")
-              .field("name", "openai")
-              .field("model", st.settings.model)
+          self->status_head(w);
+          w              .field("model", st.settings.model)
               .field("processed", st.generated)
               .field("failed", st.failed)
               .field("cancelled", st.cancelled)

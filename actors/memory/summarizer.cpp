@@ -1,4 +1,6 @@
 #include "actors/memory/summarizer.hpp"
+#include "protocol/log.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -13,6 +15,10 @@
 #include "protocol/json_writer.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"summarizer"};
+}  // namespace
 
 namespace {
 
@@ -37,7 +43,7 @@ struct summarizer_state {
            extractive = 0, full_runs = 0, merges = 0;
 };
 
-using self_ptr = summarizer_actor::stateful_pointer<summarizer_state>;
+using self_ptr = measured_pointer<summarizer_actor, summarizer_state>;
 // The triggers a run answers (none for a re-check nobody waits for).
 using promise_t = std::vector<caf::typed_response_promise<std::string>>;
 
@@ -90,11 +96,11 @@ void store_summary(self_ptr self, std::string conv, promise_t rp, summary_record
             if (ok) {
               ++st.written;
               wake_watchers(self, conv, expected + 1);
-              spdlog::debug("summarizer: {} summarised up to seq {} (version {})", conv,
+              lg->debug("summarizer: {} summarised up to seq {} (version {})", conv,
                             next.covered_seq, expected + 1);
             } else {
               ++st.conflicts;
-              spdlog::info(
+              lg->info(
                   "summarizer: {} changed meanwhile (another writer or a clear); "
                   "this summary is discarded",
                   conv);
@@ -103,7 +109,7 @@ void store_summary(self_ptr self, std::string conv, promise_t rp, summary_record
           },
           [=](caf::error& err) mutable {
             ++self->state.failed;
-            spdlog::warn("summarizer: storing the summary of {} failed: {}", conv,
+            lg->warn("summarizer: storing the summary of {} failed: {}", conv,
                          self->system().render(err));
             finish(self, conv, rp, "failed");
           });
@@ -150,7 +156,7 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
               text.pop_back();
             if (text.empty()) {
               ++self->state.failed;
-              spdlog::warn("summarizer: the model returned an empty summary for {}", conv);
+              lg->warn("summarizer: the model returned an empty summary for {}", conv);
               return finish(self, conv, rp, "failed");
             }
             next.summary = std::move(text);
@@ -158,7 +164,7 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
           },
           [=](caf::error& err) mutable {
             ++self->state.failed;
-            spdlog::warn("summarizer: summarising {} failed, keeping the old summary: {}", conv,
+            lg->warn("summarizer: summarising {} failed, keeping the old summary: {}", conv,
                          self->system().render(err));
             finish(self, conv, rp, "failed");
           });
@@ -175,7 +181,7 @@ void run(self_ptr self, std::string conv, promise_t rp) {
   st.running.insert(conv);
   auto on_error = [=](caf::error& err) mutable {
     ++self->state.failed;
-    spdlog::warn("summarizer: cannot read conversation {}: {}", conv, self->system().render(err));
+    lg->warn("summarizer: cannot read conversation {}: {}", conv, self->system().render(err));
     finish(self, conv, rp, "failed");
   };
   self->request(st.store, std::chrono::seconds(30), atom::summary_v, conv, std::string{})
@@ -207,6 +213,7 @@ summarizer_actor spawn_summarizer(caf::actor_system& sys, store_actor store, llm
     st.store = store;
     st.llm = llm;
     st.settings = settings;
+    self->track("summarizer", "summarizer");
     return {
         [=](atom::summarize, std::string& conv) -> caf::result<std::string> {
           auto& st = self->state;
@@ -242,10 +249,8 @@ summarizer_actor spawn_summarizer(caf::actor_system& sys, store_actor store, llm
         [=](atom::status) -> std::string {
           auto& st = self->state;
           json_writer w;
-          w.begin_object()
-              .field("kind", "summarizer")
-              .field("name", "summarizer")
-              .field("mode", st.settings.use_model ? "model" : "extractive")
+          self->status_head(w);
+          w              .field("mode", st.settings.use_model ? "model" : "extractive")
               .field("running", static_cast<uint64_t>(st.running.size()))
               .field("triggers", st.triggers)
               .field("not_due", st.not_due)

@@ -5,6 +5,8 @@
 // through the shared asynchronous HTTP client and come back as messages,
 // and the backoff between model attempts is a delayed message to itself.
 #include "actors/pipeline/planner.hpp"
+#include "protocol/log.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <chrono>
 
@@ -20,6 +22,10 @@
 #include "protocol/json_writer.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"planner"};
+}  // namespace
 
 namespace {
 
@@ -54,7 +60,7 @@ struct planner_state {
   uint64_t model_calls = 0;
 };
 
-using self_ptr = planner_actor::stateful_pointer<planner_state>;
+using self_ptr = measured_pointer<planner_actor, planner_state>;
 
 void run(self_ptr self, plan::step s);
 
@@ -120,7 +126,7 @@ void call_model(self_ptr self) {
             if (code_of(err) == errc::overloaded)
               return end(self, std::move(err));
             if (retryable(err) && attempt <= st.current.retries) {
-              spdlog::warn("planner {}: {} attempt {} failed: {}", st.request_id,
+              lg->warn("planner {}: {} attempt {} failed: {}", st.request_id,
                            st.current.completion.purpose, attempt, error_message(err));
               auto backoff = milliseconds{st.current.backoff_ms} * (1 << (attempt - 1));
               self->delayed_send(self, backoff, atom::tick_v, step_no, attempt + 1);
@@ -235,7 +241,7 @@ void cancel(self_ptr self, std::string why) {
     return;
   if (st.model_in_flight)
     self->send(st.deps.llm, atom::cancel_v, st.request_id);
-  spdlog::info("planner {}: cancelled in {} ({})", st.request_id,
+  lg->info("planner {}: cancelled in {} ({})", st.request_id,
                st.logic ? std::string{st.logic->stage()} : std::string{"start"}, why);
   end(self, make_error(errc::cancelled, std::move(why)));
 }
@@ -267,6 +273,7 @@ caf::expected<planner_actor> spawn_planner(caf::actor_system& sys, std::string_v
     st.deps = std::move(deps);
     st.place = std::move(place);
     st.mode = mode;
+    self->track("planner", mode);
     // The turn's stream went away without cancelling: nothing waits for
     // this plan any more.
     self->set_down_handler([=](caf::down_msg&) { cancel(self, "the turn ended"); });
@@ -307,10 +314,8 @@ caf::expected<planner_actor> spawn_planner(caf::actor_system& sys, std::string_v
         [=](atom::status) -> std::string {
           auto& st = self->state;
           json_writer w;
-          w.begin_object()
-              .field("kind", "planner")
-              .field("name", st.mode)
-              .field("request_id", st.request_id)
+          self->status_head(w);
+          w              .field("request_id", st.request_id)
               .field("stage", st.logic ? st.logic->stage() : std::string_view{"idle"})
               .field("step", plan::to_string(st.current.kind))
               .field("steps", st.step_no)

@@ -1,4 +1,6 @@
 #include "actors/router/router.hpp"
+#include "protocol/log.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -17,6 +19,10 @@
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"router"};
+}  // namespace
 
 namespace {
 
@@ -95,7 +101,7 @@ struct router_state {
   uint64_t routed = 0, llm_routed = 0, llm_fallbacks = 0;
 };
 
-using self_ptr = router_actor::stateful_pointer<router_state>;
+using self_ptr = measured_pointer<router_actor, router_state>;
 
 }  // namespace
 
@@ -272,6 +278,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
     self->state.settings = settings;
     self->state.catalog = catalog;
     self->state.llm = llm;
+    self->track("router", "router");
     return {
         [=](atom::route, const chat_request& req) -> caf::result<route_decision> {
           auto& st = self->state;
@@ -298,7 +305,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
                     auto parsed = llm::parse_router_reply(res.text, kbs);
                     if (!parsed.ok) {
                       ++st.llm_fallbacks;
-                      spdlog::warn("router: unusable model reply ({}); using the heuristic",
+                      lg->warn("router: unusable model reply ({}); using the heuristic",
                                    parsed.error);
                       auto d = heuristic;
                       d.method = "fallback";
@@ -331,10 +338,8 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
         [=](atom::status) -> std::string {
           auto& st = self->state;
           json_writer w;
-          w.begin_object()
-              .field("kind", "router")
-              .field("name", "router")
-              .field("mode", st.settings.mode)
+          self->status_head(w);
+          w.field("mode", st.settings.mode)
               .field("routed", st.routed)
               .field("llm_routed", st.llm_routed)
               .field("llm_fallbacks", st.llm_fallbacks)

@@ -1,4 +1,5 @@
 #include "actors/session/session.hpp"
+#include "protocol/log.hpp"
 
 #include <deque>
 #include <functional>
@@ -9,10 +10,15 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/admin/measured.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"session"};
+}  // namespace
 
 namespace {
 
@@ -51,7 +57,7 @@ struct session_state {
   uint64_t epoch = 0;  // bumped on every activity; see the idle timer
 };
 
-using session_ptr = session_actor::stateful_pointer<session_state>;
+using session_ptr = measured_pointer<session_actor, session_state>;
 
 void start_next(session_ptr self);
 
@@ -141,7 +147,7 @@ void start_next(session_ptr self) {
               self->send(stream, atom::cancel_v);
           },
           [=](caf::error& err) mutable {
-            spdlog::warn("session: storing the user message of {} failed: {}", turn.req.request_id,
+            lg->warn("session: storing the user message of {} failed: {}", turn.req.request_id,
                          self->system().render(err));
             self->state.starting = false;
             turn.promise.deliver(std::move(err));
@@ -157,6 +163,7 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
     st.settings = settings;
     st.user_id = user_id;
     st.session_id = session_id;
+    self->track("session", user_id + "/" + session_id);
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& st = self->state;
       std::erase_if(st.lingering, [&](const auto& kv) { return kv.second.address() == msg.source; });
@@ -249,9 +256,8 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
         [=](atom::status) -> std::string {
           auto& st = self->state;
           json_writer w;
-          w.begin_object()
-              .field("kind", "session")
-              .field("user_id", st.user_id)
+          self->status_head(w);
+          w.field("user_id", st.user_id)
               .field("session_id", st.session_id)
               .field("turns", st.turns)
               .field("queued", static_cast<uint64_t>(st.queue.size()))
@@ -289,7 +295,7 @@ struct manager_state {
   uint64_t next_forward = 0;
 };
 
-using manager_ptr = session_manager_actor::stateful_pointer<manager_state>;
+using manager_ptr = measured_pointer<session_manager_actor, manager_state>;
 
 void check_shutdown_done(manager_ptr self) {
   auto& st = self->state;
@@ -421,6 +427,7 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
   return sys.spawn([=](manager_ptr self) -> session_manager_actor::behavior_type {
     self->state.deps = deps;
     self->state.settings = settings;
+    self->track("session_manager", "session_manager");
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& stateless = self->state.stateless;
       auto before = stateless.size();
@@ -545,13 +552,10 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
         [=](atom::status) -> std::string {
           auto& st = self->state;
           json_writer w;
-          w.begin_object()
-              .field("kind", "session_manager")
-              .field("name", "session_manager")
-              .field("sessions", static_cast<uint64_t>(st.sessions.size()))
+          self->status_head(w);
+          w.field("sessions", static_cast<uint64_t>(st.sessions.size()))
               .field("opened_turns", st.opened)
               .field("forwarded_turns", st.forwarded)
-              .field("node", st.settings.node)
               .field("frontends", static_cast<uint64_t>(st.frontends.size() + 1))
               .end_object();
           return w.take();

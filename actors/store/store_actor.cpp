@@ -1,4 +1,6 @@
 #include "actors/store/store_actor.hpp"
+#include "protocol/log.hpp"
+#include "actors/admin/measured.hpp"
 
 #include "memory/long_term.hpp"
 
@@ -18,6 +20,10 @@
 #include "protocol/json_writer.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"store"};
+}  // namespace
 
 namespace {
 
@@ -45,7 +51,7 @@ struct store_state {
   }
 };
 
-using store_ptr = store_actor::stateful_pointer<store_state>;
+using store_ptr = measured_pointer<store_actor, store_state>;
 
 // Someone else's conversation is reported exactly like a missing one, so
 // ids cannot be probed.
@@ -101,7 +107,7 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
     auto writer = open();
     auto ran = apply_migrations(*writer, embedded_migrations());
     if (ran > 0)
-      spdlog::info("store: applied {} migration(s) ({})", ran, writer->backend_name());
+      lg->info("store: applied {} migration(s) ({})", ran, writer->backend_name());
     std::vector<std::unique_ptr<store_backend>> readers;
     for (int i = 0; i < std::max(1, opts.read_connections); ++i)
       readers.push_back(open());
@@ -115,6 +121,7 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
   return sys.spawn([executor, backend](store_ptr self) -> store_actor::behavior_type {
     self->state.executor = executor;
     self->state.backend = backend;
+    self->track("store", "store");
     return {
         [=](atom::begin_turn, const std::string& user_id, const std::string& session_id,
             const std::string& content, const std::string& request_id) {
@@ -307,10 +314,8 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
         [=](atom::status) -> std::string {
           auto s = self->state.executor->snapshot();
           json_writer w;
-          w.begin_object()
-              .field("kind", "store")
-              .field("name", "store")
-              .field("backend", self->state.backend)
+          self->status_head(w);
+          w              .field("backend", self->state.backend)
               .field("queued", s.queued)
               .field("pending_replies", static_cast<uint64_t>(self->state.pending.size()))
               .field("committed_batches", s.committed_batches)

@@ -1,4 +1,7 @@
 #include "actors/stream/stream.hpp"
+#include "protocol/log.hpp"
+#include "protocol/metrics.hpp"
+#include "actors/admin/measured.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -25,8 +28,14 @@
 namespace ragtor {
 
 namespace {
+const log::component lg{"stream"};
+}  // namespace
+
+namespace {
 
 enum class phase { routing, history, retrieving, generating, persisting, finished };
+constexpr const char* phase_names[] = {"routing",    "history",    "retrieving",
+                                       "generating", "persisting", "finished"};
 enum class early_search { none, running, answered };
 
 // Timers. A delayed message holds its receiver until it fires, so one long
@@ -118,6 +127,10 @@ struct stream_state {
   bool need_human_help = false;  // a planner escalated the turn
   std::string escalation_reason;
   std::string answer;  // concatenation of the tokens published
+  uint64_t tokens = 0;  // token events published
+  // For the latency metrics (real time, whatever the actor clock).
+  std::chrono::steady_clock::time_point begun = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::time_point last_token{};
   generation_result gen;
   std::string message_id;  // the stored assistant message
 
@@ -163,7 +176,7 @@ struct stream_state {
   caf::actor_clock::time_point started;
 };
 
-using self_ptr = stream_actor::stateful_pointer<stream_state>;
+using self_ptr = measured_pointer<stream_actor, stream_state>;
 
 void emit(self_ptr self, stream_event ev);
 
@@ -248,9 +261,33 @@ void flush(self_ptr self, subscriber& sub) {
   self->send(sub.sink, atom::events_v, std::move(batch));
 }
 
+// ragtor_turns_total{outcome} of a turn that ends now.
+metrics::turn_outcome outcome_of(const stream_state& st) {
+  using enum metrics::turn_outcome;
+  if (st.error_code.empty())
+    return st.cancelled ? cancelled : completed;
+  if (st.error_code == "slow_client" || (st.error_code == "cancelled" && st.subs.empty()))
+    return client_gone;
+  if (st.error_code == "cancelled")
+    return cancelled;
+  if (st.error_code == "overloaded")
+    return overloaded;
+  return failed;
+}
+
 void emit(self_ptr self, stream_event ev) {
   auto& st = self->state;
   ev.seq = ++st.next_seq;
+  if (ev.kind == event_kind::token) {
+    auto& m = metrics::global();
+    auto now = std::chrono::steady_clock::now();
+    m.tokens_streamed.inc();
+    if (st.last_token == std::chrono::steady_clock::time_point{})
+      m.time_to_first_token.observe(std::chrono::duration<double>(now - st.begun).count());
+    else
+      m.inter_token_latency.observe(std::chrono::duration<double>(now - st.last_token).count());
+    st.last_token = now;
+  }
   bool too_slow = false;
   for (auto& sub : st.subs) {
     sub.pending_bytes += ev.data.size();
@@ -279,7 +316,7 @@ void fail(self_ptr self, const caf::error& err, std::string_view what) {
     st.error_code = std::string{http_error_of(code).code};
     auto msg = error_message(err);
     st.error_message = std::string{what} + (msg.empty() ? "" : ": " + msg);
-    spdlog::warn("stream {}: {} failed: {}", st.req.request_id, what, self->system().render(err));
+    lg->warn("stream {}: {} failed: {}", st.req.request_id, what, self->system().render(err));
   }
 }
 
@@ -384,6 +421,11 @@ void finish(self_ptr self) {
   c.need_human_help = st.need_human_help;
   c.escalation_reason = st.escalation_reason;
   st.done_emitted = true;
+  metrics::global().turn(outcome_of(st));
+  metrics::global().turn_duration.observe(
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - st.begun).count());
+  if (!st.error_code.empty())
+    self->stats().error(st.error_code + ": " + st.error_message);
   if (st.deps.session)
     self->send(st.deps.session, atom::turn_done_v, st.req.request_id);
   emit(self, make_done_event(c));
@@ -489,7 +531,7 @@ void retrieval_failed(self_ptr self, const caf::error& err) {
   auto& st = self->state;
   st.evidence = {};
   auto msg = error_message(err);
-  spdlog::warn("stream {}: search failed ({}); answering without documents", st.req.request_id,
+  lg->warn("stream {}: search failed ({}); answering without documents", st.req.request_id,
                self->system().render(err));
   log_node(self, "retrieve", retrieve_input(self),
            json_strings({{"degraded", "search failed: " + msg + "; no documents"}}));
@@ -712,7 +754,7 @@ void remember(self_ptr self, std::function<void()> next) {
   };
   auto warn = [=](const char* what) {
     return [=](caf::error& err) {
-      spdlog::warn("stream {}: {} not stored: {}", self->state.req.request_id, what,
+      lg->warn("stream {}: {} not stored: {}", self->state.req.request_id, what,
                    self->system().render(err));
       one_done();
     };
@@ -779,7 +821,7 @@ void context_answered(self_ptr self) {
 
 auto context_failed(self_ptr self, const char* what) {
   return [=](caf::error& err) {
-    spdlog::warn("stream {}: {} unavailable: {}", self->state.req.request_id, what,
+    lg->warn("stream {}: {} unavailable: {}", self->state.req.request_id, what,
                  self->system().render(err));
     context_answered(self);
   };
@@ -813,7 +855,7 @@ void load_context(self_ptr self) {
             context_answered(self);
           },
           [=](caf::error& err) {
-            spdlog::warn("stream {}: history unavailable: {}", self->state.req.request_id,
+            lg->warn("stream {}: history unavailable: {}", self->state.req.request_id,
                          self->system().render(err));
             self->state.history_degraded = true;
             context_answered(self);
@@ -875,7 +917,7 @@ void cancel_turn(self_ptr self, std::string code, std::string message) {
     st.error_code = std::move(code);
     st.error_message = std::move(message);
   }
-  spdlog::info("stream {}: cancelled ({})", st.req.request_id, st.error_code);
+  lg->info("stream {}: cancelled ({})", st.req.request_id, st.error_code);
   // In-flight steps see `cancelled` when they answer; a running generation
   // is stopped and answers with what it produced.
   if (st.ph == phase::generating)
@@ -895,7 +937,7 @@ void detach(self_ptr self) {
     return cancel_turn(self, "cancelled", "the client went away");
   }
   st.detached_until = self->clock().now() + st.settings.detach_grace;
-  spdlog::debug("stream {}: detached; waiting {} ms for a client", st.req.request_id,
+  lg->debug("stream {}: detached; waiting {} ms for a client", st.req.request_id,
                 std::chrono::duration_cast<std::chrono::milliseconds>(st.settings.detach_grace)
                     .count());
   self->delayed_send(self, st.settings.detach_grace, atom::tick_v, detach_check);
@@ -975,6 +1017,7 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
     st.opened = opened;
     st.deps = deps;
     st.settings = settings;
+    self->track("stream", req.request_id);
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& st = self->state;
       if (st.planner && msg.source == st.planner.address()) {
@@ -1045,7 +1088,27 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
           if (request_id != st.req.request_id || st.ph != phase::generating)
             return;
           st.answer += text;
+          ++st.tokens;
           emit(self, make_token_event(std::move(text)));
+        },
+        [=](atom::status) -> std::string {
+          auto& st = self->state;
+          auto age = std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now()
+                                                                            - st.started);
+          json_writer w;
+          self->status_head(w);
+          w.field("request_id", st.req.request_id)
+              .field("user_id", st.req.user_id)
+              .field("session_id", st.req.session_id)
+              .field("conversation_id", st.opened.conversation_id)
+              .field("kb", st.route.kb_prefix)
+              .field("stage", phase_names[static_cast<int>(st.ph)])
+              .field("tokens", st.tokens)
+              .field("age_ms", static_cast<int64_t>(age.count()))
+              .field("subscribers", static_cast<uint64_t>(st.subs.size()))
+              .field("cancelled", st.cancelled)
+              .end_object();
+          return w.take();
         },
     };
   });

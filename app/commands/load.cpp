@@ -7,6 +7,7 @@
 
 #include "llm/openai_client.hpp"
 #include "llm/openai_embedder.hpp"
+#include "protocol/log.hpp"
 
 namespace ragtor {
 
@@ -27,6 +28,7 @@ void setup_logging(const std::string& level) {
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
   spdlog::set_pattern("%Y-%m-%dT%H:%M:%S.%e %^%l%$ %v");
+  log::rebind();
 }
 
 kb_build_options kb_build_options_of(const config& cfg) {

@@ -22,7 +22,9 @@
 
 #include <unistd.h>
 
+#include "actors/admin/admin.hpp"
 #include "actors/agents/agent_pool.hpp"
+#include "protocol/log.hpp"
 #include "actors/cluster/cluster.hpp"
 #include "actors/kb/kb_admin.hpp"
 #include "actors/llm/extractive_llm.hpp"
@@ -46,6 +48,10 @@
 #include "retrieval/kb_store.hpp"
 
 namespace ragtor {
+
+namespace {
+const log::component lg{"serve"};
+}  // namespace
 
 namespace {
 
@@ -79,7 +85,7 @@ reranker reranker_of(const config& cfg, llm_actor model) {
   ec.first_token_timeout = std::chrono::milliseconds{cfg.retrieval.rerank_timeout_ms};
   ec.total_timeout = ec.first_token_timeout;
   rr.endpoint = std::make_shared<llm::openai_client>(ec, 1);
-  spdlog::info("reranker: model \"{}\" at {}", cfg.retrieval.rerank_model,
+  lg->info("reranker: model \"{}\" at {}", cfg.retrieval.rerank_model,
                cfg.retrieval.rerank_base_url);
   return rr;
 }
@@ -109,7 +115,7 @@ llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
     extractive_llm_settings ls;
     ls.max_sentences = static_cast<size_t>(cfg.generator.extractive_max_sentences);
     ls.pace = std::chrono::milliseconds{cfg.generator.extractive_pace_ms};
-    spdlog::info("generator: extractive (no language model configured)");
+    lg->info("generator: extractive (no language model configured)");
     return spawn_extractive_llm(sys, ls);
   }
   auto ec = endpoint_of(cfg, cfg.llm.base_url, cfg.llm.model);
@@ -122,7 +128,7 @@ llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
   os.temperature = cfg.llm.temperature;
   os.max_tokens = cfg.llm.max_tokens;
   os.prompt_budget_tokens = static_cast<size_t>(cfg.llm.prompt_budget_tokens);
-  spdlog::info("generator: model \"{}\" at {}", cfg.llm.model, cfg.llm.base_url);
+  lg->info("generator: model \"{}\" at {}", cfg.llm.model, cfg.llm.base_url);
   return spawn_openai_llm(sys, std::move(client), os);
 }
 
@@ -137,7 +143,7 @@ void raise_open_file_limit() {
     auto old = lim.rlim_cur;
     lim.rlim_cur = lim.rlim_max;
     if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
-      spdlog::info("open file limit raised from {} to {}", old, lim.rlim_cur);
+      lg->info("open file limit raised from {} to {}", old, lim.rlim_cur);
   }
 }
 
@@ -202,15 +208,25 @@ int run_serve(const serve_options& opts) {
                    "or [auth] allow_unauthenticated = true to serve anyone who connects\n";
       return 2;
     }
-    spdlog::warn("serving {} WITHOUT authentication ([auth] allow_unauthenticated = true): "
+    lg->warn("serving {} WITHOUT authentication ([auth] allow_unauthenticated = true): "
                  "anyone who can connect may read and change every user's data",
                  cfg->server.listen);
+  }
+  // The console shows every user's sessions and can stop them: behind a
+  // token, or reachable from this machine only.
+  auto admin_token = !cfg->admin.token.empty() ? cfg->admin.token : cfg->auth.admin_token;
+  if (cfg->admin.enabled && admin_token.empty() && !http::is_loopback_host(listen->first)) {
+    std::cerr << "ragtor: refusing to listen on " << cfg->server.listen
+              << " with the admin console open: set [admin] token (or RAGTOR_ADMIN__TOKEN) "
+                 "to protect /admin, /admin/api/... and /metrics (docs/admin.md), or "
+                 "[admin] enabled = false to turn them off\n";
+    return 2;
   }
   raise_open_file_limit();
   std::error_code fs_err;
   std::filesystem::create_directories(cfg->data_dir, fs_err);
   if (fs_err) {
-    spdlog::error("cannot create data dir {}: {}", cfg->data_dir, fs_err.message());
+    lg->error("cannot create data dir {}: {}", cfg->data_dir, fs_err.message());
     return 1;
   }
 
@@ -221,7 +237,7 @@ int run_serve(const serve_options& opts) {
     auto s = kb_settings_from_json(json);
     if (s) {
       if (auto bad = http::check_outbound_hosts(*s, outbound)) {
-        spdlog::error("cannot apply [kbs.{}]: {}: {}", name, bad->field, bad->message);
+        lg->error("cannot apply [kbs.{}]: {}: {}", name, bad->field, bad->message);
         return 1;
       }
     }
@@ -229,16 +245,16 @@ int run_serve(const serve_options& opts) {
     if (!err && !kb_exists(cfg->data_dir, name))
       err = create_kb(cfg->data_dir, name);
     if (err) {
-      spdlog::error("cannot apply [kbs.{}]: {}", name, error_message(err));
+      lg->error("cannot apply [kbs.{}]: {}", name, error_message(err));
       return 1;
     }
-    spdlog::info("knowledge base \"{}\": settings from the config file", name);
+    lg->info("knowledge base \"{}\": settings from the config file", name);
   }
 
   auto build_opts = kb_build_options_of(*cfg);
   auto catalog = kb_catalog::load(cfg->data_dir, build_opts);
   if (!catalog) {
-    spdlog::error("cannot load knowledge bases: {}", error_message(catalog.error()));
+    lg->error("cannot load knowledge bases: {}", error_message(catalog.error()));
     return 1;
   }
   for (auto& name : (*catalog)->names()) {
@@ -246,12 +262,12 @@ int run_serve(const serve_options& opts) {
     // KBs already on disk are held to today's outbound hosts too (the list
     // may have been narrowed since they were created).
     if (auto bad = http::check_outbound_hosts(snap->settings, outbound)) {
-      spdlog::error("knowledge base \"{}\" (data/kbs/{}/kb.json): {}: {}; allow the host in "
+      lg->error("knowledge base \"{}\" (data/kbs/{}/kb.json): {}: {}; allow the host in "
                     "[security] allowed_outbound_hosts or change the KB",
                     name, name, bad->field, bad->message);
       return 1;
     }
-    spdlog::info("knowledge base \"{}\": {} chunks, indexes {} in {:.0f} ms", name,
+    lg->info("knowledge base \"{}\": {} chunks, indexes {} in {:.0f} ms", name,
                  snap->chunks.size(), snap->loaded_from_snapshot ? "loaded" : "built",
                  snap->build_ms);
   }
@@ -276,7 +292,7 @@ int run_serve(const serve_options& opts) {
   store_opts.read_connections = cfg->store.read_connections;
   auto store = spawn_store(sys, store_opts);
   if (!store) {
-    spdlog::error("cannot open the store: {}", sys.render(store.error()));
+    lg->error("cannot open the store: {}", sys.render(store.error()));
     return 1;
   }
 
@@ -289,7 +305,7 @@ int run_serve(const serve_options& opts) {
   auto llm = spawn_generator(sys, *cfg);
   auto rr = reranker_of(*cfg, llm);
   auto workers = agent_workers_of(*cfg);
-  spdlog::info("retrieval agents: {} workers each", workers);
+  lg->info("retrieval agents: {} workers each", workers);
   pool_cluster_settings pcs;
   pcs.node = node;
   pcs.retrieval = list_has(cfg->cluster.roles, "retrieval");
@@ -340,6 +356,13 @@ int run_serve(const serve_options& opts) {
   cs.store = *store;
   cs.pool = pool;
   cs.sessions = sessions;
+  admin_settings as;
+  as.node = node;
+  as.roles = cfg->cluster.roles;
+  as.address = cfg->cluster.listen;
+  as.status_timeout = std::chrono::milliseconds{cfg->admin.status_timeout_ms};
+  auto admin = spawn_admin(sys, as);
+  cs.admin = admin;
   bool tls = !cfg->cluster.tls_certificate.empty();
   if (clustered)
     cs.middleman = caf::actor_cast<caf::actor>(tls ? sys.openssl_manager().actor_handle()
@@ -365,11 +388,12 @@ int run_serve(const serve_options& opts) {
   hs.max_header_bytes = cfg->server.max_header_bytes;
   hs.max_url_bytes = cfg->server.max_url_bytes;
   hs.api_keys = cfg->auth.mode == "api_key";
-  hs.admin_token = cfg->auth.admin_token;
+  hs.admin_token = admin_token;
+  hs.admin_enabled = cfg->admin.enabled;
   hs.key_refresh = std::chrono::milliseconds{cfg->auth.key_refresh_ms};
   hs.allowed_outbound_hosts = outbound;
   if (hs.api_keys)
-    spdlog::info("auth: API keys required (reloaded every {} ms)", cfg->auth.key_refresh_ms);
+    lg->info("auth: API keys required (reloaded every {} ms)", cfg->auth.key_refresh_ms);
   hs.kb_exists = [catalog = *catalog](std::string_view kb) {
     // "general" means no retrieval (any case); "default" is the unnamed KB.
     if (format_worker_name(kb, "").empty())
@@ -388,7 +412,7 @@ int run_serve(const serve_options& opts) {
     self->request(kb_admin, std::chrono::minutes(10), atom::kb_graph_v)
         .receive([](int64_t) {},
                  [&](caf::error& err) {
-                   spdlog::warn("entity graphs not stored at start: {}", sys.render(err));
+                   lg->warn("entity graphs not stored at start: {}", sys.render(err));
                  });
   }
   hs.catalog = *catalog;
@@ -396,6 +420,7 @@ int run_serve(const serve_options& opts) {
   hs.summarizer = summarizer;
   hs.pool = pool;
   hs.cluster = cluster;
+  hs.admin = admin;
   hs.reranker = describe(rr);
   hs.max_ingest_bytes = cfg->server.max_ingest_bytes;
   hs.default_agent_type = cfg->router.default_agent_type;
@@ -414,7 +439,7 @@ int run_serve(const serve_options& opts) {
       (self->send_exit(hs, caf::exit_reason::user_shutdown), ...);
       self->wait_for(hs...);
     };
-    stage(cluster);
+    stage(cluster, admin);
     stage(sessions);
     stage(router, pool, kb_admin);
     stage(summarizer);
@@ -422,7 +447,7 @@ int run_serve(const serve_options& opts) {
     stage(*store);
   };
   if (!port) {
-    spdlog::error("{}", error_message(port.error()));
+    lg->error("{}", error_message(port.error()));
     stop_actors();
     return 1;
   }
@@ -431,26 +456,26 @@ int run_serve(const serve_options& opts) {
     auto published = tls ? caf::openssl::publish(cluster, at->second, at->first.c_str(), true)
                          : sys.middleman().publish(cluster, at->second, at->first.c_str(), true);
     if (!published) {
-      spdlog::error("cannot listen for cluster peers on {}: {}", cfg->cluster.listen,
+      lg->error("cannot listen for cluster peers on {}: {}", cfg->cluster.listen,
                     sys.render(published.error()));
       srv.stop();
       stop_actors();
       return 1;
     }
-    spdlog::info("cluster: node \"{}\" listening for peers on {}{}", node, cfg->cluster.listen,
+    lg->info("cluster: node \"{}\" listening for peers on {}{}", node, cfg->cluster.listen,
                  tls ? " (TLS)" : "");
   }
   auto host =
       listen->first.find(':') != std::string::npos ? "[" + listen->first + "]" : listen->first;
   std::printf("ragtor listening on http://%s:%u\n", host.c_str(), static_cast<unsigned>(*port));
   std::fflush(stdout);
-  spdlog::info(
+  lg->info(
       "ready: data dir {}, store {}", cfg->data_dir,
       store_opts.postgres_dsn.empty() ? store_opts.sqlite_path.string() : std::string{"postgres"});
 
   int sig = 0;
   sigwait(&signals, &sig);
-  spdlog::info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  lg->info("received {}, shutting down", sig == SIGINT ? "SIGINT" : "SIGTERM");
   auto grace = std::chrono::seconds{cfg->server.shutdown_grace_s};
   srv.stop_accepting();
   {
@@ -465,13 +490,13 @@ int run_serve(const serve_options& opts) {
     caf::scoped_actor self{sys};
     self->request(sessions, grace, atom::shutdown_v)
         .receive([](bool) {},
-                 [](caf::error& err) { spdlog::warn("sessions did not stop in time"); });
+                 [](caf::error& err) { lg->warn("sessions did not stop in time"); });
   }
   if (auto left = srv.wait_idle(std::chrono::duration_cast<std::chrono::milliseconds>(grace)))
-    spdlog::warn("{} request(s) still in flight at shutdown", left);
+    lg->warn("{} request(s) still in flight at shutdown", left);
   srv.stop();
   stop_actors();
-  spdlog::info("bye");
+  lg->info("bye");
   return 0;
 }
 

@@ -565,5 +565,73 @@ TEST_F(cluster_test, the_owner_dies_mid_turn_and_the_conversation_goes_on) {
   }
 }
 
+// The admin console of either node shows the whole cluster: both nodes,
+// each node's actors (details fetched from the node that runs them), and a
+// stream running on the other node is stopped through this one's console.
+TEST_F(cluster_test, the_console_of_one_node_shows_and_acts_on_the_whole_cluster) {
+  extra_env_["RAGTOR_GENERATOR__EXTRACTIVE_PACE_MS"] = "150";
+  ASSERT_NO_FATAL_FAILURE(start_two_frontends());
+  auto get = [&](const std::string& via, const std::string& path) {
+    auto r = request(node(via).port(), "GET", path);
+    EXPECT_EQ(r.status, 200) << path << ": " << r.body;
+    return json::parse(r.status == 200 ? r.body : "{}");
+  };
+  auto nodes = get("a", "/admin/api/nodes");
+  EXPECT_EQ(nodes.str("/self"), "a");
+  std::map<std::string, std::string> status;
+  for (auto& n : nodes.items("/nodes"))
+    status[n.str("/name")] = n.str("/status");
+  EXPECT_EQ(status, (std::map<std::string, std::string>{{"a", "up"}, {"b", "up"}}));
+
+  std::set<std::string> pool_nodes;
+  uint64_t b_pool = 0;
+  for (auto& p : get("a", "/admin/api/actors?kind=agent_pool").items("/actors")) {
+    pool_nodes.insert(p.str("/node"));
+    if (p.str("/node") == "b")
+      b_pool = static_cast<uint64_t>(p.integer("/id"));
+  }
+  EXPECT_EQ(pool_nodes, (std::set<std::string>{"a", "b"}));
+  auto detail = get("a", "/admin/api/actors/b/" + std::to_string(b_pool));
+  EXPECT_EQ(detail.str("/kind"), "agent_pool");
+  EXPECT_EQ(detail.str("/node"), "b");
+  EXPECT_EQ(get("a", "/admin/api/actors?kind=agent_pool&node=b").items("/actors").size(), 1u);
+
+  // A conversation owned by b, opened and stopped through a.
+  std::string session;
+  for (int i = 0; session.empty(); ++i)
+    if (owner_among("u-console", "c" + std::to_string(i), {"a", "b"}) == "b")
+      session = "c" + std::to_string(i);
+  auto stream = open_sse(node("a").port(), chat_stream_path,
+                         chat_body("u-console", session, question, "test",
+                                   {{"request_id", "rq-console"}}));
+  ASSERT_EQ(stream.status(), 200);
+  bool generating = false;
+  while (auto ev = stream.next_event(10s))
+    if (ev->data.find("\"status\":\"token\"") != std::string::npos) {
+      generating = true;
+      break;
+    }
+  ASSERT_TRUE(generating);
+  std::string on;
+  for (auto& s : get("a", "/admin/api/streams").items("/streams"))
+    if (s.str("/request_id") == "rq-console")
+      on = s.str("/node");
+  EXPECT_EQ(on, "b") << "the stream runs on the conversation's owner";
+  auto stop = request(node("a").port(), "POST", "/admin/api/streams/rq-console/stop");
+  ASSERT_EQ(stop.status, 200) << stop.body;
+  auto rest = read_stream(stream, 20s);
+  ASSERT_TRUE(rest.done.has_value()) << rest.statuses();
+  ASSERT_FALSE(rest.errors.empty());
+  EXPECT_EQ(rest.errors.back().str("/code"), "cancelled");
+
+  // A node that goes away shows as down.
+  node("b").kill9();
+  ASSERT_TRUE(saw("a", "b", "down"));
+  status.clear();
+  for (auto& n : get("a", "/admin/api/nodes").items("/nodes"))
+    status[n.str("/name")] = n.str("/status");
+  EXPECT_EQ(status, (std::map<std::string, std::string>{{"a", "up"}, {"b", "down"}}));
+}
+
 }  // namespace
 }  // namespace ragtor::test

@@ -258,15 +258,6 @@ TEST_F(short_grace_test, nobody_back_within_the_grace_period_stores_the_partial)
 
 // -- the OpenAI-compatible façade -----------------------------------------------------
 
-std::string find_node() {
-  for (auto dir : {"/usr/bin", "/usr/local/bin"}) {
-    auto p = std::filesystem::path{dir} / "node";
-    if (std::filesystem::exists(p))
-      return p.string();
-  }
-  return {};
-}
-
 class openai_facade_test : public ragtor_server_test {
 protected:
   env_vars server_env() const override { return {{"RAGTOR_GENERATOR__EXTRACTIVE_PACE_MS", "20"}}; }

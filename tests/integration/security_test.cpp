@@ -103,6 +103,21 @@ std::map<std::string, route_call> route_calls() {
         {201}}},
       {"admin_list_keys", {"GET", "/admin/api/keys", "", false, {200}}},
       {"admin_revoke_key", {"DELETE", "/admin/api/keys/no-such-key", "", false, {404}}},
+      {"admin_page", {"GET", "/admin", "", false, {200}}},
+      {"metrics", {"GET", "/metrics", "", false, {200}}},
+      {"admin_nodes", {"GET", "/admin/api/nodes", "", false, {200}}},
+      {"admin_actors", {"GET", "/admin/api/actors?kind=router", "", false, {200}}},
+      {"admin_actor", {"GET", "/admin/api/actors/nowhere/1", "", false, {404}}},
+      {"admin_sessions", {"GET", "/admin/api/sessions", "", false, {200}}},
+      {"admin_streams", {"GET", "/admin/api/streams", "", false, {200}}},
+      {"admin_stop_stream", {"POST", "/admin/api/streams/r-none/stop", "", false, {404}}},
+      {"admin_evict_session",
+       {"POST", "/admin/api/sessions/{U}/s-none/evict", "", true, {404}}},
+      {"admin_loggers", {"GET", "/admin/api/loggers", "", false, {200}}},
+      {"admin_set_logger",
+       {"PUT", "/admin/api/loggers", R"({"name":"http","level":"debug"})", false, {200}}},
+      // The feed streams for as long as it is read: a bad view answers at once.
+      {"admin_events", {"GET", "/admin/api/events?view=bogus", "", false, {400}}},
   };
 }
 

@@ -174,6 +174,15 @@ std::string ragtor_binary() {
   return built_ragtor_binary();
 }
 
+std::string find_node() {
+  for (auto dir : {"/usr/bin", "/usr/local/bin"}) {
+    auto p = std::filesystem::path{dir} / "node";
+    if (std::filesystem::exists(p))
+      return p.string();
+  }
+  return {};
+}
+
 std::filesystem::path source_dir() {
   return RAGTOR_SOURCE_DIR;
 }

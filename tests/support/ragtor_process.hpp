@@ -68,6 +68,9 @@ const char* built_ragtor_binary();
 // Root of the source tree (RAGTOR_SOURCE_DIR).
 std::filesystem::path source_dir();
 
+// The Node.js binary (/usr/bin or /usr/local/bin), "" when not installed.
+std::string find_node();
+
 // A running `ragtor serve --listen 127.0.0.1:0 --data-dir DIR`.
 class ragtor_process {
 public:
