@@ -54,6 +54,7 @@ struct session_state {
   std::vector<caf::typed_response_promise<int64_t>> clears;
   bool clearing = false;  // the store clear is in flight
   uint64_t turns = 0;
+  std::string conversation_id;  // known once a turn was opened
   uint64_t epoch = 0;  // bumped on every activity; see the idle timer
 };
 
@@ -133,6 +134,7 @@ void start_next(session_ptr self) {
             auto& st = self->state;
             st.starting = false;
             ++st.turns;
+            st.conversation_id = opened.conversation_id;
             stream_deps deps{st.deps.router,     st.deps.pool,
                              st.deps.llm,        st.deps.store,
                              st.deps.summarizer, caf::actor_cast<session_actor>(self),
@@ -259,6 +261,7 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
           self->status_head(w);
           w.field("user_id", st.user_id)
               .field("session_id", st.session_id)
+              .field("conversation_id", st.conversation_id)
               .field("turns", st.turns)
               .field("queued", static_cast<uint64_t>(st.queue.size()))
               .field("running", st.running ? st.running->request_id : std::string{})

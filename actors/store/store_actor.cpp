@@ -1,5 +1,6 @@
 #include "actors/store/store_actor.hpp"
 #include "protocol/log.hpp"
+#include "protocol/metrics.hpp"
 #include "actors/admin/measured.hpp"
 
 #include "memory/long_term.hpp"
@@ -52,6 +53,14 @@ struct store_state {
 };
 
 using store_ptr = measured_pointer<store_actor, store_state>;
+
+// The mean commit time of this process's store transactions
+// (ragtor_store_commit_duration_seconds), in ms.
+double commit_ms_mean() {
+  auto& h = metrics::global().store_commit_duration;
+  auto n = h.count();
+  return n == 0 ? 0.0 : h.sum() * 1000.0 / static_cast<double>(n);
+}
 
 // Someone else's conversation is reported exactly like a missing one, so
 // ids cannot be probed.
@@ -321,6 +330,11 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
               .field("committed_batches", s.committed_batches)
               .field("committed_jobs", s.committed_jobs)
               .field("failed_jobs", s.failed_jobs)
+              .field("mean_batch_size", s.committed_batches == 0
+                                            ? 0.0
+                                            : static_cast<double>(s.committed_jobs)
+                                                  / static_cast<double>(s.committed_batches))
+              .field("mean_commit_ms", commit_ms_mean())
               .end_object();
           return w.take();
         },

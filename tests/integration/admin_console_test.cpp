@@ -361,5 +361,18 @@ TEST_F(admin_console_test, the_console_works_in_a_real_browser) {
   EXPECT_EQ(rest.errors[0].str("/code"), "cancelled");
 }
 
+// The console shows every user's sessions: a listen address beyond this
+// machine without a token is refused at start, before anything listens
+// (192.0.2.1 is TEST-NET: it could not be bound here anyway).
+TEST(admin_console_start, a_non_loopback_address_without_a_token_refuses_to_start) {
+  temp_dir tmp{"admin-start"};
+  auto run = run_ragtor({"serve", "--listen", "192.0.2.1:8080", "--data-dir",
+                         (tmp.path() / "data").string()},
+                        {{"RAGTOR_AUTH__ALLOW_UNAUTHENTICATED", "true"}}, 30s);
+  EXPECT_TRUE(run.status.exited && run.status.code == 2) << run.status.describe() << run.output;
+  EXPECT_NE(run.output.find("[admin] token"), std::string::npos) << run.output;
+  EXPECT_EQ(run.output.find("listening"), std::string::npos) << run.output;
+}
+
 }  // namespace
 }  // namespace ragtor::test
