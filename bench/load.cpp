@@ -286,6 +286,8 @@ int main(int argc, char** argv) {
                   pct(ttft, 0.5) - first_ms, pct(ttft, 0.99) - first_ms, pct(gaps, 0.99),
                   static_cast<double>(delivered) / secs, n - ok,
                   static_cast<double>(peak_rss_kib(server->pid)) / 1024);
+      if (feed)
+        std::printf("(the console feed received %zu bytes during that run)\n", feed->bytes());
       std::fflush(stdout);
      }
     }
