@@ -525,6 +525,11 @@ retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_conf
         self->status_head(w);
         w            .field("kb", st.cfg.kb)
             .field("agent_type", st.cfg.agent_type)
+            .field("index_chunks", [&] {
+              // The snapshot the next query will search.
+              auto snap = st.cfg.catalog ? st.cfg.catalog->get(st.cfg.kb) : nullptr;
+              return static_cast<uint64_t>(snap ? snap->chunks.size() : 0);
+            }())
             .field("workers", static_cast<uint64_t>(st.workers.size()))
             .field("in_flight", st.in_flight)
             .field("worker_restarts", st.restarts)
