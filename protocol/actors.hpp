@@ -155,7 +155,7 @@ using retrieval_worker_actor = caf::typed_actor<
     // INTERNAL (from the HTTP client's thread): the embedding model answered
     // call `call`: the query's vector, or why it failed ("" = it answered).
     caf::reacts_to<atom::embedded, uint64_t /*call*/, std::vector<float>,
-                   std::string /*error*/>>;
+                   std::string /*error*/>>::extend_with<status_api>;
 
 // One per node (RAGAgentManager): worker_name -> resident agent, and in a
 // cluster the other nodes' pools as replicas (docs/cluster.md).

@@ -122,9 +122,17 @@ public:
     name_ = std::move(name);
     auto& dir = actor_directory::instance();
     dir.add(this->system(), directory_entry{this->id(), kind_, name_, this->address()});
-    auto* sys = &this->system();
-    auto id = this->id();
-    this->attach_functor([sys, id] { actor_directory::instance().remove(*sys, id); });
+    tracked_ = true;
+  }
+
+  // Leaves the directory before the actor's attachables run, so whoever
+  // waits for its exit (a monitor, `wait_for`) sees it gone.
+  bool cleanup(caf::error&& reason, caf::execution_unit* host) override {
+    if (tracked_) {
+      tracked_ = false;
+      actor_directory::instance().remove(this->system(), this->id());
+    }
+    return Base::cleanup(std::move(reason), host);
   }
 
   // Opens a status object with the common fields (write_status_head).
@@ -137,6 +145,7 @@ private:
   actor_stats stats_;
   std::string kind_;
   std::string name_;
+  bool tracked_ = false;
 };
 
 // The self pointer of a measured stateful actor of interface `Iface`.

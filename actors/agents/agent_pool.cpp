@@ -74,6 +74,7 @@ struct retrieval_worker_state {
   };
   std::unordered_map<uint64_t, pending_rerank> reranking;
   uint64_t next_call = 0;
+  uint64_t searched = 0;  // queries answered by this worker
 };
 
 // The agent `resolve` hands out: dispatches each query to its least busy
@@ -138,7 +139,7 @@ struct agent_pool_state {
 
 namespace {
 
-using worker_ptr = retrieval_worker_actor::stateful_pointer<retrieval_worker_state>;
+using worker_ptr = measured_pointer<retrieval_worker_actor, retrieval_worker_state>;
 using agent_ptr = measured_pointer<retrieval_agent_actor, retrieval_agent_state>;
 using result_promise = caf::typed_response_promise<retrieval_result>;
 using steady = std::chrono::steady_clock;
@@ -269,6 +270,7 @@ void searched(worker_ptr self, result_promise rp, const kb_snapshot& snapshot,
               const std::string& query, const retrieve_options& opts, retrieval_result result,
               steady::time_point started) {
   auto& cfg = self->state.cfg;
+  ++self->state.searched;
   auto k = static_cast<size_t>(opts.top_k > 0 ? opts.top_k : 5);
   auto& settings = snapshot.settings;
   bool reranking = settings.enable_rerank && (cfg.rr.endpoint || cfg.rr.model);
@@ -413,6 +415,7 @@ void embed_then_search(worker_ptr self, result_promise rp,
 
 retrieval_worker_actor::behavior_type retrieval_worker(worker_ptr self, worker_config cfg) {
   self->state.cfg = std::move(cfg);
+  self->track("agent_worker", self->state.cfg.kb + "/" + self->state.cfg.agent_type);
   return {
       [=](atom::retrieve, const std::string& query, const std::string&,
           const retrieve_options& opts) -> caf::result<retrieval_result> {
@@ -442,6 +445,18 @@ retrieval_worker_actor::behavior_type retrieval_worker(worker_ptr self, worker_c
         st.embedding.erase(i);
         search(self, std::move(p.promise), std::move(p.snapshot), p.query, p.opts,
                query_vector{std::move(values), std::move(error)}, p.started);
+      },
+      [=](atom::status) -> std::string {
+        auto& st = self->state;
+        json_writer w;
+        self->status_head(w);
+        w.field("kb", st.cfg.kb)
+            .field("agent_type", st.cfg.agent_type)
+            .field("searched", st.searched)
+            .field("awaiting_embedding", static_cast<uint64_t>(st.embedding.size()))
+            .field("awaiting_rerank", static_cast<uint64_t>(st.reranking.size()))
+            .end_object();
+        return w.take();
       },
   };
 }

@@ -172,7 +172,7 @@ TEST_F(admin_actor_test, a_measured_actor_counts_its_messages_and_leaves_the_dir
     self->send_exit(p, caf::exit_reason::user_shutdown);
     self->wait_for(p);
   }
-  // attach_functor runs as the actor terminates, before wait_for returns.
+  // The actor leaves the directory in cleanup, before wait_for is told.
   EXPECT_EQ(dir.count(sys_, "probe"), 0u);
 }
 
