@@ -11,6 +11,8 @@
 //       [--floor on]  (also the bare relay, bench_floor, row by row)
 //       [--console on]  (also ragtor with the admin console's live feed
 //                        /admin/api/events?view=actors open, row by row)
+//       [--continue on]  (each stream continues one conversation across
+//                         levels and rounds instead of a new one per turn)
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -174,6 +176,10 @@ int main(int argc, char** argv) {
   std::string ragtor_bin;
   bool floor = false;  // also measure bench_floor, the bare relay, in the same run
   bool console = false;  // also ragtor with the admin console's feed open
+  // Each stream's turns continue one conversation across levels and rounds
+  // (the session knows it: the commit runs beside the turn) instead of
+  // opening a new one per turn.
+  bool continued = false;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--streams") {
@@ -188,6 +194,8 @@ int main(int argc, char** argv) {
       rounds = std::stoi(v);
     } else if (a == "--floor") {
       floor = v == "1" || v == "on" || v == "true";
+    } else if (a == "--continue") {
+      continued = v == "1" || v == "on" || v == "true";
     } else if (a == "--console") {
       console = v == "1" || v == "on" || v == "true";
     } else if (a == "--ragtor") {
@@ -261,9 +269,10 @@ int main(int argc, char** argv) {
       net::io_context ioc{1};
       std::vector<stream_stats> stats(n);
       for (size_t i = 0; i < n; ++i) {
-        auto body = R"({"user_id":"load)" + std::to_string(i) + R"(","session_id":"r)"
-                    + std::to_string(n) + "_" + std::to_string(round) + "_"
-                    + std::to_string(pass)
+        auto session = continued ? "c" + std::to_string(pass)
+                                 : "r" + std::to_string(n) + "_" + std::to_string(round) + "_"
+                                       + std::to_string(pass);
+        auto body = R"({"user_id":"load)" + std::to_string(i) + R"(","session_id":")" + session
                     + R"(","kb_prefix":"demo","message":"How do I run the tests?"})";
         net::co_spawn(ioc, one_stream(server->port, body, stats[i]), net::detached);
       }

@@ -131,6 +131,7 @@ std::vector<binding> bindings_of(config& c) {
       {"summary", "timeout_s", &c.summary.timeout_s},
       {"session", "idle_timeout_s", &c.session.idle_timeout_s},
       {"session", "max_queued_turns", &c.session.max_queued_turns},
+      {"session", "early_start", &c.session.early_start},
       {"actors", "scheduler_threads", &c.actors.scheduler_threads},
       {"log", "level", &c.log.level},
   };

@@ -164,6 +164,7 @@ struct summary_config {
 struct session_config {
   int idle_timeout_s = 600;
   int max_queued_turns = 8;
+  bool early_start = true;
   bool operator==(const session_config&) const = default;
 };
 

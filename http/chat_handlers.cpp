@@ -79,8 +79,10 @@ net::awaitable<void> chat(handler_context& ctx, exchange& ex, bool sse) {
   if (!chat_req.kb_prefix.empty() && settings.kb_exists && !settings.kb_exists(chat_req.kb_prefix))
     co_return co_await reply_error(
         ex, 404, "not_found", "unknown knowledge base \"" + chat_req.kb_prefix + "\"", "kb_prefix");
-  if (chat_req.request_id.empty())
+  if (chat_req.request_id.empty()) {
     chat_req.request_id = new_request_id();
+    chat_req.fresh_request_id = true;
+  }
   auto ticket = co_await async_request<turn_ticket>(
       ctx.sys, ctx.sessions, caf::timespan{settings.turn_timeout}, atom::open_turn_v, chat_req);
   if (!ticket) {

@@ -103,6 +103,7 @@ handler_result openai_chat(handler_context& ctx, exchange& ex) {
 
   chat_request req;
   req.request_id = new_request_id();
+  req.fresh_request_id = true;
   req.message = oreq.question;
   req.kb_prefix = oreq.target.general ? "general" : oreq.target.kb;
   req.agent_type = oreq.target.agent_type;

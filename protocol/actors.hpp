@@ -49,6 +49,10 @@ using stream_actor = caf::typed_actor<
     // Stop generating; store what was generated as partial, then end with
     // `error` + `done`.
     caf::reacts_to<atom::cancel>,
+    // INTERNAL (from the session of a stream started before its user message
+    // was stored): the store answered `opened`; `keep` false = the turn
+    // starts over elsewhere (or failed): quit without publishing or storing.
+    caf::reacts_to<atom::opened, turn_opened, bool /*keep*/>,
     // INTERNAL: a timer fired (0 = the watchdog: subscriber check and turn
     // deadline, 2 = end of the detach grace period).
     caf::reacts_to<atom::tick, int32_t>>::extend_with<token_sink_actor, status_api>;

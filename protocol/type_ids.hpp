@@ -121,6 +121,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_ATOM(ragtor, ragtor::atom, snapshot, "snapshot")
   CAF_ADD_ATOM(ragtor, ragtor::atom, evict, "evict")
   CAF_ADD_ATOM(ragtor, ragtor::atom, nodes, "nodes")
+  CAF_ADD_ATOM(ragtor, ragtor::atom, opened, "opened")
 
 CAF_END_TYPE_ID_BLOCK(ragtor)
 // clang-format on

@@ -55,6 +55,15 @@ struct session_state {
   bool clearing = false;  // the store clear is in flight
   uint64_t turns = 0;
   std::string conversation_id;  // known once a turn was opened
+  int64_t last_seq = 0;         // the seq of the last user message stored
+  // An early-started stream (start_next) that guessed wrong is quitting;
+  // once it is down its turn starts again from the store's answer.
+  struct restart {
+    caf::actor_addr stream;
+    queued_turn turn;
+    turn_opened opened;
+  };
+  std::optional<restart> restarting;
   uint64_t epoch = 0;  // bumped on every activity; see the idle timer
 };
 
@@ -94,6 +103,7 @@ void clear_now(session_ptr self) {
       .then(
           [=](int64_t n) {
             auto& st = self->state;
+            st.conversation_id.clear();  // the next turn opens it again
             for (auto& rp : st.clears)
               rp.deliver(n);
             st.clears.clear();
@@ -108,6 +118,35 @@ void clear_now(session_ptr self) {
             st.clearing = false;
             start_next(self);
           });
+}
+
+stream_deps deps_of(session_ptr self) {
+  auto& st = self->state;
+  return stream_deps{st.deps.router,     st.deps.pool,
+                     st.deps.llm,        st.deps.store,
+                     st.deps.summarizer, caf::actor_cast<session_actor>(self),
+                     st.deps.planners,   st.deps.tools_http};
+}
+
+// The user message of `turn` is stored (`opened`): its stream (`stream`,
+// or a new one when it did not start early) runs it and the client gets
+// the ticket.
+void run_opened(session_ptr self, queued_turn turn, const turn_opened& opened,
+                stream_actor stream) {
+  auto& st = self->state;
+  st.starting = false;
+  ++st.turns;
+  st.conversation_id = opened.conversation_id;
+  st.last_seq = opened.seq;
+  if (!stream) {
+    stream = spawn_stream(self->system(), turn.req, opened, deps_of(self), st.settings.stream);
+    self->monitor(stream);
+  }
+  turn_ticket ticket{stream, opened.conversation_id, turn.req.request_id, opened.message_id};
+  st.running = running_turn{turn.req.request_id, stream, ticket};
+  turn.promise.deliver(ticket);
+  if (st.stopping || !st.clears.empty())
+    self->send(stream, atom::cancel_v);
 }
 
 void start_next(session_ptr self) {
@@ -127,30 +166,45 @@ void start_next(session_ptr self) {
   st.queue.pop_front();
   st.starting = true;
   st.starting_id = turn.req.request_id;
+  // The commit beside the turn: once the conversation is known, the turn
+  // starts now (route, context, search, model) while the store commits
+  // its user message; the stream publishes `start` and stores the answer
+  // only after that commit. Only for a server-generated request_id, which
+  // no stored turn can have (a client's may be a retry of a stored turn).
+  stream_actor early;
+  auto guess = st.conversation_id;
+  if (st.settings.early_start && !guess.empty() && turn.req.fresh_request_id
+      && !turn.req.stateless) {
+    turn_opened g;
+    g.conversation_id = guess;
+    g.seq = st.last_seq + 1;  // at most the real seq: recall skips no more than the window
+    early = spawn_stream(self->system(), turn.req, g, deps_of(self), st.settings.stream, false);
+    self->monitor(early);
+  }
   self->request(st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
                 turn.req.user_id, turn.req.session_id, turn.req.message, turn.req.request_id)
       .then(
           [=](turn_opened& opened) mutable {
-            auto& st = self->state;
-            st.starting = false;
-            ++st.turns;
-            st.conversation_id = opened.conversation_id;
-            stream_deps deps{st.deps.router,     st.deps.pool,
-                             st.deps.llm,        st.deps.store,
-                             st.deps.summarizer, caf::actor_cast<session_actor>(self),
-                             st.deps.planners,   st.deps.tools_http};
-            auto stream = spawn_stream(self->system(), turn.req, opened, deps, st.settings.stream);
-            self->monitor(stream);
-            turn_ticket ticket{stream, opened.conversation_id, turn.req.request_id,
-                               opened.message_id};
-            st.running = running_turn{turn.req.request_id, stream, ticket};
-            turn.promise.deliver(ticket);
-            if (st.stopping || !st.clears.empty())
-              self->send(stream, atom::cancel_v);
+            if (!early)
+              return run_opened(self, std::move(turn), opened, stream_actor{});
+            if (opened.conversation_id == guess && !opened.existing) {
+              self->send(early, atom::opened_v, opened, true);
+              return run_opened(self, std::move(turn), opened, early);
+            }
+            // The conversation changed meanwhile (deleted, cleared): the
+            // early stream read the wrong one. It quits; the turn runs again
+            // once it is gone (so its model call is cancelled first).
+            lg->debug("session: {} opened in conversation {}, not {}: starting it again",
+                      turn.req.request_id, opened.conversation_id, guess);
+            self->send(early, atom::opened_v, turn_opened{}, false);
+            self->state.restarting =
+                session_state::restart{early.address(), std::move(turn), std::move(opened)};
           },
           [=](caf::error& err) mutable {
             lg->warn("session: storing the user message of {} failed: {}", turn.req.request_id,
                          self->system().render(err));
+            if (early)
+              self->send(early, atom::opened_v, turn_opened{}, false);
             self->state.starting = false;
             turn.promise.deliver(std::move(err));
             start_next(self);
@@ -169,6 +223,11 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& st = self->state;
       std::erase_if(st.lingering, [&](const auto& kv) { return kv.second.address() == msg.source; });
+      if (st.restarting && st.restarting->stream == msg.source) {
+        auto r = std::move(*st.restarting);
+        st.restarting.reset();
+        return run_opened(self, std::move(r.turn), r.opened, stream_actor{});
+      }
       if (st.running && st.running->stream.address() == msg.source) {
         auto id = st.running->request_id;
         turn_ended(self, id);

@@ -16,6 +16,9 @@ namespace ragtor {
 struct session_settings {
   std::string node = "local";  // this node's name (conversation ownership)
   size_t max_queued_turns = 8;
+  // Start a turn of a known conversation while its user message commits
+  // (docs/performance.md, "The commit beside the turn").
+  bool early_start = true;
   caf::timespan idle_timeout = std::chrono::seconds(600);
   stream_settings stream;
 };

@@ -174,6 +174,15 @@ struct stream_state {
   // When the turn began, on the actor clock (the test coordinator's
   // virtual clock in unit tests), like detached_until.
   caf::actor_clock::time_point started;
+
+  // A turn started before its user message was stored (the session's early
+  // start): it routes, reads its context, searches and asks the model while
+  // the store commits. Until the store confirms, events wait in `held` (the
+  // first published event is `start`, sent only once the message is
+  // durable) and the answer is not stored.
+  bool durable = true;
+  std::vector<stream_event> held;
+  bool persist_waiting = false;  // the answer is ready before the message is durable
 };
 
 using self_ptr = measured_pointer<stream_actor, stream_state>;
@@ -277,6 +286,10 @@ metrics::turn_outcome outcome_of(const stream_state& st) {
 
 void emit(self_ptr self, stream_event ev) {
   auto& st = self->state;
+  if (!st.durable) {
+    st.held.push_back(std::move(ev));
+    return;
+  }
   ev.seq = ++st.next_seq;
   if (ev.kind == event_kind::token) {
     auto& m = metrics::global();
@@ -435,6 +448,10 @@ void persist(self_ptr self) {
   auto& st = self->state;
   if (st.ph == phase::persisting || st.ph == phase::finished)
     return;
+  if (!st.durable) {
+    st.persist_waiting = true;  // the user message is not stored yet
+    return;
+  }
   st.ph = phase::persisting;
   begin_node(self);
   if (st.req.stateless) {
@@ -845,9 +862,11 @@ void load_context(self_ptr self) {
       .then(
           [=](std::vector<stored_message>& msgs) {
             auto& st = self->state;
-            // The window excludes the current message.
+            // The window excludes the current message (read before or
+            // after its commit when the turn started early).
             std::erase_if(msgs, [&](const stored_message& m) {
-              return m.message_id == st.opened.message_id;
+              return m.message_id == st.opened.message_id
+                     || (!st.durable && m.request_id == st.req.request_id);
             });
             while (msgs.size() > static_cast<size_t>(st.settings.window))
               msgs.erase(msgs.begin());
@@ -982,6 +1001,34 @@ void on_watchdog(self_ptr self) {
     self->delayed_send(self, watchdog_period(st.settings), atom::tick_v, watchdog);
 }
 
+// The store answered the session's begin_turn of an early-started turn.
+void on_opened(self_ptr self, turn_opened o, bool keep) {
+  auto& st = self->state;
+  if (st.durable)
+    return;
+  if (!keep) {
+    // The turn failed to store its user message, or starts over from what
+    // the store answered: nothing was published, nothing is stored.
+    lg->debug("stream {}: discarded before its user message was stored", st.req.request_id);
+    st.cancelled = true;
+    if (st.ph == phase::generating)
+      self->send(st.deps.llm, atom::cancel_v, st.req.request_id);
+    if (st.planner)
+      self->send(st.planner, atom::cancel_v);
+    return self->quit();
+  }
+  st.opened = std::move(o);
+  st.durable = true;
+  emit(self, make_start_event());
+  auto held = std::move(st.held);
+  for (auto& ev : held)
+    emit(self, std::move(ev));
+  if (st.persist_waiting) {
+    st.persist_waiting = false;
+    persist(self);
+  }
+}
+
 void start_pipeline(self_ptr self) {
   auto& st = self->state;
   begin_node(self);
@@ -1010,8 +1057,9 @@ void start_pipeline(self_ptr self) {
 }  // namespace
 
 stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened opened,
-                          stream_deps deps, stream_settings settings) {
-  return sys.spawn([req, opened, deps, settings](self_ptr self) -> stream_actor::behavior_type {
+                          stream_deps deps, stream_settings settings, bool durable) {
+  return sys.spawn([req, opened, deps, settings,
+                    durable](self_ptr self) -> stream_actor::behavior_type {
     auto& st = self->state;
     st.req = req;
     st.opened = opened;
@@ -1036,7 +1084,9 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
       detach(self);
     });
     st.started = self->clock().now();
-    emit(self, make_start_event());
+    st.durable = durable || opened.has_answer;
+    if (st.durable)
+      emit(self, make_start_event());
     self->delayed_send(self, watchdog_period(settings), atom::tick_v, watchdog);
     if (opened.has_answer) {
       // A retry of a request_id whose turn is already stored: replay the
@@ -1077,6 +1127,7 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
           }
         },
         [=](atom::cancel) { cancel_turn(self, "cancelled", "the request was cancelled"); },
+        [=](atom::opened, turn_opened& o, bool keep) { on_opened(self, std::move(o), keep); },
         [=](atom::tick, int32_t which) {
           if (which == detach_check)
             detach_expired(self);

@@ -50,7 +50,11 @@ struct stream_settings {
   size_t max_pending_bytes = 1 << 20;  // buffered for a slow subscriber
 };
 
+// `durable` false: `opened` is the session's guess (the conversation, no
+// message id yet) while the store commits the user message; the turn runs
+// but publishes nothing and stores nothing until the session sends the
+// store's answer (atom::opened).
 stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened opened,
-                          stream_deps deps, stream_settings settings);
+                          stream_deps deps, stream_settings settings, bool durable = true);
 
 }  // namespace ragtor

@@ -34,6 +34,18 @@ async function shot(name) {
   await page.screenshot({ path: path.join(args.out, name), fullPage: false });
 }
 
+// Clicks the element `sel` matches inside the page, in one task: the feed
+// re-renders tables every second, so an element handle taken first (as
+// page.click does) may be detached by the time it is clicked.
+async function clickNow(sel) {
+  const found = await page.evaluate((s) => {
+    const el = document.querySelector(s);
+    if (el) el.click();
+    return !!el;
+  }, sel);
+  if (!found) throw new Error("nothing to click: " + sel);
+}
+
 async function waitFor(what, fn, timeoutMs = 15000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
@@ -72,7 +84,7 @@ try {
   for (let i = 0; i < 3; ++i) {
     const aria = await page.evaluate(() => document.querySelector('#actors-table th[data-sort="mailbox"]').getAttribute("aria-sort"));
     if (aria === "descending") break;
-    await page.click('#actors-table th[data-sort="mailbox"]');
+    await clickNow('#actors-table th[data-sort="mailbox"]');
   }
   const mailboxes = await waitFor("the table sorted by mailbox, descending", () => {
     const th = document.querySelector('#actors-table th[data-sort="mailbox"]');
@@ -85,7 +97,7 @@ try {
   await shot("02-sorted.png");
 
   // 3. The store's details, refreshed live.
-  await page.click('#actors-table tbody tr[data-kind="store"]');
+  await clickNow('#actors-table tbody tr[data-kind="store"]');
   const detail = await waitFor("the store's status JSON", () => {
     try {
       const j = JSON.parse(document.querySelector("#actor-detail-json").textContent);
@@ -108,7 +120,7 @@ try {
   await page.waitForSelector(row + " button.stop", { timeout: 15000 });
   step(`stream ${args.stream} listed`);
   await shot("04-streams.png");
-  await page.click(row + " button.stop");
+  await clickNow(row + " button.stop");
 
   // 5. It leaves the view once it ended.
   await page.waitForFunction((sel) => !document.querySelector(sel), { timeout: 15000 }, row);

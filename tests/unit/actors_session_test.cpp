@@ -11,8 +11,10 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "actors/admin/measured.hpp"
 #include "actors/agents/agent_pool.hpp"
 #include "actors/llm/extractive_llm.hpp"
 #include "actors/router/router.hpp"
@@ -21,6 +23,7 @@
 #include "persistence/store_backend.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
+#include "tests/support/json.hpp"
 #include "tests/support/test_coordinator.hpp"
 #include "retrieval/kb_catalog.hpp"
 
@@ -52,6 +55,41 @@ event_sink_actor spawn_collector(caf::actor_system& sys, std::shared_ptr<collect
   });
 }
 
+// Stands between the sessions and the store: passes every message
+// through, except that while `hold` is set it keeps the begin_turn requests
+// (the commit of a user message) until it is told {atom::opened, ok}: then
+// they reach the store (ok) or fail as a full disk would (!ok).
+struct commit_gate {
+  bool hold = false;
+  std::vector<std::pair<caf::response_promise, caf::message>> held;
+};
+
+caf::actor spawn_gate(caf::actor_system& sys, store_actor store,
+                      std::shared_ptr<commit_gate> g) {
+  auto dest = caf::actor_cast<caf::actor>(store);
+  return sys.spawn([=](caf::event_based_actor* self) -> caf::behavior {
+    self->set_default_handler(
+        [=](caf::scheduled_actor* s, caf::message_view& x) -> caf::result<caf::message> {
+          auto msg = x.move_content_to_message();
+          auto rp = s->make_response_promise();
+          if (g->hold && msg.match_element<atom::begin_turn>(0))
+            g->held.emplace_back(rp, std::move(msg));
+          else
+            rp.delegate(dest, std::move(msg));
+          return caf::delegated<caf::message>{};
+        });
+    return {[=](atom::opened, bool ok) {
+      g->hold = false;
+      for (auto& [rp, msg] : g->held)
+        if (ok)
+          rp.delegate(dest, std::move(msg));
+        else
+          rp.deliver(make_error(errc::unavailable, "disk full"));
+      g->held.clear();
+    }};
+  });
+}
+
 class session_actors : public testing::Test {
 protected:
   session_actors()
@@ -68,11 +106,13 @@ protected:
     extractive_llm_settings ls;
     ls.pace = 10ms;  // tokens arrive on the manual clock
     auto llm = spawn_extractive_llm(sys, ls);
-    sessions =
-        spawn_session_manager(sys, session_deps{router, pool, llm, store, summarizer_actor{}}, {});
+    gate = spawn_gate(sys, store, gated);
+    sessions = spawn_session_manager(
+        sys, session_deps{router, pool, llm, caf::actor_cast<store_actor>(gate), summarizer_actor{}},
+        {});
     actors = {caf::actor_cast<caf::actor>(router), caf::actor_cast<caf::actor>(pool),
               caf::actor_cast<caf::actor>(llm), caf::actor_cast<caf::actor>(sessions),
-              caf::actor_cast<caf::actor>(store)};
+              caf::actor_cast<caf::actor>(store), gate};
     sched.run();
   }
 
@@ -125,6 +165,43 @@ protected:
     return pred();
   }
 
+  // A turn whose request_id the server generated (the HTTP layer sets
+  // fresh_request_id): the session may start it before its commit.
+  chat_request fresh_turn(std::string request_id) {
+    auto r = turn(std::move(request_id));
+    r.fresh_request_id = true;
+    return r;
+  }
+
+  // Runs a turn to its end; its ticket.
+  turn_ticket complete(chat_request r) {
+    self->send(sessions, atom::open_turn_v, std::move(r));
+    sched.run();
+    auto t = take_ticket();
+    EXPECT_TRUE(t);
+    if (!t)
+      return {};
+    auto events = subscribe(*t);
+    EXPECT_TRUE(run_until([&] { return events->done(); }));
+    sched.run();
+    return *t;
+  }
+
+  // The live stream actor of `request_id` (the console's directory).
+  stream_actor stream_of(const std::string& request_id) {
+    auto e = actor_directory::instance().find_named(sys, "stream", request_id);
+    return e ? caf::actor_cast<stream_actor>(e->addr) : stream_actor{};
+  }
+
+  ragtor::test::json status_of(const stream_actor& s) {
+    std::string out;
+    self->send(s, atom::status_v);
+    sched.run();
+    self->receive([&](std::string& j) { out = std::move(j); },
+                  caf::after(0s) >> [] { ADD_FAILURE() << "no status reply"; });
+    return ragtor::test::json::parse(out);
+  }
+
   std::vector<stored_message> history(const std::string& conversation_id) {
     std::vector<stored_message> out;
     self->send(store, atom::history_v, conversation_id, int32_t{100});
@@ -141,6 +218,8 @@ protected:
   caf::scheduler::test_coordinator& sched;
   caf::scoped_actor self;
   store_actor store;
+  std::shared_ptr<commit_gate> gated = std::make_shared<commit_gate>();
+  caf::actor gate;
   session_manager_actor sessions;
   std::vector<caf::actor> actors;
 };
@@ -243,4 +322,117 @@ TEST_F(session_actors, a_busy_request_id_is_refused) {
                   caf::after(0s) >> [] {});
   EXPECT_EQ(tickets, 1);
   EXPECT_EQ(conflicts, 1);
+}
+
+// The commit beside the turn (issue 20): once the conversation is known,
+// a turn routes, reads its context and asks the model while its user
+// message commits; `start` is published only after the commit, the answer
+// stored only after it, and the client's ticket waits for it.
+TEST_F(session_actors, an_early_turn_publishes_start_only_after_its_user_message_is_stored) {
+  auto first = complete(fresh_turn("e1"));  // the conversation becomes known
+  gated->hold = true;
+  self->send(sessions, atom::open_turn_v, fresh_turn("e2"));
+  sched.run();
+  auto early = stream_of("e2");
+  ASSERT_TRUE(early) << "the turn did not start before its commit";
+  auto watched = std::make_shared<collected>();
+  auto sink = spawn_collector(sys, watched);
+  caf::anon_send(early, atom::subscribe_v, sink, uint64_t{0});
+  caf::anon_send(early, atom::demand_v, sink, int32_t{1000});
+  // Routing, context, search and generation went ahead: the model has
+  // written tokens while the commit is still held.
+  ASSERT_TRUE(run_until([&] { return status_of(early).integer("/tokens") > 3; }, 200));
+  EXPECT_EQ(gated->held.size(), 1u);
+  EXPECT_TRUE(watched->events.empty()) << "published before the user message was stored";
+  EXPECT_FALSE(take_ticket());
+  EXPECT_EQ(history(first.conversation_id).size(), 2u);
+  // The commit lands: start first, then everything held, then the rest.
+  caf::anon_send(gate, atom::opened_v, true);
+  sched.run();
+  auto ticket = take_ticket();
+  ASSERT_TRUE(ticket);
+  EXPECT_EQ(ticket->stream, early);
+  EXPECT_EQ(ticket->conversation_id, first.conversation_id);
+  ASSERT_TRUE(run_until([&] { return watched->done(); }));
+  ASSERT_FALSE(watched->events.empty());
+  EXPECT_EQ(watched->events.front().kind, event_kind::start);
+  for (size_t i = 0; i < watched->events.size(); ++i)
+    EXPECT_EQ(watched->events[i].seq, i + 1);
+  EXPECT_EQ(watched->events.back().data.find("\"partial\":true"), std::string::npos);
+  auto h = history(first.conversation_id);
+  ASSERT_EQ(h.size(), 4u);
+  EXPECT_EQ(h[2].request_id, "e2");
+  EXPECT_EQ(h[2].role, "user");
+  EXPECT_EQ(h[3].role, "assistant");
+  EXPECT_EQ(h[3].content, watched->tokens());
+  EXPECT_TRUE(h[3].completed);
+}
+
+TEST_F(session_actors, an_early_turn_whose_commit_fails_publishes_and_stores_nothing) {
+  auto first = complete(fresh_turn("e1"));
+  gated->hold = true;
+  self->send(sessions, atom::open_turn_v, fresh_turn("e2"));
+  sched.run();
+  auto early = stream_of("e2");
+  ASSERT_TRUE(early);
+  auto watched = std::make_shared<collected>();
+  auto sink = spawn_collector(sys, watched);
+  caf::anon_send(early, atom::subscribe_v, sink, uint64_t{0});
+  caf::anon_send(early, atom::demand_v, sink, int32_t{1000});
+  ASSERT_TRUE(run_until([&] { return status_of(early).integer("/tokens") > 3; }, 200));
+  // The model is streaming when the store fails the user message.
+  caf::anon_send(gate, atom::opened_v, false);
+  sched.run();
+  bool refused = false;
+  self->receive([&](turn_ticket&) { ADD_FAILURE() << "a ticket for an unstored turn"; },
+                [&](caf::error& err) { refused = code_of(err) == errc::unavailable; },
+                caf::after(0s) >> [] { ADD_FAILURE() << "no answer"; });
+  EXPECT_TRUE(refused);
+  for (int i = 0; i < 20; ++i) {
+    sched.advance_time(10ms);
+    sched.run();
+  }
+  EXPECT_FALSE(stream_of("e2")) << "the early stream outlived its failed commit";
+  EXPECT_TRUE(watched->events.empty());
+  auto h = history(first.conversation_id);
+  EXPECT_EQ(h.size(), 2u);  // nothing of e2, not even half
+  // The session goes on: the next turn runs and is stored.
+  auto next = complete(fresh_turn("e3"));
+  EXPECT_EQ(next.conversation_id, first.conversation_id);
+  h = history(first.conversation_id);
+  ASSERT_EQ(h.size(), 4u);
+  EXPECT_EQ(h[2].request_id, "e3");
+  EXPECT_EQ(h[2].seq, 3);
+}
+
+TEST_F(session_actors, an_early_turn_in_a_conversation_deleted_meanwhile_starts_again) {
+  auto first = complete(fresh_turn("e1"));
+  // The conversation is deleted behind the session's back (the HTTP
+  // DELETE goes to the store): the guess is wrong and the turn reruns.
+  self->send(store, atom::delete_conv_v, first.conversation_id, std::string{"alice"});
+  sched.run();
+  self->receive([](bool) {}, [&](caf::error& err) { ADD_FAILURE() << sys.render(err); },
+                caf::after(0s) >> [] { ADD_FAILURE() << "no delete reply"; });
+  gated->hold = true;
+  self->send(sessions, atom::open_turn_v, fresh_turn("e2"));
+  sched.run();
+  auto early = stream_of("e2");
+  ASSERT_TRUE(early);
+  caf::anon_send(gate, atom::opened_v, true);
+  sched.run();
+  auto ticket = take_ticket();
+  ASSERT_TRUE(ticket);
+  // Its context came from the deleted conversation: that stream is gone and
+  // a new one runs the turn in the conversation the store opened.
+  EXPECT_NE(ticket->stream, early);
+  auto events = subscribe(*ticket);
+  ASSERT_TRUE(run_until([&] { return events->done(); }));
+  EXPECT_EQ(events->events.front().kind, event_kind::start);
+  auto second = *ticket;
+  ASSERT_FALSE(second.conversation_id.empty());
+  auto h = history(second.conversation_id);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].request_id, "e2");
+  EXPECT_TRUE(h[1].completed);
+  EXPECT_TRUE(history(first.conversation_id).empty());
 }

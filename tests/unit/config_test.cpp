@@ -118,6 +118,7 @@ window = 0
 [session]
 idle_timeout_s = 1
 max_queued_turns = 1
+early_start = false
 [actors]
 scheduler_threads = 4
 [log]
@@ -166,6 +167,7 @@ allowed_outbound_hosts = "tools.internal,models.example"
   EXPECT_EQ(cfg->memory.window, 0);
   EXPECT_EQ(cfg->session.idle_timeout_s, 1);
   EXPECT_EQ(cfg->session.max_queued_turns, 1);
+  EXPECT_FALSE(cfg->session.early_start);
   EXPECT_EQ(cfg->actors.scheduler_threads, 4);
   EXPECT_EQ(cfg->log.level, "debug");
   EXPECT_EQ(cfg->server.max_streams, 4);
