@@ -125,36 +125,46 @@ built_prompt build_prompt(const prompt_inputs& in) {
   p.question = in.question;
 
   built_prompt out;
-  auto over = [&] { return p.tokens() > in.budget_tokens; };
+  // Counting renders the whole system prompt: count once, and again only
+  // after something was dropped or cut.
+  size_t tokens = p.tokens();
+  auto over = [&] { return tokens > in.budget_tokens; };
+  auto recount = [&] { tokens = p.tokens(); };
   while (over() && !p.episodic.empty()) {
     p.episodic.pop_back();
     out.dropped.push_back("episodic memory");
+    recount();
   }
   while (over() && !p.memories.empty()) {
     p.memories.pop_back();
     out.dropped.push_back("long-term memory");
+    recount();
   }
   while (over() && p.window.size() > 2) {
     p.window.erase(p.window.begin());
     out.dropped.push_back("window message");
+    recount();
   }
   while (over() && p.docs.size() > 1) {
     out.dropped.push_back("document " + p.docs.back().chunk_id);
     p.docs.pop_back();
+    recount();
   }
   if (over() && !p.summary.empty()) {
-    auto excess = p.tokens() - in.budget_tokens;
+    auto excess = tokens - in.budget_tokens;
     auto keep = p.summary.size() > excess * 4 ? p.summary.size() - excess * 4 : 0;
     p.summary = utf8_prefix(p.summary, keep);
     out.dropped.push_back("summary (truncated)");
+    recount();
   }
   if (over() && !p.docs.empty()) {
     auto& d = p.docs.front();
-    auto excess = p.tokens() - in.budget_tokens;
+    auto excess = tokens - in.budget_tokens;
     // CJK text is ~1 token per 3 bytes, Latin ~1 per 4: cut conservatively.
     auto cut = excess * 4;
     d.text = utf8_prefix(d.text, d.text.size() > cut ? d.text.size() - cut : 0);
     out.dropped.push_back("document " + d.chunk_id + " (truncated)");
+    recount();
   }
   out.messages.push_back({"system", p.system()});
   for (auto& m : p.window)
@@ -162,7 +172,7 @@ built_prompt build_prompt(const prompt_inputs& in) {
   out.messages.push_back({"user", p.question});
   for (auto& d : p.docs)
     out.doc_ids_included.push_back(d.id);
-  out.prompt_tokens = p.tokens();
+  out.prompt_tokens = tokens;
   return out;
 }
 

@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <future>
 #include <map>
 
 #include "retrieval/fusion.hpp"
@@ -272,22 +271,19 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
     lists.push_back(std::move(l));
   };
   auto depth = over_retrieve_depth(k);
-  // The four agents run in parallel (the snapshot is immutable and shared).
+  // The four agents run one after another on the calling thread: a search
+  // runs on one of the agent's worker actors, and the workers already
+  // keep every core busy (no thread per query).
   auto t0 = steady::now();
-  auto f_naive = std::async(std::launch::async, [&] { return naive(snap, query, qv, depth); });
-  auto f_graph = std::async(std::launch::async, [&] { return graph(snap, query, qv, depth); });
-  auto f_research =
-      std::async(std::launch::async, [&] { return research(snap, query, qv, depth, 2); });
-  auto hybrid_result = hybrid(snap, query, qv, depth);
   try {
-    add("naive_rag_agent", f_naive.get());
+    add("naive_rag_agent", naive(snap, query, qv, depth));
   } catch (const search_error& e) {
     r.trace.push_back({"naive_rag_agent", std::string{"failed: "} + e.what(), 0});
   }
-  add("hybrid_agent", std::move(hybrid_result));
-  add("graph_agent", f_graph.get());
-  add("deep_research_agent", f_research.get());
-  r.trace.push_back({"parallel", "4 agents", ms_since(t0)});
+  add("hybrid_agent", hybrid(snap, query, qv, depth));
+  add("graph_agent", graph(snap, query, qv, depth));
+  add("deep_research_agent", research(snap, query, qv, depth, 2));
+  r.trace.push_back({"legs", "4 agents", ms_since(t0)});
   auto t = steady::now();
   auto fused = fuse(lists, k, policy.rule);
   std::map<std::string, uint32_t> by_chunk_id;

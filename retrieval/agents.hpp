@@ -16,7 +16,7 @@
 //                        query's (idf-weighted) terms (with a model: the
 //                        model's verdicts, see research_state below);
 //                        rounds fused by the same policy
-//   fusion_agent         naive + hybrid + graph + research, run in parallel
+//   fusion_agent         naive + hybrid + graph + research, fused
 //                        threads, fused by the same policy (the vector-only
 //                        and graph agents at the vector/keyword ratio)
 // Agents never generate answers, hold state or cache results.
