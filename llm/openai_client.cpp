@@ -326,6 +326,14 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       if (rec == http::error::need_buffer)
         rec = {};
       auto got = buf.size() - p.get().body().size;
+      // The deltas of one read go out as one callback (one message to the
+      // gateway actor instead of one per token when the model is fast).
+      std::string burst;
+      auto flush_burst = [&] {
+        if (!burst.empty() && !st.finished)
+          cb.on_delta(burst);
+        burst.clear();
+      };
       for (auto& data : sse.push({buf.data(), got})) {
         if (st.cancelled)
           co_return a;
@@ -335,6 +343,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
         }
         auto chunk = parse_stream_chunk(data);
         if (!chunk || !chunk->error.empty()) {
+          flush_burst();
           a.err.kind = failure::protocol;
           if (chunk)
             a.err.message = "the model reported an error mid-stream: " + chunk->error;
@@ -346,14 +355,16 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
         if (!chunk->delta.empty()) {
           delivered = true;
           text += chunk->delta;
-          if (!st.finished)
-            cb.on_delta(chunk->delta);
+          burst += chunk->delta;
         }
         if (!chunk->finish_reason.empty())
           result.finish_reason = chunk->finish_reason;
         if (chunk->tokens)
           result.tokens = *chunk->tokens;
       }
+      if (st.cancelled)
+        co_return a;
+      flush_burst();
       if (rec && !saw_done) {
         if (st.cancelled)
           co_return a;

@@ -46,7 +46,7 @@ async function clickNow(sel) {
   if (!found) throw new Error("nothing to click: " + sel);
 }
 
-async function waitFor(what, fn, timeoutMs = 15000) {
+async function waitFor(what, fn, timeoutMs = 30000) {
   const deadline = Date.now() + timeoutMs;
   for (;;) {
     const v = await page.evaluate(fn);
@@ -110,20 +110,20 @@ try {
   await page.waitForFunction((t) => {
     const now = document.querySelector("#actor-detail-updated").textContent;
     return now !== "" && now !== t;
-  }, { timeout: 15000 }, first);
+  }, { timeout: 30000 }, first);
   step(`store details shown (backend ${detail.backend}, ${detail.messages} messages) and refreshed`);
   await shot("03-detail.png");
 
   // 4. Stop the running stream.
   await page.click('button[data-view="streams"]');
   const row = `#streams-table tr[data-request-id="${args.stream}"]`;
-  await page.waitForSelector(row + " button.stop", { timeout: 15000 });
+  await page.waitForSelector(row + " button.stop", { timeout: 30000 });
   step(`stream ${args.stream} listed`);
   await shot("04-streams.png");
   await clickNow(row + " button.stop");
 
   // 5. It leaves the view once it ended.
-  await page.waitForFunction((sel) => !document.querySelector(sel), { timeout: 15000 }, row);
+  await page.waitForFunction((sel) => !document.querySelector(sel), { timeout: 30000 }, row);
   step(`stream ${args.stream} stopped and gone from the view`);
   await shot("05-stopped.png");
   if (pageErrors.length) throw new Error("page error: " + pageErrors[0]);

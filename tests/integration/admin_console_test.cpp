@@ -24,9 +24,10 @@ std::string script() {
   std::string slow;
   for (int i = 0; i < 60; ++i)
     slow += "w" + std::to_string(i) + " ";
-  // "glacially": 600 tokens 100 ms apart, for the browser to find and stop.
+  // "glacially": 3,000 tokens 100 ms apart (5 minutes, well past a slow
+  // browser start on a loaded machine), for the browser to find and stop.
   std::string glacial;
-  for (int i = 0; i < 600; ++i)
+  for (int i = 0; i < 3000; ++i)
     glacial += "g" + std::to_string(i) + " ";
   return std::string{R"({"rules":[)"} + R"({"match":"glacially","reply":")" + glacial
          + R"(","token_delay_ms":100},)" + R"({"match":"slowly","reply":")" + slow
