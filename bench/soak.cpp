@@ -11,6 +11,7 @@
 // bad requests (malformed JSON, unknown route, oversized body, bad method).
 //
 //   build/bench/bench_soak [--minutes 10] [--clients 8] [--interval-s 60] [--binary PATH]
+//       [--mix all|chat|nochat|search|ingest|bad]
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -81,6 +82,12 @@ std::string chat_body(const std::string& user, const std::string& session, const
          + R"("request_id":")" + rid + R"(","message":")" + message + R"("})";
 }
 
+// Which requests the clients send: "all" (the mix below), "chat" (whole
+// turns only), "nochat" (searches, ingests and bad requests only), or one
+// kind alone ("search", "ingest", "bad"), to tell which kind of work
+// memory growth follows.
+std::string mix = "all";
+
 void client(int id, uint16_t port, steady::time_point until, counters& c) {
   std::mt19937 rng{static_cast<unsigned>(id * 7919 + 17)};
   std::uniform_int_distribution<int> pick{0, 99};
@@ -90,6 +97,16 @@ void client(int id, uint16_t port, steady::time_point until, counters& c) {
     auto rid = user + "-" + std::to_string(++n);
     auto session = "s" + std::to_string(n % 5);
     int p = pick(rng);
+    if (mix == "chat")
+      p = 0;
+    else if (mix == "nochat" && p < 63)
+      p = 63 + p % 37;
+    else if (mix == "search")
+      p = 63;
+    else if (mix == "ingest")
+      p = 80;
+    else if (mix == "bad")
+      p = 90;
     try {
       if (p < 40) {  // a whole turn
         sse_conn s{port, http_request("POST", "/api/v1/chat/stream",
@@ -174,6 +191,8 @@ int main(int argc, char** argv) {
       interval_s = std::max(1, std::stoi(argv[i + 1]));
     else if (a == "--binary")
       bin = argv[i + 1];
+    else if (a == "--mix")
+      mix = argv[i + 1];
   }
   std::signal(SIGPIPE, SIG_IGN);
   auto bin_dir = fs::canonical("/proc/self/exe").parent_path().parent_path();

@@ -1,4 +1,5 @@
 #include "actors/agents/agent_pool.hpp"
+#include "actors/request_timeout.hpp"
 #include "protocol/log.hpp"
 #include "protocol/metrics.hpp"
 #include "actors/admin/measured.hpp"
@@ -519,17 +520,20 @@ retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_conf
             --st.workers[i].in_flight;
         };
         auto rp = self->make_response_promise<retrieval_result>();
-        self->request(st.workers[i].worker, worker_timeout, atom::retrieve_v, query, thread_id,
-                      opts)
-            .then(
-                [=](retrieval_result& r) mutable {
-                  done();
-                  rp.deliver(std::move(r));
-                },
-                [=](caf::error& err) mutable {
-                  done();
-                  rp.deliver(std::move(err));
-                });
+        auto call = self->request(st.workers[i].worker, worker_timeout, atom::retrieve_v, query,
+                                  thread_id, opts);
+        auto mid = call.id();
+        std::move(call).then(
+            [=](retrieval_result& r) mutable {
+              forget_request_timeout(self, mid);
+              done();
+              rp.deliver(std::move(r));
+            },
+            [=](caf::error& err) mutable {
+              forget_request_timeout(self, mid);
+              done();
+              rp.deliver(std::move(err));
+            });
         return rp;
       },
       [=](atom::status) -> std::string {

@@ -1,3 +1,4 @@
+#include "actors/request_timeout.hpp"
 #include "actors/kb/kb_admin.hpp"
 #include "protocol/log.hpp"
 #include "actors/admin/measured.hpp"
@@ -351,10 +352,18 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           // The store first: what it holds is what every node serves; if
           // it refuses, nothing changed anywhere.
           auto copy = docs;
-          self->request(st.store, std::chrono::minutes(5), atom::kb_sync_v, kb,
-                        to_json(current->settings), std::move(copy))
-              .then([=](int64_t version) mutable { here(std::move(docs), version); },
-                    [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
+          auto call = self->request(st.store, std::chrono::minutes(5), atom::kb_sync_v, kb,
+                                    to_json(current->settings), std::move(copy));
+          auto mid = call.id();
+          std::move(call).then(
+              [=](int64_t version) mutable {
+                forget_request_timeout(self, mid);
+                here(std::move(docs), version);
+              },
+              [=](caf::error& err) mutable {
+                forget_request_timeout(self, mid);
+                rp.deliver(std::move(err));
+              });
           return rp;
         },
         [=](atom::kb_sync) {

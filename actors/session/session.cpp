@@ -1,3 +1,4 @@
+#include "actors/request_timeout.hpp"
 #include "actors/session/session.hpp"
 #include "protocol/log.hpp"
 
@@ -181,10 +182,13 @@ void start_next(session_ptr self) {
     early = spawn_stream(self->system(), turn.req, g, deps_of(self), st.settings.stream, false);
     self->monitor(early);
   }
-  self->request(st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
-                turn.req.user_id, turn.req.session_id, turn.req.message, turn.req.request_id)
-      .then(
+  auto call = self->request(st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
+                            turn.req.user_id, turn.req.session_id, turn.req.message,
+                            turn.req.request_id);
+  auto mid = call.id();
+  std::move(call).then(
           [=](turn_opened& opened) mutable {
+            forget_request_timeout(self, mid);
             if (!early)
               return run_opened(self, std::move(turn), opened, stream_actor{});
             if (opened.conversation_id == guess && !opened.existing) {
@@ -201,6 +205,7 @@ void start_next(session_ptr self) {
                 session_state::restart{early.address(), std::move(turn), std::move(opened)};
           },
           [=](caf::error& err) mutable {
+            forget_request_timeout(self, mid);
             lg->warn("session: storing the user message of {} failed: {}", turn.req.request_id,
                          self->system().render(err));
             if (early)
@@ -388,9 +393,15 @@ void open_in_session(manager_ptr self, chat_request req,
   auto& st = self->state;
   // Queued turns wait for the ones ahead of them: allow for all of them.
   auto timeout = st.settings.stream.turn_timeout * (st.settings.max_queued_turns + 1);
-  self->request(session, timeout, atom::open_turn_v, req)
-      .then([=](turn_ticket& t) mutable { rp.deliver(std::move(t)); },
+  auto call = self->request(session, timeout, atom::open_turn_v, req);
+  auto mid = call.id();
+  std::move(call).then(
+            [=](turn_ticket& t) mutable {
+              forget_request_timeout(self, mid);
+              rp.deliver(std::move(t));
+            },
             [=](caf::error& err) mutable {
+              forget_request_timeout(self, mid);
               if (may_retry && err == caf::sec::request_receiver_down) {
                 auto& sessions = self->state.sessions;
                 auto i = sessions.find(std::make_pair(req.user_id, req.session_id));
