@@ -151,7 +151,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
   std::atomic<size_t> connections{0};  // open connections (server.max_connections)
   std::atomic<size_t> turns{0};        // chat turns being served (server.max_streams)
   std::atomic<auth_clock::rep> last_miss_load{0};  // when an unknown key last caused a reload
-  log_throttle accept_log, refuse_log, turn_log;
+  log_throttle accept_log, refuse_log, turn_log, cut_log;
 
   // Declared after everything its handlers touch: they are destroyed with it.
   net::io_context ioc;
@@ -339,6 +339,7 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
     } counted_connection{connections};
     beast::tcp_stream stream{std::move(sock)};
     beast::flat_buffer buffer;
+    bool cut = false;  // a reply outlived its write deadline
     try {
       for (;;) {
         bhttp::request_parser<bhttp::string_body> parser;
@@ -461,12 +462,20 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
         if (!keep)
           break;
       }
+    } catch (const boost::system::system_error& e) {
+      // Reads time out through error codes; a thrown timeout is a reply
+      // the client did not take within its write deadline.
+      cut = e.code() == beast::error::timeout;
+      lg->debug("http: connection ended: {}", e.what());
     } catch (const std::exception& e) {
       lg->debug("http: connection ended: {}", e.what());
     }
     boost::system::error_code ignored;
     stream.socket().shutdown(tcp::socket::shutdown_both, ignored);
     stream.socket().close(ignored);
+    // Logged once the descriptor is closed (at most once a second).
+    if (cut && cut_log.allow())
+      lg->info("http: connection cut: the client did not take a reply within its write deadline");
   }
 
   // Reads and discards what the client is still sending (bounded in bytes
