@@ -366,8 +366,6 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
         co_return a;
       flush_burst();
       if (rec && !saw_done) {
-        if (st.cancelled)
-          co_return a;
         a.retriable = !delivered;
         if (rec == beast::error::timeout) {
           a.err.kind =

@@ -277,12 +277,6 @@ int run_serve(const serve_options& opts) {
   if (cfg->actors.scheduler_threads > 0)
     caf_cfg.set("scheduler.max-threads", static_cast<size_t>(cfg->actors.scheduler_threads));
   configure_cluster(caf_cfg, *cfg);
-  if (auto* v = std::getenv("XP_MOD_SLEEP_US"))
-    caf_cfg.set("work-stealing.moderate-sleep-duration", caf::timespan{std::chrono::microseconds{std::atoi(v)}});
-  if (auto* v = std::getenv("XP_MOD_ATTEMPTS"))
-    caf_cfg.set("work-stealing.moderate-poll-attempts", static_cast<size_t>(std::atoi(v)));
-  if (auto* v = std::getenv("XP_AGG_ATTEMPTS"))
-    caf_cfg.set("work-stealing.aggressive-poll-attempts", static_cast<size_t>(std::atoi(v)));
   caf::actor_system sys{caf_cfg};
   auto node = node_name_of(*cfg, listen->second);
   bool clustered = !cfg->cluster.listen.empty();
