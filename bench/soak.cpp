@@ -15,6 +15,7 @@
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <random>
@@ -175,6 +176,14 @@ void client(int id, uint16_t port, steady::time_point until, counters& c) {
   }
 }
 
+// One gauge's value from the server's /metrics text (0 when absent).
+double gauge(const std::string& text, const std::string& name) {
+  auto at = text.find("\n" + name + " ");
+  if (at == std::string::npos)
+    return 0;
+  return std::strtod(text.c_str() + at + name.size() + 2, nullptr);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -224,9 +233,10 @@ int main(int argc, char** argv) {
   }
   std::printf("soak: %.1f min, %d clients, the fake model at 40 tokens x 5 ms; one row per %d s\n",
               minutes, clients, interval_s);
-  std::printf("| t s | RSS MiB | fds | threads | CPU %% | turns/s | dropped | stopped | "
-              "re-attached | slow | searches | ingests | bad | errors |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("| t s | RSS MiB | heap in use MiB | heap free MiB | SQLite MiB | fds | threads "
+              "| CPU %% | turns/s | dropped | stopped | re-attached | slow | searches | ingests "
+              "| bad | errors |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   counters c;
   auto start = steady::now();
   auto until = start + std::chrono::milliseconds(static_cast<long>(minutes * 60000));
@@ -239,11 +249,16 @@ int main(int argc, char** argv) {
   auto print_row = [&] {
     auto now = steady::now();
     auto s = sample(server.pid);
+    auto metrics = call(server.port, http::verb::get, "/metrics", "").body;
+    constexpr double mib = 1024.0 * 1024.0;
     double dt = std::chrono::duration<double>(now - prev_t).count();
     long turns = c.turns.load();
-    std::printf("| %.0f | %.1f | %zu | %d | %.0f | %.1f | %ld | %ld | %ld | %ld | %ld | %ld | %ld | "
-                "%ld |\n",
-                std::chrono::duration<double>(now - start).count(), s.rss_kib / 1024.0, s.fds,
+    std::printf("| %.0f | %.1f | %.1f | %.1f | %.1f | %zu | %d | %.0f | %.1f | %ld | %ld | %ld | "
+                "%ld | %ld | %ld | %ld | %ld |\n",
+                std::chrono::duration<double>(now - start).count(), s.rss_kib / 1024.0,
+                gauge(metrics, "ragtor_heap_in_use_bytes") / mib,
+                gauge(metrics, "ragtor_heap_free_bytes") / mib,
+                gauge(metrics, "ragtor_sqlite_memory_bytes") / mib, s.fds,
                 s.threads, 100.0 * (s.cpu_s - prev.cpu_s) / dt,
                 static_cast<double>(turns - prev_turns) / dt, c.dropped.load(), c.stopped.load(),
                 c.reattached.load(), c.slow.load(), c.searches.load(), c.ingests.load(),

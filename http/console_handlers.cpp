@@ -9,6 +9,8 @@
 #include <map>
 #include <chrono>
 
+#include <malloc.h>
+
 #include <simdjson.h>
 
 #include <boost/asio/as_tuple.hpp>
@@ -23,6 +25,7 @@
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
 #include "http/sse_writer.hpp"
+#include "persistence/sqlite/sqlite_backend.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_object.hpp"
 #include "protocol/json_writer.hpp"
@@ -185,6 +188,20 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
   for (auto& [kind, n] : kinds)
     metrics::append_sample(extra, "ragtor_actors", "kind=\"" + kind + "\"",
                            static_cast<double>(n));
+  // Memory that RSS alone does not explain: what the allocator hands out
+  // (live objects), what it keeps free, and SQLite's share (page caches).
+  auto heap = mallinfo2();
+  metrics::append_header(extra, "ragtor_heap_in_use_bytes", "gauge",
+                         "Heap bytes allocated and not freed (glibc mallinfo2, all arenas).");
+  metrics::append_sample(extra, "ragtor_heap_in_use_bytes", "",
+                         static_cast<double>(heap.uordblks + heap.hblkhd));
+  metrics::append_header(extra, "ragtor_heap_free_bytes", "gauge",
+                         "Heap bytes freed but kept by the allocator (glibc mallinfo2).");
+  metrics::append_sample(extra, "ragtor_heap_free_bytes", "", static_cast<double>(heap.fordblks));
+  metrics::append_header(extra, "ragtor_sqlite_memory_bytes", "gauge",
+                         "Heap bytes held by SQLite, page caches included.");
+  metrics::append_sample(extra, "ragtor_sqlite_memory_bytes", "",
+                         static_cast<double>(sqlite_backend::memory_used()));
   co_await reply_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8",
                       metrics::render(metrics::global(), extra));
 }

@@ -1,3 +1,4 @@
+#include "actors/request_timeout.hpp"
 #include "actors/admin/admin.hpp"
 
 #include <filesystem>
@@ -177,7 +178,7 @@ caf::result<bool> ask_any_peer(self_ptr self, Ts... xs) {
     if (!peer)
       continue;
     ++t->left;
-    self->request(caf::actor_cast<admin_actor>(peer), self->state.settings.status_timeout * 2,
+    tidy_request(self, caf::actor_cast<admin_actor>(peer), self->state.settings.status_timeout * 2,
                   xs...)
         .then(
             [t](bool b) {
@@ -209,7 +210,7 @@ caf::result<std::string> snapshot(self_ptr self, const std::string& kind, bool l
     if (!handle)
       continue;  // gone meanwhile
     ++g->pending;
-    self->request(handle, st.settings.status_timeout, atom::status_v)
+    tidy_request(self, handle, st.settings.status_timeout, atom::status_v)
         .then(
             [g, i](std::string& s) {
               g->parts[i] = std::move(s);
@@ -231,7 +232,7 @@ caf::result<std::string> snapshot(self_ptr self, const std::string& kind, bool l
         continue;
       auto i = slot++;
       ++g->pending;
-      self->request(caf::actor_cast<admin_actor>(peer), st.settings.status_timeout * 2,
+      tidy_request(self, caf::actor_cast<admin_actor>(peer), st.settings.status_timeout * 2,
                     atom::snapshot_v, kind, true)
           .then(
               [g, i](std::string& arr) {
@@ -287,7 +288,7 @@ admin_actor spawn_admin(caf::actor_system& sys, admin_settings settings) {
               }
               g->parts.emplace_back();
               ++g->pending;
-              self->request(caf::actor_cast<admin_actor>(peer),
+              tidy_request(self, caf::actor_cast<admin_actor>(peer),
                             self->state.settings.status_timeout * 2, atom::nodes_v, true)
                   .then(
                       [g, i](std::string& arr) {

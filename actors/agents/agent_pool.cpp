@@ -198,7 +198,7 @@ void rerank_by_model(worker_ptr self, result_promise rp, std::string query, retr
                      size_t keep) {
   auto t0 = steady::now();
   auto n = result.retrieval_results.size();
-  self->request(self->state.cfg.rr.model, rerank_timeout, atom::complete_v,
+  tidy_request(self, self->state.cfg.rr.model, rerank_timeout, atom::complete_v,
                 llm::rerank_request(query, result.retrieval_results))
       .then(
           [=](completion_result& reply) mutable {
@@ -336,7 +336,7 @@ void research_judge(worker_ptr self, std::shared_ptr<research_job> job) {
   auto t0 = steady::now();
   auto req = llm::research_judge_request(job->query, job->queries,
                                          research_evidence(*job->snapshot, job->st, 5));
-  self->request(self->state.cfg.rr.model, research_judge_timeout, atom::complete_v, std::move(req))
+  tidy_request(self, self->state.cfg.rr.model, research_judge_timeout, atom::complete_v, std::move(req))
       .then(
           [=](completion_result& reply) {
             auto& stats = *self->state.cfg.stats;
@@ -520,17 +520,14 @@ retrieval_agent_actor::behavior_type retrieval_agent(agent_ptr self, worker_conf
             --st.workers[i].in_flight;
         };
         auto rp = self->make_response_promise<retrieval_result>();
-        auto call = self->request(st.workers[i].worker, worker_timeout, atom::retrieve_v, query,
-                                  thread_id, opts);
-        auto mid = call.id();
-        std::move(call).then(
+        tidy_request(self, st.workers[i].worker, worker_timeout, atom::retrieve_v, query,
+                     thread_id, opts)
+            .then(
             [=](retrieval_result& r) mutable {
-              forget_request_timeout(self, mid);
               done();
               rp.deliver(std::move(r));
             },
             [=](caf::error& err) mutable {
-              forget_request_timeout(self, mid);
               done();
               rp.deliver(std::move(err));
             });
@@ -712,7 +709,7 @@ void dispatch(pool_ptr self, uint64_t id) {
     ++st.local_in_flight;
     if (!agent)
       return on_answer(self, id, attempt, std::move(agent.error()));
-    self->request(*agent, st.cluster.attempt_timeout, atom::retrieve_v, q.query, q.thread_id,
+    tidy_request(self, *agent, st.cluster.attempt_timeout, atom::retrieve_v, q.query, q.thread_id,
                   q.opts)
         .then(answer, fail);
     return;
@@ -721,7 +718,7 @@ void dispatch(pool_ptr self, uint64_t id) {
   ++r.in_flight;
   auto opts = q.opts;
   opts.local_only = true;
-  self->request(r.pool, st.cluster.attempt_timeout, atom::retrieve_v, q.worker_name, q.query,
+  tidy_request(self, r.pool, st.cluster.attempt_timeout, atom::retrieve_v, q.worker_name, q.query,
                 q.thread_id, opts)
       .then(answer, fail);
 }

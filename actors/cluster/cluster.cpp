@@ -1,3 +1,4 @@
+#include "actors/request_timeout.hpp"
 #include "actors/cluster/cluster.hpp"
 #include "protocol/log.hpp"
 #include "actors/admin/measured.hpp"
@@ -178,13 +179,13 @@ void connect(cluster_ptr self, const std::string& address) {
       lg->info("cluster: cannot reach {} yet ({}); retrying", address, why);
   };
   auto mm = caf::actor_cast<caf::io::middleman_actor>(st.cfg.middleman);
-  self->request(mm, st.cfg.failure_timeout * 2, caf::connect_atom::value, host, port)
+  tidy_request(self, mm, st.cfg.failure_timeout * 2, caf::connect_atom::value, host, port)
       .then(
           [=](const caf::node_id&, caf::strong_actor_ptr& h, const std::set<std::string>&) {
             if (!h)
               return retry_later("no cluster actor published there");
             auto remote = caf::actor_cast<cluster_actor>(h);
-            self->request(remote, self->state.cfg.failure_timeout * 2, atom::hello_v,
+            tidy_request(self, remote, self->state.cfg.failure_timeout * 2, atom::hello_v,
                           services_of(self))
                 .then(
                     [=](node_services& theirs) {
@@ -218,7 +219,7 @@ void ping(cluster_ptr self, peer& p) {
   p.ping_in_flight = true;
   auto name = p.info.name;
   auto handle = p.cluster;
-  self->request(p.cluster, self->state.cfg.failure_timeout, atom::ping_v)
+  tidy_request(self, p.cluster, self->state.cfg.failure_timeout, atom::ping_v)
       .then(
           [=](const std::string&) {
             auto i = self->state.peers.find(name);
@@ -259,7 +260,7 @@ void beat(cluster_ptr self) {
     row.heartbeat_at_ms = wall_ms();
     row.status = "up";
     st.row_in_flight = true;
-    self->request(st.cfg.store, store_timeout, atom::members_v, row)
+    tidy_request(self, st.cfg.store, store_timeout, atom::members_v, row)
         .then([=](bool) { self->state.row_in_flight = false; },
               [=](caf::error& err) {
                 self->state.row_in_flight = false;
@@ -270,7 +271,7 @@ void beat(cluster_ptr self) {
   }
   if (!st.leaving && st.cfg.store) {
     if (st.ticks % 4 == 1) {
-      self->request(st.cfg.store, store_timeout, atom::members_v)
+      tidy_request(self, st.cfg.store, store_timeout, atom::members_v)
           .then(
               [=](std::vector<member_info>& rows) {
                 auto& st = self->state;
@@ -400,7 +401,7 @@ cluster_actor spawn_cluster(caf::actor_system& sys, cluster_settings settings) {
           row.heartbeat_at_ms = wall_ms();
           row.status = "left";
           auto rp = self->make_response_promise<bool>();
-          self->request(st.cfg.store, st.cfg.failure_timeout, atom::members_v, row)
+          tidy_request(self, st.cfg.store, st.cfg.failure_timeout, atom::members_v, row)
               .then([=](bool) mutable { rp.deliver(true); },
                     [=](caf::error&) mutable { rp.deliver(false); });
           return rp;

@@ -60,7 +60,7 @@ void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap,
     return next();
   auto rows = snap->graph.rows(snap->name, snap->chunks);
   auto kb = snap->name;
-  self->request(st.store, std::chrono::minutes(5), atom::kb_graph_v, std::move(rows))
+  tidy_request(self, st.store, std::chrono::minutes(5), atom::kb_graph_v, std::move(rows))
       .then(
           [=](bool written) {
             if (written) {
@@ -184,7 +184,7 @@ void sync(self_ptr self) {
     return;
   st.syncing = true;
   auto timeout = std::max<caf::timespan>(st.sync_interval * 10, std::chrono::seconds(10));
-  self->request(st.store, timeout, atom::kb_sync_v)
+  tidy_request(self, st.store, timeout, atom::kb_sync_v)
       .then(
           [=](std::vector<kb_version>& rows) {
             auto behind = std::make_shared<std::vector<kb_version>>();
@@ -224,7 +224,7 @@ void sync_next(self_ptr self, std::shared_ptr<std::vector<kb_version>> rows, siz
     return sync_next(self, rows, i + 1);
   }
   auto after = st.synced[row.kb];
-  self->request(st.store, std::chrono::minutes(1), atom::kb_sync_v, row.kb, after)
+  tidy_request(self, st.store, std::chrono::minutes(1), atom::kb_sync_v, row.kb, after)
       .then(
           [=](std::vector<document>& docs) {
             auto& st = self->state;
@@ -308,7 +308,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           // The store first (every node learns of the KB from it), then
           // the files here.
           auto rp = self->make_response_promise<kb_settings>();
-          self->request(st.store, std::chrono::minutes(1), atom::kb_sync_v, s.name, to_json(s),
+          tidy_request(self, st.store, std::chrono::minutes(1), atom::kb_sync_v, s.name, to_json(s),
                         std::vector<document>{})
               .then(
                   [=](int64_t version) mutable {
@@ -352,16 +352,13 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           // The store first: what it holds is what every node serves; if
           // it refuses, nothing changed anywhere.
           auto copy = docs;
-          auto call = self->request(st.store, std::chrono::minutes(5), atom::kb_sync_v, kb,
-                                    to_json(current->settings), std::move(copy));
-          auto mid = call.id();
-          std::move(call).then(
+          tidy_request(self, st.store, std::chrono::minutes(5), atom::kb_sync_v, kb,
+                       to_json(current->settings), std::move(copy))
+              .then(
               [=](int64_t version) mutable {
-                forget_request_timeout(self, mid);
                 here(std::move(docs), version);
               },
               [=](caf::error& err) mutable {
-                forget_request_timeout(self, mid);
                 rp.deliver(std::move(err));
               });
           return rp;

@@ -1,3 +1,4 @@
+#include "actors/request_timeout.hpp"
 #include "actors/memory/summarizer.hpp"
 #include "protocol/log.hpp"
 #include "actors/admin/measured.hpp"
@@ -89,7 +90,7 @@ void store_summary(self_ptr self, std::string conv, promise_t rp, summary_record
                    summary_record next) {
   auto& st = self->state;
   auto expected = loaded.version;
-  self->request(st.store, std::chrono::seconds(30), atom::summary_v, next, expected)
+  tidy_request(self, st.store, std::chrono::seconds(30), atom::summary_v, next, expected)
       .then(
           [=](bool ok) mutable {
             auto& st = self->state;
@@ -148,7 +149,7 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
   }
   auto req = summary_request(action, loaded.summary, input, st.settings.max_input_tokens,
                              st.settings.max_tokens);
-  self->request(st.llm, st.settings.timeout, atom::complete_v, std::move(req))
+  tidy_request(self, st.llm, st.settings.timeout, atom::complete_v, std::move(req))
       .then(
           [=](completion_result& res) mutable {
             auto text = std::move(res.text);
@@ -184,7 +185,7 @@ void run(self_ptr self, std::string conv, promise_t rp) {
     lg->warn("summarizer: cannot read conversation {}: {}", conv, self->system().render(err));
     finish(self, conv, rp, "failed");
   };
-  self->request(st.store, std::chrono::seconds(30), atom::summary_v, conv, std::string{})
+  tidy_request(self, st.store, std::chrono::seconds(30), atom::summary_v, conv, std::string{})
       .then(
           [=](summary_record& loaded) mutable {
             auto& st = self->state;
@@ -193,7 +194,7 @@ void run(self_ptr self, std::string conv, promise_t rp) {
               ++st.not_due;
               return finish(self, conv, rp, "none");
             }
-            self->request(st.store, std::chrono::seconds(30), atom::history_v, conv,
+            tidy_request(self, st.store, std::chrono::seconds(30), atom::history_v, conv,
                           static_cast<int32_t>(loaded.total_messages))
                 .then(
                     [=](std::vector<stored_message>& all) mutable {
@@ -234,7 +235,7 @@ summarizer_actor spawn_summarizer(caf::actor_system& sys, store_actor store, llm
           st.watchers[conv].push_back({min_version, id, rp});
           self->delayed_send(self, std::chrono::milliseconds(timeout_ms), atom::tick_v, conv, id);
           auto this_one = [id](auto& w) { return w.id == id; };
-          self->request(st.store, std::chrono::seconds(30), atom::summary_v, conv, std::string{})
+          tidy_request(self, st.store, std::chrono::seconds(30), atom::summary_v, conv, std::string{})
               .then(
                   [=](summary_record& rec) {
                     if (rec.version >= min_version)

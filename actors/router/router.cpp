@@ -1,3 +1,4 @@
+#include "actors/request_timeout.hpp"
 #include "actors/router/router.hpp"
 #include "protocol/log.hpp"
 #include "actors/admin/measured.hpp"
@@ -298,7 +299,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
           cr.max_tokens = 200;
           cr.purpose = "router";
           auto rp = self->make_response_promise<route_decision>();
-          self->request(st.llm, st.settings.llm_timeout, atom::complete_v, std::move(cr))
+          tidy_request(self, st.llm, st.settings.llm_timeout, atom::complete_v, std::move(cr))
               .then(
                   [=](completion_result& res) mutable {
                     auto& st = self->state;

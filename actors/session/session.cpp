@@ -99,7 +99,7 @@ void quit_session(session_ptr self) {
 void clear_now(session_ptr self) {
   auto& st = self->state;
   st.clearing = true;
-  self->request(st.deps.store, st.settings.stream.step_timeout, atom::clear_v, st.user_id,
+  tidy_request(self, st.deps.store, st.settings.stream.step_timeout, atom::clear_v, st.user_id,
                 st.session_id)
       .then(
           [=](int64_t n) {
@@ -182,13 +182,10 @@ void start_next(session_ptr self) {
     early = spawn_stream(self->system(), turn.req, g, deps_of(self), st.settings.stream, false);
     self->monitor(early);
   }
-  auto call = self->request(st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
-                            turn.req.user_id, turn.req.session_id, turn.req.message,
-                            turn.req.request_id);
-  auto mid = call.id();
-  std::move(call).then(
+  tidy_request(self, st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
+               turn.req.user_id, turn.req.session_id, turn.req.message, turn.req.request_id)
+      .then(
           [=](turn_opened& opened) mutable {
-            forget_request_timeout(self, mid);
             if (!early)
               return run_opened(self, std::move(turn), opened, stream_actor{});
             if (opened.conversation_id == guess && !opened.existing) {
@@ -205,7 +202,6 @@ void start_next(session_ptr self) {
                 session_state::restart{early.address(), std::move(turn), std::move(opened)};
           },
           [=](caf::error& err) mutable {
-            forget_request_timeout(self, mid);
             lg->warn("session: storing the user message of {} failed: {}", turn.req.request_id,
                          self->system().render(err));
             if (early)
@@ -393,15 +389,11 @@ void open_in_session(manager_ptr self, chat_request req,
   auto& st = self->state;
   // Queued turns wait for the ones ahead of them: allow for all of them.
   auto timeout = st.settings.stream.turn_timeout * (st.settings.max_queued_turns + 1);
-  auto call = self->request(session, timeout, atom::open_turn_v, req);
-  auto mid = call.id();
-  std::move(call).then(
+  tidy_request(self, session, timeout, atom::open_turn_v, req).then(
             [=](turn_ticket& t) mutable {
-              forget_request_timeout(self, mid);
               rp.deliver(std::move(t));
             },
             [=](caf::error& err) mutable {
-              forget_request_timeout(self, mid);
               if (may_retry && err == caf::sec::request_receiver_down) {
                 auto& sessions = self->state.sessions;
                 auto i = sessions.find(std::make_pair(req.user_id, req.session_id));
@@ -445,10 +437,10 @@ caf::result<T> ask_user_sessions(manager_ptr self, Atom what, const std::string&
   };
   auto on_error = [=](caf::error&) mutable { one_done(std::nullopt); };
   for (auto& s : candidates)
-    self->request(s, std::chrono::seconds(5), what, request_id).then(on_value, on_error);
+    tidy_request(self, s, std::chrono::seconds(5), what, request_id).then(on_value, on_error);
   if (!local_only)
     for (auto& [node, peer] : st.frontends)
-      self->request(peer, std::chrono::seconds(5), what, request_id, user_id, true)
+      tidy_request(self, peer, std::chrono::seconds(5), what, request_id, user_id, true)
           .then(on_value, on_error);
   return rp;
 }
@@ -551,7 +543,7 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
                 self->state.forwards.erase(i);
                 promise.deliver(std::forward<decltype(answer)>(answer));
               };
-              self->request(st.frontends.at(owner), std::chrono::seconds(60), atom::open_turn_v,
+              tidy_request(self, st.frontends.at(owner), std::chrono::seconds(60), atom::open_turn_v,
                             std::move(req))
                   .then([=](turn_ticket& t) { settle(std::move(t)); },
                         [=](caf::error& err) { settle(std::move(err)); });

@@ -103,6 +103,10 @@ sqlite_backend::sqlite_backend(const std::filesystem::path& path) {
   exec("PRAGMA foreign_keys=ON");
 }
 
+int64_t sqlite_backend::memory_used() {
+  return sqlite3_memory_used();
+}
+
 sqlite_backend::~sqlite_backend() {
   statements_.clear();
   if (db_)

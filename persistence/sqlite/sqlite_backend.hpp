@@ -26,6 +26,10 @@ public:
 
   std::string_view backend_name() const override { return "sqlite"; }
 
+  // Bytes SQLite holds on the heap in this process, every connection's page
+  // cache included (sqlite3_memory_used).
+  static int64_t memory_used();
+
   void begin() override;
   void commit() override;
   void rollback() override;
