@@ -9,7 +9,10 @@
 // backend (set-up, not measured). Prints p50/p99 per user and the ratio to
 // the user with no history. Never asserts.
 //
-//   build/bench/bench_history_scaling [--turns 100000] [--samples 300]
+//   build/bench/bench_history_scaling [--turns 100000] [--samples 300] [--recall-cache-mb 16]
+//
+// --recall-cache-mb is the server's `[memory] recall_cache_mb` (0: recall
+// tokenises memories and decodes episode vectors on every turn).
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -105,13 +108,17 @@ struct user_case {
 int main(int argc, char** argv) {
   size_t max_turns = 100000;
   int samples = 300;
+  int cache_mb = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--turns")
       max_turns = std::stoul(argv[i + 1]);
     else if (a == "--samples")
       samples = std::stoi(argv[i + 1]);
+    else if (a == "--recall-cache-mb")
+      cache_mb = std::stoi(argv[i + 1]);
   }
+  set_recall_cache_budget(static_cast<size_t>(cache_mb) << 20);
   auto dir = std::filesystem::temp_directory_path() / ("ragtor-bench-history-" + new_id());
   std::filesystem::create_directories(dir);
   auto path = dir / "bench.db";
@@ -197,8 +204,9 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < n_steps; ++k)
         step_ms[i][k].push_back(steps[k]);
     }
-  std::printf("\ncontext of one turn through the store actor, %d samples each (SQLite)\n",
-              samples);
+  std::printf("\ncontext of one turn through the store actor, %d samples each (SQLite), "
+              "recall cache %d MiB\n",
+              samples, cache_mb);
   std::printf(
       "| user's stored turns | p50 ms | p99 ms | p50 / no history | window+summary+core p50 | "
       "memories p50 | episodes p50 |\n|---|---|---|---|---|---|---|\n");

@@ -122,6 +122,7 @@ std::vector<binding> bindings_of(config& c) {
       {"llm", "max_tokens", &c.llm.max_tokens},
       {"llm", "prompt_budget_tokens", &c.llm.prompt_budget_tokens},
       {"memory", "window", &c.memory.window},
+      {"memory", "recall_cache_mb", &c.memory.recall_cache_mb},
       {"summary", "mode", &c.summary.mode},
       {"summary", "min_messages", &c.summary.min_messages},
       {"summary", "update_delta", &c.summary.update_delta},
@@ -630,6 +631,7 @@ caf::error validate(const config& c) {
   first(at_least("generator.extractive_max_sentences", c.generator.extractive_max_sentences, 1));
   first(at_least("generator.extractive_pace_ms", c.generator.extractive_pace_ms, 0));
   first(at_least("memory.window", c.memory.window, 0));
+  first(at_least("memory.recall_cache_mb", c.memory.recall_cache_mb, 0));
   constexpr std::array<std::string_view, 4> summary_modes = {"auto", "model", "extractive",
                                                              "off"};
   first(one_of("summary.mode", c.summary.mode, summary_modes));

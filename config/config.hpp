@@ -147,6 +147,7 @@ struct llm_config {
 
 struct memory_config {
   int window = 6;
+  int recall_cache_mb = 16;
   bool operator==(const memory_config&) const = default;
 };
 

@@ -5,8 +5,11 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <memory>
+#include <mutex>
 #include <regex>
 #include <set>
+#include <unordered_map>
 
 #include "retrieval/embedder.hpp"
 #include "retrieval/tokenizer.hpp"
@@ -127,18 +130,110 @@ std::vector<extracted_memory> extract_memories(std::string_view user_message) {
   return out;
 }
 
+namespace {
+
+// What recall derives from stored rows that never change — a memory's
+// distinct terms (from its content), an episode's decoded embedding (by its
+// id) — kept between turns, so a turn ranks the user's 200 newest memories
+// and episodes without tokenising or decoding them again (issue 20, target
+// 5). Thread-safe (readers of several threads rank at once); bounded by
+// bytes, cleared whole when full (a miss only costs the work again).
+template <class V>
+class recall_memo {
+public:
+  std::shared_ptr<const V> find(const std::string& key) {
+    std::lock_guard guard{mu_};
+    auto i = map_.find(key);
+    return i == map_.end() ? nullptr : i->second;
+  }
+
+  void add(const std::string& key, std::shared_ptr<const V> value, size_t bytes) {
+    std::lock_guard guard{mu_};
+    bytes += key.size() + 64;
+    if (bytes_ + bytes > budget_) {
+      map_.clear();
+      bytes_ = 0;
+    }
+    if (bytes > budget_)
+      return;
+    if (map_.emplace(key, std::move(value)).second)
+      bytes_ += bytes;
+  }
+
+  void set_budget(size_t bytes) {
+    std::lock_guard guard{mu_};
+    budget_ = bytes;
+    map_.clear();
+    bytes_ = 0;
+  }
+
+private:
+  std::mutex mu_;
+  std::unordered_map<std::string, std::shared_ptr<const V>> map_;
+  size_t bytes_ = 0;
+  size_t budget_ = 8u << 20;
+};
+
+using term_list = std::vector<std::string>;
+
+recall_memo<term_list>& memory_terms_memo() {
+  static recall_memo<term_list> memo;
+  return memo;
+}
+
+recall_memo<std::vector<float>>& embedding_memo() {
+  static recall_memo<std::vector<float>> memo;
+  return memo;
+}
+
+term_list distinct_terms(std::string_view text) {
+  auto terms = tokenize(text);
+  std::sort(terms.begin(), terms.end());
+  terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
+  return terms;
+}
+
+std::shared_ptr<const term_list> memory_terms(const std::string& content) {
+  auto& memo = memory_terms_memo();
+  if (auto hit = memo.find(content))
+    return hit;
+  auto terms = std::make_shared<const term_list>(distinct_terms(content));
+  size_t bytes = 0;
+  for (auto& t : *terms)
+    bytes += sizeof(std::string) + t.size();
+  memo.add(content, terms, bytes);
+  return terms;
+}
+
+}  // namespace
+
+void set_recall_cache_budget(size_t bytes) {
+  // Split evenly: embeddings are ~1 KiB per episode, term lists ~0.3 KiB
+  // per memory.
+  memory_terms_memo().set_budget(bytes / 2);
+  embedding_memo().set_budget(bytes - bytes / 2);
+}
+
 std::vector<std::string> recall_memories(
     std::string_view question, const std::vector<std::pair<std::string, int64_t>>& memories,
     size_t limit) {
-  auto q = tokenize(question);
-  std::set<std::string> terms{q.begin(), q.end()};
+  const auto terms = distinct_terms(question);
   std::vector<std::tuple<int, int64_t, const std::string*>> scored;
+  scored.reserve(memories.size());
   for (auto& [content, created] : memories) {
+    auto mine = memory_terms(content);
     int overlap = 0;
-    std::set<std::string> mine;
-    for (auto& t : tokenize(content))
-      if (terms.count(t) && mine.insert(t).second)
+    for (auto a = terms.begin(), b = mine->begin(); a != terms.end() && b != mine->end();) {
+      if (*a < *b) {
+        ++a;
+      } else if (*b < *a) {
+        ++b;
+      } else {
         ++overlap;
+        ++a;
+        ++b;
+      }
+    }
     scored.emplace_back(overlap, created, &content);
   }
   std::sort(scored.begin(), scored.end(), [](auto& a, auto& b) {
@@ -150,6 +245,23 @@ std::vector<std::string> recall_memories(
   for (size_t i = 0; i < scored.size() && i < limit; ++i)
     out.push_back(*std::get<2>(scored[i]));
   return out;
+}
+
+std::shared_ptr<const std::vector<float>> remembered_episode_embedding(
+    const std::string& episode_id) {
+  return embedding_memo().find(episode_id);
+}
+
+std::vector<float> stored_episode_embedding(const std::string& episode_id,
+                                            std::string_view text) {
+  if (episode_id.empty() || text.empty())
+    return decode_embedding(text);
+  auto& memo = embedding_memo();
+  if (auto hit = memo.find(episode_id))
+    return *hit;
+  auto v = std::make_shared<const std::vector<float>>(decode_embedding(text));
+  memo.add(episode_id, v, v->size() * sizeof(float));
+  return *v;
 }
 
 namespace {
@@ -168,37 +280,24 @@ std::vector<float> episode_embedding(std::string_view text) {
   return std::move(vecs.at(0));
 }
 
-std::vector<size_t> rank_episodes(std::string_view question,
-                                  const std::vector<episode_record>& episodes,
-                                  const std::string& conversation_id, int64_t window_start_seq,
-                                  size_t limit, double min_similarity) {
-  // Texts to embed now: the question, and episodes without a stored vector.
-  std::vector<std::string> texts{std::string{question}};
-  std::vector<size_t> candidates;
-  std::vector<size_t> vec_of;  // per candidate: index into the embedded batch, or npos
-  constexpr auto stored = static_cast<size_t>(-1);
-  for (size_t i = 0; i < episodes.size(); ++i) {
-    auto& e = episodes[i];
-    if (e.conversation_id == conversation_id && e.seq >= window_start_seq)
-      continue;  // still in the window: the prompt has it verbatim
-    candidates.push_back(i);
-    if (e.embedding.size() == recall_dims) {
-      vec_of.push_back(stored);
-    } else {
-      vec_of.push_back(texts.size());
-      texts.push_back(e.text);
-    }
-  }
-  if (candidates.empty())
-    return {};
-  auto vecs = std::get<embedding_batch>(recall_embedder()->embed(texts));
-  const auto& q = vecs[0];
+std::vector<size_t> rank_vectors(const std::vector<float>& q,
+                                 const std::vector<const std::vector<float>*>& vectors,
+                                 size_t limit, double min_similarity) {
   std::vector<std::pair<double, size_t>> scored;
-  for (size_t c = 0; c < candidates.size(); ++c) {
-    const auto& v = vec_of[c] == stored ? episodes[candidates[c]].embedding : vecs[vec_of[c]];
-    double dot = 0;
-    for (size_t d = 0; d < q.size() && d < v.size(); ++d)
-      dot += static_cast<double>(q[d]) * v[d];
+  for (size_t c = 0; c < vectors.size(); ++c) {
+    if (!vectors[c])
+      continue;
+    const auto& v = *vectors[c];
+    // Four running sums the compiler can keep in vector registers.
+    size_t n = std::min(q.size(), v.size());
+    double acc[4] = {0, 0, 0, 0};
+    size_t d = 0;
+    for (; d + 4 <= n; d += 4)
+      for (size_t k = 0; k < 4; ++k)
+        acc[k] += static_cast<double>(q[d + k]) * v[d + k];
+    for (; d < n; ++d)
+      acc[0] += static_cast<double>(q[d]) * v[d];
+    double dot = (acc[0] + acc[1]) + (acc[2] + acc[3]);
     if (dot >= min_similarity)
       scored.emplace_back(dot, c);
   }
@@ -207,8 +306,39 @@ std::vector<size_t> rank_episodes(std::string_view question,
   });
   std::vector<size_t> out;
   for (size_t i = 0; i < scored.size() && i < limit; ++i)
-    out.push_back(candidates[scored[i].second]);
+    out.push_back(scored[i].second);
   return out;
+}
+
+std::vector<size_t> rank_episodes(std::string_view question,
+                                  const std::vector<episode_record>& episodes,
+                                  const std::string& conversation_id, int64_t window_start_seq,
+                                  size_t limit, double min_similarity) {
+  // Texts to embed now: the question, and episodes without a stored vector.
+  std::vector<std::string> texts{std::string{question}};
+  std::vector<size_t> embedded_at(episodes.size(), 0);  // index into the batch, 0 = stored
+  bool any = false;
+  for (size_t i = 0; i < episodes.size(); ++i) {
+    auto& e = episodes[i];
+    if (e.conversation_id == conversation_id && e.seq >= window_start_seq)
+      continue;  // still in the window: the prompt has it verbatim
+    any = true;
+    if (e.embedding.size() != recall_dims) {
+      embedded_at[i] = texts.size();
+      texts.push_back(e.text);
+    }
+  }
+  if (!any)
+    return {};
+  auto vecs = std::get<embedding_batch>(recall_embedder()->embed(texts));
+  std::vector<const std::vector<float>*> vectors(episodes.size(), nullptr);
+  for (size_t i = 0; i < episodes.size(); ++i) {
+    auto& e = episodes[i];
+    if (e.conversation_id == conversation_id && e.seq >= window_start_seq)
+      continue;
+    vectors[i] = embedded_at[i] ? &vecs[embedded_at[i]] : &e.embedding;
+  }
+  return rank_vectors(vecs[0], vectors, limit, min_similarity);
 }
 
 std::vector<std::string> recall_episodes(std::string_view question,

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,12 @@ std::vector<size_t> rank_episodes(std::string_view question,
                                   const std::string& conversation_id, int64_t window_start_seq,
                                   size_t limit = 3, double min_similarity = 0.25);
 
+// The same ranking over vectors given directly (null: not a candidate),
+// as indices into `vectors`; `q` is the question's episode_embedding.
+std::vector<size_t> rank_vectors(const std::vector<float>& q,
+                                 const std::vector<const std::vector<float>*>& vectors,
+                                 size_t limit, double min_similarity);
+
 // The embedding episodic recall compares (hashed n-grams, L2-normalised),
 // kept with each episode when it is stored.
 std::vector<float> episode_embedding(std::string_view text);
@@ -55,6 +62,19 @@ std::vector<float> episode_embedding(std::string_view text);
 // decoding malformed text gives an empty vector.
 std::string encode_embedding(const std::vector<float>& v);
 std::vector<float> decode_embedding(std::string_view text);
+
+// decode_embedding for an episode's stored vector, remembered by the
+// episode's id (episodes never change) so recall decodes each once.
+std::vector<float> stored_episode_embedding(const std::string& episode_id,
+                                            std::string_view text);
+
+// The vector stored_episode_embedding remembers for `episode_id`, if any.
+std::shared_ptr<const std::vector<float>> remembered_episode_embedding(
+    const std::string& episode_id);
+
+// Bytes recall may keep between turns: memories' term lists and episodes'
+// decoded embeddings (`[memory] recall_cache_mb`; 0 keeps nothing).
+void set_recall_cache_budget(size_t bytes);
 
 // The text an episode keeps of a turn (bounded, cut at a UTF-8 boundary).
 std::string episode_text(std::string_view question, std::string_view answer);

@@ -31,8 +31,34 @@ std::vector<std::string> recall_episodes_from(store_backend& db, const std::stri
                                               const std::string& conversation_id,
                                               int64_t window_start_seq, int32_t candidates,
                                               size_t limit, double min_similarity) {
-  auto eps = db.recent_episodes(user_id, candidates, false);
+  // The newest episodes' keys, and their vectors from memory when every one
+  // is remembered (always, after a user's first turn, but for episodes
+  // stored before vectors were kept); else one read of the vectors, which
+  // remembers them.
+  auto keys = db.recent_episode_keys(user_id, candidates);
+  std::vector<std::shared_ptr<const std::vector<float>>> held;
+  held.reserve(keys.size());
+  for (auto& e : keys) {
+    held.push_back(remembered_episode_embedding(e.id));
+    if (!held.back())
+      break;
+  }
   std::vector<std::string> out;
+  if (held.size() == keys.size() && (keys.empty() || held.back())) {
+    std::vector<const std::vector<float>*> vectors(keys.size(), nullptr);
+    bool any = false;
+    for (size_t i = 0; i < keys.size(); ++i)
+      if (!(keys[i].conversation_id == conversation_id && keys[i].seq >= window_start_seq)) {
+        vectors[i] = held[i].get();
+        any = true;
+      }
+    if (!any)
+      return out;  // nothing outside the window: the question need not be embedded
+    for (auto i : rank_vectors(episode_embedding(question), vectors, limit, min_similarity))
+      out.push_back(db.episode_text(keys[i].id));
+    return out;
+  }
+  auto eps = db.recent_episodes(user_id, candidates, false);
   for (auto i :
        rank_episodes(question, eps, conversation_id, window_start_seq, limit, min_similarity))
     out.push_back(eps[i].embedding.empty() ? std::move(eps[i].text) : db.episode_text(eps[i].id));

@@ -113,6 +113,11 @@ public:
   // (user_id, created_at DESC, id): bounded whatever the user's history.
   virtual std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit,
                                                       bool texts = true) = 0;
+  // The same episodes' id, conversation and seq only — the columns stored
+  // before the text and the vector, so no long value is read: recall takes
+  // the vectors it remembers by id (memory/long_term.hpp) from these.
+  virtual std::vector<episode_record> recent_episode_keys(const std::string& user_id,
+                                                          int32_t limit) = 0;
   // One episode's text ("" when there is none).
   virtual std::string episode_text(const std::string& id) = 0;
   virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) = 0;

@@ -24,6 +24,7 @@
 
 #include "actors/admin/admin.hpp"
 #include "actors/agents/agent_pool.hpp"
+#include "memory/long_term.hpp"
 #include "protocol/log.hpp"
 #include "actors/cluster/cluster.hpp"
 #include "actors/kb/kb_admin.hpp"
@@ -315,6 +316,7 @@ int run_serve(const serve_options& opts) {
 
   summarizer_settings sum;
   sum.policy.window = cfg->memory.window;
+  set_recall_cache_budget(static_cast<size_t>(cfg->memory.recall_cache_mb) << 20);
   sum.policy.min_messages = cfg->summary.min_messages;
   sum.policy.update_delta = cfg->summary.update_delta;
   sum.policy.regenerate_every = cfg->summary.regenerate_every;

@@ -66,6 +66,8 @@ public:
   bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) override;
   std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit,
                                               bool texts = true) override;
+  std::vector<episode_record> recent_episode_keys(const std::string& user_id,
+                                                  int32_t limit) override;
   std::string episode_text(const std::string& id) override;
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) override;
   int64_t delete_memories(const std::string& user_id, const std::string& id) override;

@@ -77,6 +77,12 @@ public:
     return p ? std::string{p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))}
              : std::string{};
   }
+  // Valid until the next step.
+  std::string_view view(int col) {
+    auto* p = reinterpret_cast<const char*>(sqlite3_column_text(stmt_, col));
+    return p ? std::string_view{p, static_cast<size_t>(sqlite3_column_bytes(stmt_, col))}
+             : std::string_view{};
+  }
   int64_t integer(int col) { return sqlite3_column_int64(stmt_, col); }
   double real(int col) { return sqlite3_column_double(stmt_, col); }
 
@@ -558,7 +564,25 @@ std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& u
     e.seq = st.integer(2);
     e.text = st.text(3);
     e.created_at = st.integer(4);
-    e.embedding = decode_embedding(st.text(5));
+    e.embedding = stored_episode_embedding(e.id, st.view(5));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+std::vector<episode_record> sqlite_backend::recent_episode_keys(const std::string& user_id,
+                                                                int32_t limit) {
+  auto st = prepare(
+      "SELECT id, conversation_id, seq FROM episodes WHERE user_id = ? "
+      "ORDER BY created_at DESC, id LIMIT ?");
+  st.bind(user_id).bind(int64_t{limit});
+  std::vector<episode_record> out;
+  while (st.step()) {
+    episode_record e;
+    e.id = st.text(0);
+    e.conversation_id = st.text(1);
+    e.user_id = user_id;
+    e.seq = st.integer(2);
     out.push_back(std::move(e));
   }
   return out;

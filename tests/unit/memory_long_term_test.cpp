@@ -117,6 +117,34 @@ TEST(episodic_recall, stored_embeddings_rank_exactly_as_embedding_the_texts) {
   }
 }
 
+// Recall remembers what it derives from rows that never change (memories'
+// terms, episodes' vectors by id); remembered or not, the answers match.
+TEST(recall_cache, remembered_terms_and_vectors_give_the_same_answers) {
+  std::vector<std::pair<std::string, int64_t>> mem{
+      {"I really love green tea", 1}, {"My name is Ann", 3}, {"I'm allergic to peanuts", 2},
+      {"I prefer oolong tea to green tea", 4}, {"I live in Bergen", 5}};
+  auto vec = encode_embedding(episode_embedding("User: lighthouse?\nAssistant: the cape."));
+  set_recall_cache_budget(0);
+  auto cold = recall_memories("Which green tea should I brew?", mem, 3);
+  auto decoded = stored_episode_embedding("ep-1", vec);
+  set_recall_cache_budget(16u << 20);
+  for (int pass = 0; pass < 2; ++pass) {  // the second pass is served from the cache
+    EXPECT_EQ(recall_memories("Which green tea should I brew?", mem, 3), cold) << pass;
+    EXPECT_EQ(stored_episode_embedding("ep-1", vec), decoded) << pass;
+  }
+  ASSERT_EQ(cold.size(), 3u);
+  EXPECT_EQ(cold[0], "I prefer oolong tea to green tea");
+  EXPECT_EQ(cold[1], "I really love green tea");
+  // An episode's vector is remembered by its id (episodes are never
+  // rewritten): the same id gives the remembered vector...
+  auto other = encode_embedding(episode_embedding("User: peanuts?\nAssistant: no."));
+  EXPECT_EQ(stored_episode_embedding("ep-1", other), decoded);
+  // ...and with no budget nothing is kept.
+  set_recall_cache_budget(0);
+  EXPECT_EQ(stored_episode_embedding("ep-1", other), decode_embedding(other));
+  set_recall_cache_budget(16u << 20);
+}
+
 TEST(embedding_text, round_trips_exactly_and_refuses_malformed_text) {
   std::vector<float> v{0.0f, -1.5f, 3.25e-7f, 1e30f, -0.0f};
   for (size_t n = 0; n <= v.size(); ++n) {  // every padding length

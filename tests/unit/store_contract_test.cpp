@@ -214,6 +214,48 @@ TEST_P(store_contract, recall_by_index_matches_the_full_read) {
       }
 }
 
+// Recall remembers episodes' vectors by id; the episodes it ranks still
+// come from the store each turn, so a deleted conversation's turns are no
+// longer recalled and a new turn is, remembered vectors or not.
+TEST_P(store_contract, remembered_vectors_follow_what_the_store_holds) {
+  auto a = user_turn("bo", "s1", "q1", "r1", 1);
+  auto b = user_turn("bo", "s2", "q2", "r2", 2);
+  auto add = [&](const turn_opened& t, int64_t seq, const std::string& q, const std::string& ans) {
+    tx([&](store_backend& db) {
+      episode_record e;
+      e.conversation_id = t.conversation_id;
+      e.user_id = "bo";
+      e.seq = seq;
+      e.text = episode_text(q, ans);
+      e.created_at = 1000 + seq;
+      e.embedding = episode_embedding(e.text);
+      db.add_episode(e);
+      return 0;
+    });
+  };
+  add(a, 2, "How long should green tea steep?", "About ninety seconds.");
+  add(b, 3, "Where is the northern lighthouse?", "On the cape.");
+  add(b, 4, "How hot should water be for green tea?", "About 75 degrees.");
+  auto recall = [&](const char* q) {
+    return recall_episodes_from(*db_, "bo", q, "elsewhere", 0, 200, 3, 0.1);
+  };
+  auto full = [&](const char* q) {
+    return recall_episodes(q, db_->recent_episodes("bo", 200), "elsewhere", 0, 3, 0.1);
+  };
+  auto cold = recall("green tea");
+  ASSERT_EQ(cold.size(), 2u);
+  EXPECT_EQ(recall("green tea"), cold) << "the vectors remembered";
+  EXPECT_EQ(db_->recent_episode_keys("bo", 200).size(), 3u);
+  tx([&](store_backend& db) { return db.delete_conversation(a.conversation_id); });
+  auto after = recall("green tea");
+  EXPECT_EQ(after, full("green tea"));
+  ASSERT_EQ(after.size(), 1u);
+  EXPECT_NE(after[0].find("75 degrees"), std::string::npos);
+  add(b, 5, "Is green tea better with lemon?", "Some prefer it plain.");
+  EXPECT_EQ(recall("green tea"), full("green tea"));
+  EXPECT_EQ(recall("green tea").size(), 2u);
+}
+
 TEST_P(store_contract, summaries_are_written_only_against_the_version_they_were_computed_from) {
   turn_opened t;
   for (int i = 0; i < 5; ++i) {
