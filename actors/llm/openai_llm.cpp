@@ -4,6 +4,7 @@
 #include "actors/admin/measured.hpp"
 
 #include <deque>
+#include <mutex>
 #include <unordered_map>
 #include <variant>
 
@@ -40,14 +41,58 @@ struct pending_completion {
   caf::typed_response_promise<completion_result> promise;
 };
 
+// The answer text of one generation, shared by the client's I/O thread and
+// the gateway. Deltas go from the I/O thread through the citation parser
+// straight to the stream's sink: one hand-off per socket read instead of two,
+// and the gateway is not in the token path. The gateway closes it when the
+// call ends — done and error arrive after the last delta — or is cancelled;
+// closing flushes the parser, and deltas after it are dropped.
+class shown_text {
+public:
+  shown_text(token_sink_actor sink, std::string request_id,
+             std::vector<llm::citation_source> sources)
+      : sink_(std::move(sink)), request_id_(std::move(request_id)), citations_(std::move(sources)) {}
+
+  void feed(std::string_view delta) {
+    std::lock_guard guard{mu_};
+    if (!closed_)
+      show(citations_.feed(delta));
+  }
+
+  void close() {
+    std::lock_guard guard{mu_};
+    if (closed_)
+      return;
+    closed_ = true;
+    show(citations_.finish());
+  }
+
+  // After close().
+  const std::string& visible() const { return visible_; }
+  std::vector<citation> citations() const { return citations_.citations(); }
+
+private:
+  void show(std::string text) {
+    if (text.empty())
+      return;
+    visible_ += text;
+    caf::anon_send(sink_, atom::token_v, request_id_, std::move(text));
+  }
+
+  std::mutex mu_;
+  bool closed_ = false;
+  token_sink_actor sink_;
+  std::string request_id_;
+  llm::citation_stream_parser citations_;
+  std::string visible_;  // text sent to the sink
+};
+
 // A generation talking to the model.
 struct call {
   caf::typed_response_promise<generation_result> promise;
-  token_sink_actor sink;
   std::shared_ptr<llm::call_handle> handle;
-  std::unique_ptr<llm::citation_stream_parser> citations;
+  std::shared_ptr<shown_text> shown;
   bool cite = true;  // false: the KB turned citations off; none are reported
-  std::string visible;  // text sent to the sink
   int32_t prompt_tokens = 0;
   bool general = false;
 };
@@ -151,13 +196,13 @@ void start(self_ptr self, pending p) {
   auto prompt = llm::build_prompt(in);
   call c;
   c.promise = std::move(p.promise);
-  c.sink = std::move(p.sink);
   c.prompt_tokens = static_cast<int32_t>(prompt.prompt_tokens);
   c.general = p.req.general;
   c.cite = p.req.cite;
-  c.citations = std::make_unique<llm::citation_stream_parser>(
-      p.req.general || !p.req.cite ? std::vector<llm::citation_source>{}
-                                   : sources_of(p.req.evidence));
+  c.shown = std::make_shared<shown_text>(std::move(p.sink), id,
+                                         p.req.general || !p.req.cite
+                                             ? std::vector<llm::citation_source>{}
+                                             : sources_of(p.req.evidence));
   llm::chat_params params;
   params.messages = std::move(prompt.messages);
   params.temperature = p.req.temperature >= 0 ? p.req.temperature : st.settings.temperature;
@@ -165,12 +210,7 @@ void start(self_ptr self, pending p) {
   // Callbacks run on the client's I/O thread: they only send messages.
   auto me = llm_actor{self};
   llm::stream_callbacks cb;
-  cb.on_delta = [me, id](std::string_view delta) {
-    upstream_event ev;
-    ev.kind = "delta";
-    ev.text = std::string{delta};
-    caf::anon_send(me, atom::upstream_v, id, std::move(ev));
-  };
+  cb.on_delta = [shown = c.shown](std::string_view delta) { shown->feed(delta); };
   cb.on_done = [me, id](llm::completion done) {
     upstream_event ev;
     ev.kind = "done";
@@ -191,24 +231,19 @@ void start(self_ptr self, pending p) {
   it->second.handle = st.client->stream_chat(std::move(params), std::move(cb));
 }
 
-// Sends visible text to the sink and records it.
-void show(call& c, const std::string& request_id, std::string text, self_ptr self) {
-  if (text.empty())
-    return;
-  c.visible += text;
-  self->send(c.sink, atom::token_v, request_id, std::move(text));
-}
-
+// Closes the call's text (flushing the citation parser to the sink) and
+// gives the result.
 generation_result result_of(call& c, std::string finish_reason, usage_info usage) {
+  c.shown->close();
   generation_result r;
-  r.answer = c.visible;
+  r.answer = c.shown->visible();
   if (c.cite)
-    r.citations = c.citations->citations();
+    r.citations = c.shown->citations();
   r.usage = usage;
   if (r.usage.prompt_tokens == 0)
     r.usage.prompt_tokens = c.prompt_tokens;
   if (r.usage.completion_tokens == 0)
-    r.usage.completion_tokens = static_cast<int32_t>(llm::approx_tokens(c.visible));
+    r.usage.completion_tokens = static_cast<int32_t>(llm::approx_tokens(r.answer));
   r.finish_reason = std::move(finish_reason);
   return r;
 }
@@ -250,12 +285,7 @@ void on_upstream(self_ptr self, const std::string& id, upstream_event& ev) {
   if (i == st.calls.end())
     return;  // cancelled meanwhile: late events of a closed call
   auto& c = i->second;
-  if (ev.kind == "delta") {
-    show(c, id, c.citations->feed(ev.text), self);
-    return;
-  }
   if (ev.kind == "done") {
-    show(c, id, c.citations->finish(), self);
     ++st.generated;
     auto r = result_of(c, ev.finish_reason.empty() ? "stop" : ev.finish_reason, ev.usage);
     st.prompt_tokens += r.usage.prompt_tokens;
@@ -267,9 +297,9 @@ void on_upstream(self_ptr self, const std::string& id, upstream_event& ev) {
     metrics::global().llm_request(metrics::llm_outcome::error);
     self->stats().error("request " + id + ": " + ev.error_kind + " " + ev.text);
     // What was shown stays shown; the stream stores it as a partial answer.
-    show(c, id, c.citations->finish(), self);
+    c.shown->close();
     lg->warn("llm {}: request {} failed after {} chars: {} {}", st.settings.model, id,
-                 c.visible.size(), ev.error_kind, ev.text);
+                 c.shown->visible().size(), ev.error_kind, ev.text);
     c.promise.deliver(upstream_error(st.settings, ev));
   }
   st.calls.erase(i);
@@ -406,7 +436,6 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
             if (c.handle)
               c.handle->cancel();  // closes the upstream socket now
             ++st.cancelled;
-            show(c, id, c.citations->finish(), self);
             c.promise.deliver(result_of(c, "cancelled", {}));
             st.calls.erase(i);
             freed = true;
