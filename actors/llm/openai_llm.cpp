@@ -207,7 +207,8 @@ void start(self_ptr self, pending p) {
   params.messages = std::move(prompt.messages);
   params.temperature = p.req.temperature >= 0 ? p.req.temperature : st.settings.temperature;
   params.max_tokens = p.req.max_tokens > 0 ? p.req.max_tokens : st.settings.max_tokens;
-  // Callbacks run on the client's I/O thread: they only send messages.
+  // Callbacks run on the client's I/O thread: deltas go through the call's
+  // shown_text to the stream; the end of the call comes back as a message.
   auto me = llm_actor{self};
   llm::stream_callbacks cb;
   cb.on_delta = [shown = c.shown](std::string_view delta) { shown->feed(delta); };
