@@ -229,6 +229,8 @@ int main(int argc, char** argv) {
                 + "/examples/kb' > /dev/null";
   if (std::system(ingest.c_str()) != 0) {
     std::fprintf(stderr, "ingest failed\n");
+    stop(fake);
+    fs::remove_all(scratch);
     return 1;
   }
   size_t max_level = *std::max_element(levels.begin(), levels.end());
