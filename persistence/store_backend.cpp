@@ -39,12 +39,13 @@ std::vector<std::string> recall_episodes_from(store_backend& db, const std::stri
   std::vector<std::shared_ptr<const std::vector<float>>> held;
   held.reserve(keys.size());
   for (auto& e : keys) {
-    held.push_back(remembered_episode_embedding(e.id));
-    if (!held.back())
+    auto v = remembered_episode_embedding(e.id);
+    if (!v)
       break;
+    held.push_back(std::move(v));
   }
   std::vector<std::string> out;
-  if (held.size() == keys.size() && (keys.empty() || held.back())) {
+  if (held.size() == keys.size()) {
     std::vector<const std::vector<float>*> vectors(keys.size(), nullptr);
     bool any = false;
     for (size_t i = 0; i < keys.size(); ++i)

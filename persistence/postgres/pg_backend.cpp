@@ -555,20 +555,29 @@ void pg_backend::add_episode(const episode_record& e) {
        encode_embedding(e.embedding), std::to_string(e.created_at)});
 }
 
+namespace {
+
+// The columns `id, conversation_id, seq` every episode query starts with.
+template <class Result>
+episode_record episode_key(const Result& r, int row, const std::string& user_id) {
+  episode_record e;
+  e.id = r.text(row, 0);
+  e.conversation_id = r.text(row, 1);
+  e.user_id = user_id;
+  e.seq = std::stoll(r.text(row, 2));
+  return e;
+}
+
+}  // namespace
+
 std::vector<episode_record> pg_backend::recent_episode_keys(const std::string& user_id,
                                                             int32_t limit) {
   auto r = run("SELECT id, conversation_id, seq FROM episodes WHERE user_id = $1 "
                "ORDER BY created_at DESC, id LIMIT $2",
                {user_id, std::to_string(limit)});
   std::vector<episode_record> out;
-  for (int i = 0; i < r.rows(); ++i) {
-    episode_record e;
-    e.id = r.text(i, 0);
-    e.conversation_id = r.text(i, 1);
-    e.user_id = user_id;
-    e.seq = std::stoll(r.text(i, 2));
-    out.push_back(std::move(e));
-  }
+  for (int i = 0; i < r.rows(); ++i)
+    out.push_back(episode_key(r, i, user_id));
   return out;
 }
 
@@ -582,11 +591,7 @@ std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_
                {user_id, std::to_string(limit)});
   std::vector<episode_record> out;
   for (int i = 0; i < r.rows(); ++i) {
-    episode_record e;
-    e.id = r.text(i, 0);
-    e.conversation_id = r.text(i, 1);
-    e.user_id = user_id;
-    e.seq = std::stoll(r.text(i, 2));
+    auto e = episode_key(r, i, user_id);
     e.text = r.text(i, 3);
     e.created_at = std::stoll(r.text(i, 4));
     e.embedding = stored_episode_embedding(e.id, r.text(i, 5));

@@ -546,6 +546,21 @@ void sqlite_backend::add_episode(const episode_record& e) {
       .step();
 }
 
+namespace {
+
+// The columns `id, conversation_id, seq` every episode query starts with.
+template <class Row>
+episode_record episode_key(Row& st, const std::string& user_id) {
+  episode_record e;
+  e.id = st.text(0);
+  e.conversation_id = st.text(1);
+  e.user_id = user_id;
+  e.seq = st.integer(2);
+  return e;
+}
+
+}  // namespace
+
 std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& user_id,
                                                             int32_t limit, bool texts) {
   auto st = prepare(
@@ -557,11 +572,7 @@ std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& u
   st.bind(user_id).bind(int64_t{limit});
   std::vector<episode_record> out;
   while (st.step()) {
-    episode_record e;
-    e.id = st.text(0);
-    e.conversation_id = st.text(1);
-    e.user_id = user_id;
-    e.seq = st.integer(2);
+    auto e = episode_key(st, user_id);
     e.text = st.text(3);
     e.created_at = st.integer(4);
     e.embedding = stored_episode_embedding(e.id, st.view(5));
@@ -577,14 +588,8 @@ std::vector<episode_record> sqlite_backend::recent_episode_keys(const std::strin
       "ORDER BY created_at DESC, id LIMIT ?");
   st.bind(user_id).bind(int64_t{limit});
   std::vector<episode_record> out;
-  while (st.step()) {
-    episode_record e;
-    e.id = st.text(0);
-    e.conversation_id = st.text(1);
-    e.user_id = user_id;
-    e.seq = st.integer(2);
-    out.push_back(std::move(e));
-  }
+  while (st.step())
+    out.push_back(episode_key(st, user_id));
   return out;
 }
 
