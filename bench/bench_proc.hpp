@@ -9,6 +9,8 @@
 #include <csignal>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <sstream>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -72,6 +74,25 @@ void stop(child& c) {
     int st;
     waitpid(c.pid, &st, 0);
   }
+}
+
+// User + system CPU seconds a process has used so far (/proc/PID/stat).
+double cpu_seconds(pid_t pid) {
+  std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  auto close = text.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream rest{text.substr(close + 2)};
+  std::string field;
+  unsigned long utime = 0, stime = 0;
+  for (int i = 3; i <= 15 && rest >> field; ++i) {
+    if (i == 14)
+      utime = std::stoul(field);
+    if (i == 15)
+      stime = std::stoul(field);
+  }
+  return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 size_t peak_rss_kib(pid_t pid) {

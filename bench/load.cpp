@@ -4,7 +4,9 @@
 // KB ingested). Prints requests/s, client-side time to first token (p50,
 // p99) minus the fake model's configured first-token delay — i.e. ragtor's
 // own overhead —, the p99 gap between tokens, tokens/s delivered, errors,
-// and ragtor's peak RSS. Bounded in count and time; never asserts.
+// ragtor's peak RSS, its CPU per completed turn, and the CPU each process
+// (ragtor, the fake model, this client) used over the row, so the reader can
+// see who was saturated. Bounded in count and time; never asserts.
 //
 //   build/bench/bench_load [--streams 1,100,1000] [--tokens 20]
 //       [--first-token-ms 50] [--token-ms 10] [--rounds 1] [--ragtor PATH]
@@ -255,8 +257,9 @@ int main(int argc, char** argv) {
                          "floor listening on http://", {}, scratch / "floor.log");
   std::printf(
       "| server | streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
-      "| gap p99 ms | tokens/s | errors | server peak RSS MiB |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| gap p99 ms | tokens/s | errors | server peak RSS MiB | server CPU ms/turn "
+      "| CPU % server / model / client |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   for (auto n : levels) {
     for (int round = 0; round < rounds; ++round) {
@@ -278,9 +281,21 @@ int main(int argc, char** argv) {
                     + R"(","kb_prefix":"demo","message":"How do I run the tests?"})";
         net::co_spawn(ioc, one_stream(server->port, body, stats[i]), net::detached);
       }
+      // Who was saturated: each process's CPU over the row (100 % = one
+      // core), and the server's CPU per completed turn.
+      auto self_cpu = [] {
+        rusage ru{};
+        getrusage(RUSAGE_SELF, &ru);
+        auto s = [](timeval t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
+        return s(ru.ru_utime) + s(ru.ru_stime);
+      };
+      double server_cpu0 = cpu_seconds(server->pid), model_cpu0 = cpu_seconds(fake.pid),
+             client_cpu0 = self_cpu();
       auto t0 = steady::now();
       ioc.run();
       auto secs = std::chrono::duration<double>(steady::now() - t0).count();
+      double server_cpu = cpu_seconds(server->pid) - server_cpu0,
+             model_cpu = cpu_seconds(fake.pid) - model_cpu0, client_cpu = self_cpu() - client_cpu0;
       std::vector<double> ttft, gaps;
       size_t ok = 0, delivered = 0;
       for (auto& s : stats) {
@@ -291,12 +306,15 @@ int main(int argc, char** argv) {
         }
         delivered += s.tokens;
       }
-      std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f |\n",
+      std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f | %.2f "
+                  "| %.0f / %.0f / %.0f |\n",
                   pass == 0 ? "ragtor" : pass == 1 ? "ragtor+console" : "floor", n,
                   static_cast<double>(ok) / secs, pct(ttft, 0.5), pct(ttft, 0.99),
                   pct(ttft, 0.5) - first_ms, pct(ttft, 0.99) - first_ms, pct(gaps, 0.99),
                   static_cast<double>(delivered) / secs, n - ok,
-                  static_cast<double>(peak_rss_kib(server->pid)) / 1024);
+                  static_cast<double>(peak_rss_kib(server->pid)) / 1024,
+                  ok > 0 ? 1000 * server_cpu / static_cast<double>(ok) : 0.0,
+                  100 * server_cpu / secs, 100 * model_cpu / secs, 100 * client_cpu / secs);
       if (feed)
         std::printf("(the console feed received %zu bytes during that run)\n", feed->bytes());
       std::fflush(stdout);

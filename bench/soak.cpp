@@ -54,21 +54,7 @@ proc_sample sample(pid_t pid) {
   for (auto it = fs::directory_iterator{"/proc/" + std::to_string(pid) + "/fd", ec};
        !ec && it != fs::directory_iterator{}; it.increment(ec))
     ++s.fds;
-  std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  auto close = text.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream rest{text.substr(close + 2)};
-    std::string field;
-    unsigned long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-      if (i == 14)
-        utime = std::stoul(field);
-      if (i == 15)
-        stime = std::stoul(field);
-    }
-    s.cpu_s = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
+  s.cpu_s = cpu_seconds(pid);
   return s;
 }
 

@@ -1,5 +1,6 @@
 #include "http/sse_writer.hpp"
 
+#include <cstdio>
 #include <string>
 
 #include <boost/asio/as_tuple.hpp>
@@ -41,20 +42,31 @@ net::awaitable<bool> write_with_deadline(net::ip::tcp::socket& sock, std::string
   }
 }
 
+// Written by hand rather than by a Beast serializer: the header never
+// changes and the body is chunks we frame ourselves.
+constexpr std::string_view sse_head =
+    "HTTP/1.1 200 OK\r\n"
+    "Server: ragtor\r\n"
+    "Content-Type: text/event-stream\r\n"
+    "Cache-Control: no-cache\r\n"
+    "X-Accel-Buffering: no\r\n"
+    "Connection: close\r\n"
+    "Transfer-Encoding: chunked\r\n\r\n";
+
+// Appends `data` to `out` as one chunk of a chunked body (nothing when
+// empty: an empty chunk would end the body).
+void append_chunk(std::string& out, std::string_view data) {
+  if (data.empty())
+    return;
+  char size[24];
+  int n = std::snprintf(size, sizeof size, "%zx\r\n", data.size());
+  out.append(size, static_cast<size_t>(n)).append(data).append("\r\n");
+}
+
 }  // namespace
 
 net::awaitable<bool> write_sse_head(net::ip::tcp::socket& sock, std::chrono::seconds timeout) {
-  // Written by hand rather than by a Beast serializer: the header never
-  // changes and the body is chunks we frame ourselves.
-  static constexpr std::string_view head =
-      "HTTP/1.1 200 OK\r\n"
-      "Server: ragtor\r\n"
-      "Content-Type: text/event-stream\r\n"
-      "Cache-Control: no-cache\r\n"
-      "X-Accel-Buffering: no\r\n"
-      "Connection: close\r\n"
-      "Transfer-Encoding: chunked\r\n\r\n";
-  co_return co_await write_with_deadline(sock, head, false, timeout);
+  co_return co_await write_with_deadline(sock, sse_head, false, timeout);
 }
 
 net::awaitable<bool> write_sse_chunk(net::ip::tcp::socket& sock, std::string_view frames,
@@ -96,34 +108,53 @@ net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, ss
 net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,
                                   sse_formatter format, bool send_retry,
                                   std::function<void()> batch_written) {
-  if (!co_await write_sse_head(sock, timing.write_timeout))
-    co_return false;
+  // Every write carries all that is ready: the header and `retry:` go out
+  // with the first events already queued, each write takes every batch
+  // waiting in the channel, and the last chunk ends the body. One write
+  // (and one deadline timer) per burst instead of one per batch — a turn
+  // with an instant model is a handful of writes, not twenty.
+  std::string out{sse_head};
+  if (send_retry)
+    append_chunk(out, "retry: " + std::to_string(timing.retry.count()) + "\n\n");
   std::string frames;
-  if (send_retry) {
-    frames = "retry: " + std::to_string(timing.retry.count()) + "\n\n";
-    if (!co_await write_with_deadline(sock, frames, true, timing.write_timeout))
-      co_return false;
-  }
+  bool first = true;
   for (;;) {
-    std::optional<event_batch> batch;
-    try {
-      batch = co_await next_batch(ch, timing.heartbeat);
-    } catch (const boost::system::system_error&) {
-      co_return false;  // channel closed: the client went away
-    }
     frames.clear();
-    bool done = false;
-    if (!batch)
-      frames = ": ping\n\n";
-    else
-      done = format(frames, *batch);
-    if (!frames.empty() && !co_await write_with_deadline(sock, frames, true, timing.write_timeout))
-      co_return false;
-    if (done) {
-      co_await write_with_deadline(sock, "0\r\n\r\n", false, timing.write_timeout);
-      co_return true;
+    bool done = false, closed = false;
+    size_t taken = 0;
+    auto take = [&](const event_batch& batch) {
+      done = format(frames, batch) || done;
+      ++taken;
+    };
+    if (!first) {
+      std::optional<event_batch> batch;
+      try {
+        batch = co_await next_batch(ch, timing.heartbeat);
+      } catch (const boost::system::system_error&) {
+        co_return false;  // channel closed: the client went away
+      }
+      if (batch)
+        take(*batch);
+      else
+        frames = ": ping\n\n";
     }
-    if (batch)
+    first = false;
+    while (!done && !closed
+           && ch.try_receive([&](boost::system::error_code ec, event_batch batch) {
+                ec ? void(closed = true) : take(batch);
+              })) {
+    }
+    if (closed)
+      co_return false;
+    append_chunk(out, frames);
+    if (done)
+      out += "0\r\n\r\n";
+    if (!out.empty() && !co_await write_with_deadline(sock, out, false, timing.write_timeout))
+      co_return false;
+    out.clear();
+    if (done)
+      co_return true;
+    for (; taken > 0; --taken)
       batch_written();
   }
 }
