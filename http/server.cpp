@@ -2,6 +2,8 @@
 #include "protocol/log.hpp"
 #include "protocol/metrics.hpp"
 
+#include <pthread.h>
+
 #include <array>
 #include <atomic>
 #include <limits>
@@ -643,7 +645,10 @@ caf::expected<uint16_t> server::start() {
   im.work.emplace(im.ioc.get_executor());
   net::co_spawn(im.ioc, impl_->start_serving(), net::detached);
   for (int i = 0; i < std::max(1, im.settings.io_threads); ++i)
-    im.threads.emplace_back([&im] { im.ioc.run(); });
+    im.threads.emplace_back([&im] {
+      pthread_setname_np(pthread_self(), "http-io");
+      im.ioc.run();
+    });
   return port;
 }
 

@@ -1,5 +1,7 @@
 #include "llm/openai_client.hpp"
 
+#include <pthread.h>
+
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -583,7 +585,10 @@ openai_client::openai_client(endpoint_config cfg, size_t io_threads)
     : impl_(std::make_shared<impl>(std::move(cfg))) {
   impl_->work.emplace(impl_->ioc.get_executor());
   for (size_t i = 0; i < std::max<size_t>(io_threads, 1); ++i)
-    impl_->threads.emplace_back([i = impl_.get()] { i->ioc.run(); });
+    impl_->threads.emplace_back([i = impl_.get()] {
+      pthread_setname_np(pthread_self(), "llm-io");
+      i->ioc.run();
+    });
 }
 
 openai_client::~openai_client() {

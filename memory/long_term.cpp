@@ -1,4 +1,5 @@
 #include "memory/long_term.hpp"
+#include "memory/recall_cache.hpp"
 #include "protocol/text.hpp"
 
 #include <algorithm>
@@ -250,6 +251,13 @@ std::vector<std::string> recall_memories(
 std::shared_ptr<const std::vector<float>> remembered_episode_embedding(
     const std::string& episode_id) {
   return embedding_memo().find(episode_id);
+}
+
+void remember_episode_embedding(const std::string& episode_id, const std::vector<float>& v) {
+  if (episode_id.empty() || v.empty())
+    return;
+  embedding_memo().add(episode_id, std::make_shared<const std::vector<float>>(v),
+                       v.size() * sizeof(float));
 }
 
 std::vector<float> stored_episode_embedding(const std::string& episode_id,

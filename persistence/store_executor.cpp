@@ -1,5 +1,7 @@
 #include "persistence/store_executor.hpp"
 
+#include <pthread.h>
+
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -22,9 +24,15 @@ store_executor::store_executor(std::unique_ptr<store_backend> writer,
       inline_(run_inline) {
   if (inline_)
     return;
-  writes_.threads.emplace_back([this] { write_loop(); });
+  writes_.threads.emplace_back([this] {
+    pthread_setname_np(pthread_self(), "store-write");
+    write_loop();
+  });
   for (auto& r : readers_)
-    reads_.threads.emplace_back([this, db = r.get()] { read_loop(*db); });
+    reads_.threads.emplace_back([this, db = r.get()] {
+      pthread_setname_np(pthread_self(), "store-read");
+      read_loop(*db);
+    });
 }
 
 store_executor::~store_executor() {

@@ -1,6 +1,7 @@
 #include "persistence/postgres/pg_backend.hpp"
 
 #include "memory/long_term.hpp"
+#include "memory/recall_cache.hpp"
 
 #include <algorithm>
 #include <charconv>
@@ -549,10 +550,12 @@ int64_t pg_backend::delete_memories(const std::string& user_id, const std::strin
 }
 
 void pg_backend::add_episode(const episode_record& e) {
+  auto id = e.id.empty() ? new_id() : e.id;
   run("INSERT INTO episodes (id, conversation_id, user_id, seq, text, embedding, created_at) "
       "VALUES ($1, $2, $3, $4, $5, $6, $7)",
-      {e.id.empty() ? new_id() : e.id, e.conversation_id, e.user_id, std::to_string(e.seq), e.text,
+      {id, e.conversation_id, e.user_id, std::to_string(e.seq), e.text,
        encode_embedding(e.embedding), std::to_string(e.created_at)});
+  remember_episode_embedding(id, e.embedding);
 }
 
 namespace {

@@ -1,6 +1,7 @@
 #include "persistence/sqlite/sqlite_backend.hpp"
 
 #include "memory/long_term.hpp"
+#include "memory/recall_cache.hpp"
 
 #include <algorithm>
 #include <cstdlib>
@@ -533,17 +534,18 @@ int64_t sqlite_backend::delete_memories(const std::string& user_id, const std::s
 }
 
 void sqlite_backend::add_episode(const episode_record& e) {
+  auto id = e.id.empty() ? new_id() : e.id;
   prepare(
       "INSERT INTO episodes (id, conversation_id, user_id, seq, text, embedding, created_at) "
       "VALUES (?, ?, ?, ?, ?, ?, ?)")
-      .bind(e.id.empty() ? new_id() : e.id)
+      .bind(id)
       .bind(e.conversation_id)
       .bind(e.user_id)
       .bind(e.seq)
       .bind(e.text)
       .bind(encode_embedding(e.embedding))
       .bind(e.created_at)
-      .step();
+      .step();  remember_episode_embedding(id, e.embedding);
 }
 
 namespace {

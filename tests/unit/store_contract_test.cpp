@@ -256,6 +256,32 @@ TEST_P(store_contract, remembered_vectors_follow_what_the_store_holds) {
   EXPECT_EQ(recall("green tea").size(), 2u);
 }
 
+TEST_P(store_contract, a_stored_episode_vector_is_remembered_as_the_store_will_decode_it) {
+  auto t = user_turn("cy", "s1", "q1", "r1", 1);
+  episode_record e;
+  e.id = "ep-cy-" + std::string{GetParam()};
+  e.conversation_id = t.conversation_id;
+  e.user_id = "cy";
+  e.seq = 2;
+  e.text = episode_text("Which harbour has the lantern festival?", "Port Quellin.");
+  e.created_at = 1002;
+  e.embedding = episode_embedding(e.text);
+  set_recall_cache_budget(16u << 20);  // empties the cache
+  ASSERT_EQ(remembered_episode_embedding(e.id), nullptr);
+  tx([&](store_backend& db) {
+    db.add_episode(e);
+    return 0;
+  });
+  // Written, so remembered: the user's next turn reads only the keys.
+  auto kept = remembered_episode_embedding(e.id);
+  ASSERT_NE(kept, nullptr);
+  auto stored = db_->recent_episodes("cy", 200);
+  ASSERT_EQ(stored.size(), 1u);
+  EXPECT_EQ(*kept, stored[0].embedding) << "the same floats the stored text decodes to";
+  EXPECT_EQ(recall_episodes_from(*db_, "cy", "lantern festival harbour", "elsewhere", 0, 200, 3, 0.1),
+            recall_episodes("lantern festival harbour", stored, "elsewhere", 0, 3, 0.1));
+}
+
 TEST_P(store_contract, summaries_are_written_only_against_the_version_they_were_computed_from) {
   turn_opened t;
   for (int i = 0; i < 5; ++i) {
