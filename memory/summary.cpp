@@ -75,6 +75,16 @@ summary_action plan_summary(const summary_record& s, const summary_policy& p) {
                                                          : summary_action::merge;
 }
 
+int32_t summary_read_limit(const summary_record& loaded, summary_action action,
+                           const summary_policy& p, size_t max_input_tokens) {
+  int64_t window = std::max(0, p.window);
+  int64_t n = action == summary_action::merge
+                  ? loaded.total_messages - loaded.covered_seq
+                  : std::min<int64_t>(loaded.total_messages,
+                                      static_cast<int64_t>(max_input_tokens / 2) + 2 + window);
+  return static_cast<int32_t>(std::clamp<int64_t>(n, 0, INT32_MAX));
+}
+
 completion_request summary_request(summary_action action, std::string_view previous,
                                    const std::vector<stored_message>& messages,
                                    size_t max_input_tokens, int32_t max_tokens) {

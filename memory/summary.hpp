@@ -37,6 +37,17 @@ std::string_view to_string(summary_action a);
 //   (incremental_updates + 1 == regenerate_every) is a full regeneration.
 summary_action plan_summary(const summary_record& s, const summary_policy& p);
 
+// How many of a conversation's newest messages summarising reads, so that
+// it reads a bounded tail rather than the whole conversation (issue 20,
+// target 5). Seqs are 1..N, so a merge needs the newest N - covered_seq
+// (what came after the summary, the window included). A full summary needs
+// at most what a transcript of `max_input_tokens` shows (each line costs
+// two tokens or more; the newest are kept) plus the window, and one more
+// line, so that when older messages are left unread the transcript has
+// dropped some and the request shows the previous summary.
+int32_t summary_read_limit(const summary_record& loaded, summary_action action,
+                           const summary_policy& p, size_t max_input_tokens);
+
 // The model request: a full summary of `messages`, or a merge of `messages`
 // into `previous`. Messages are shown oldest first as "User:"/"Assistant:"
 // lines; when they exceed `max_input_tokens` the oldest are left out (a

@@ -144,7 +144,11 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
   ++(action == summary_action::full ? st.full_runs : st.merges);
   if (!st.settings.use_model) {
     ++st.extractive;
-    next.summary = extractive_summary(action == summary_action::merge ? loaded.summary : "", input);
+    // A full summary whose read was bounded (older messages left unread)
+    // keeps the previous summary's sentences, as the model prompt does.
+    bool bounded = static_cast<int64_t>(all.size()) < loaded.total_messages;
+    next.summary = extractive_summary(
+        action == summary_action::merge || bounded ? loaded.summary : "", input);
     return store_summary(self, conv, rp, loaded, next);
   }
   auto req = summary_request(action, loaded.summary, input, st.settings.max_input_tokens,
@@ -195,7 +199,8 @@ void run(self_ptr self, std::string conv, promise_t rp) {
               return finish(self, conv, rp, "none");
             }
             tidy_request(self, st.store, std::chrono::seconds(30), atom::history_v, conv,
-                          static_cast<int32_t>(loaded.total_messages))
+                          summary_read_limit(loaded, action, st.settings.policy,
+                                             st.settings.max_input_tokens))
                 .then(
                     [=](std::vector<stored_message>& all) mutable {
                       summarise(self, conv, rp, loaded, action, std::move(all));

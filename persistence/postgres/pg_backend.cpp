@@ -643,11 +643,11 @@ summary_record pg_backend::load_summary(const std::string& conversation_id) {
     s.incremental_updates = std::stoi(row.text(0, 3));
     s.updated_at = std::stoll(row.text(0, 4));
   }
-  auto counts = run(
-      "SELECT COUNT(*), COUNT(*) FILTER (WHERE seq <= $2) FROM messages WHERE conversation_id = $1",
-      {conversation_id, std::to_string(s.covered_seq)});
-  s.total_messages = std::stoll(counts.text(0, 0));
-  s.covered_messages = std::stoll(counts.text(0, 1));
+  // Seqs are 1..N (see sqlite_backend::load_summary): one index seek.
+  auto last = run("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = $1",
+                  {conversation_id});
+  s.total_messages = last.integer(0, 0);
+  s.covered_messages = std::clamp<int64_t>(s.covered_seq, 0, s.total_messages);
   return s;
 }
 

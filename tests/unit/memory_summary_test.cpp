@@ -150,3 +150,38 @@ TEST(extractive_summary, chinese_conversations_are_summarised_too) {
   EXPECT_NE(s.find("煎茶"), std::string::npos) << s;
   EXPECT_NE(s.find("User stated:"), std::string::npos) << s;
 }
+
+TEST(summary_read_limit, a_merge_reads_only_what_came_after_the_summary) {
+  summary_policy p;
+  // 40 messages, the summary covers 1..29: the newest 11 (30..40).
+  EXPECT_EQ(summary_read_limit(state(40, 3, 29, 1), summary_action::merge, p, 6000), 11);
+  // However long the conversation.
+  EXPECT_EQ(summary_read_limit(state(100000, 9, 99989, 1), summary_action::merge, p, 6000), 11);
+}
+
+TEST(summary_read_limit, a_full_summary_reads_what_a_transcript_can_show_and_one_more) {
+  summary_policy p;  // window 6
+  EXPECT_EQ(summary_read_limit(state(10), summary_action::full, p, 6000), 10) << "all of it";
+  EXPECT_EQ(summary_read_limit(state(100000, 11, 99000, 9), summary_action::full, p, 6000),
+            3000 + 2 + 6);
+}
+
+TEST(summary_read_limit, older_messages_left_unread_still_bring_the_previous_summary) {
+  summary_policy p;
+  const size_t budget = 40;
+  // A long conversation; read as the limit says (the newest), minus the window.
+  auto loaded = state(500, 11, 480, 9);
+  auto limit = summary_read_limit(loaded, summary_action::full, p, budget);
+  ASSERT_LT(limit, 500);
+  std::vector<stored_message> outside;
+  for (int64_t seq = 500 - limit + 1; seq <= 500 - p.window; ++seq) {
+    stored_message m;
+    m.seq = seq;
+    m.role = seq % 2 ? "user" : "assistant";
+    m.content = "ok";  // the cheapest line a transcript can have
+    outside.push_back(m);
+  }
+  auto req = summary_request(summary_action::full, "PREVIOUS", outside, budget, 200);
+  EXPECT_NE(req.messages.back().content.find("Previous summary:\nPREVIOUS"), std::string::npos)
+      << req.messages.back().content;
+}
