@@ -66,4 +66,34 @@ std::vector<std::string> recall_episodes_from(store_backend& db, const std::stri
   return out;
 }
 
+turn_context read_turn_context(store_backend& db, const std::string& conversation_id,
+                               const std::string& user_id, const std::string& question,
+                               int32_t window_limit, int64_t window_start_seq, bool incognito,
+                               int64_t now) {
+  turn_context out;
+  auto part = [&](const char* name, auto&& read) {
+    try {
+      read();
+    } catch (const std::exception& e) {
+      out.failed.emplace_back(name);
+      out.failed.back() += std::string{": "} + e.what();
+    }
+  };
+  part("history", [&] { out.history = db.history(conversation_id, window_limit); });
+  if (incognito)
+    return out;
+  part("summary", [&] { out.summary = db.load_summary(conversation_id).summary; });
+  part("core memory", [&] { out.core_memory = db.core_memory(user_id); });
+  part("memories", [&] {
+    std::vector<std::pair<std::string, int64_t>> items;
+    for (auto& m : db.list_memories(user_id, now))
+      items.emplace_back(std::move(m.content), m.created_at);
+    out.memories = recall_memories(question, items, 5);
+  });
+  part("episodes", [&] {
+    out.episodes = recall_episodes_from(db, user_id, question, conversation_id, window_start_seq);
+  });
+  return out;
+}
+
 }  // namespace ragtor

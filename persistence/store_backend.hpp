@@ -191,6 +191,16 @@ std::vector<std::string> recall_episodes_from(store_backend& db, const std::stri
                                               int64_t window_start_seq, int32_t candidates = 200,
                                               size_t limit = 3, double min_similarity = 0.25);
 
+// A turn's context in one job on one connection (turn_context): the
+// newest `window_limit` messages of the conversation and, unless
+// `incognito`, its summary, the user's core memory, the 5 memories most
+// related to `question` and the episodes recalled for it. Each part is read on its
+// own: one that fails is left empty and named in `failed`.
+turn_context read_turn_context(store_backend& db, const std::string& conversation_id,
+                               const std::string& user_id, const std::string& question,
+                               int32_t window_limit, int64_t window_start_seq, bool incognito,
+                               int64_t now);
+
 // Milliseconds since the epoch.
 int64_t now_ms();
 

@@ -361,6 +361,14 @@ using store_actor = caf::typed_actor<
     // The last `limit` messages of a conversation, oldest first.
     caf::replies_to<atom::history, std::string /*conversation_id*/,
                     int32_t /*limit*/>::with<std::vector<stored_message>>,
+    // A turn's context in one read job (turn_context): the newest
+    // `window_limit` messages of the conversation, and unless `incognito`
+    // its summary, the user's core memory, the memories related to
+    // `question` (at most 5) and the episodes recalled for it that are not
+    // in the conversation from `window_start_seq` on.
+    caf::replies_to<atom::history, std::string /*conversation_id*/, std::string /*user_id*/,
+                    std::string /*question*/, int32_t /*window_limit*/,
+                    int64_t /*window_start_seq*/, bool /*incognito*/>::with<turn_context>,
     // A user's conversations, newest first, paged by an opaque cursor.
     caf::replies_to<atom::list_convs, std::string /*user_id*/, int32_t /*limit*/,
                     std::string /*cursor*/>::with<conversation_page>,

@@ -393,6 +393,28 @@ typename Inspector::result_type inspect(Inspector& f, summary_record& x) {
            x.version, x.incremental_updates, x.updated_at, x.total_messages, x.covered_messages);
 }
 
+// A turn's context, read by the store in one job on one read connection
+// (instead of five requests, each a round trip through the store actor,
+// its executor and the actor clock): the recent window, and unless
+// incognito the conversation summary, the user's core memory, the memories
+// related to the question and the recalled episodes. A part that could not
+// be read is empty and named in `failed` ("history", "summary",
+// "core memory", "memories", "episodes"); the turn goes on without it.
+struct turn_context {
+  std::vector<stored_message> history;  // oldest first
+  std::string summary;
+  std::string core_memory;            // "{}" when none
+  std::vector<std::string> memories;  // ranked, best first
+  std::vector<std::string> episodes;  // recalled, best first
+  std::vector<std::string> failed;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, turn_context& x) {
+  return f(caf::meta::type_name("turn_context"), x.history, x.summary, x.core_memory, x.memories,
+           x.episodes, x.failed);
+}
+
 // A knowledge base's entity graph as rows of the entities and relations
 // tables (DESIGN §6), written by the store when its signature changed.
 struct graph_entity_row {

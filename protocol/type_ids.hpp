@@ -65,6 +65,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(ragtor, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::member_info>))
   CAF_ADD_TYPE_ID(ragtor, (ragtor::kb_version))
   CAF_ADD_TYPE_ID(ragtor, (std::vector<ragtor::kb_version>))
+  CAF_ADD_TYPE_ID(ragtor, (ragtor::turn_context))
 
   CAF_ADD_ATOM(ragtor, ragtor::atom, status, "status")
   CAF_ADD_ATOM(ragtor, ragtor::atom, open_turn, "openturn")

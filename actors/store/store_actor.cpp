@@ -155,6 +155,14 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
           return submit<std::vector<stored_message>>(
               self, false, [=](store_backend& db) { return db.history(conversation_id, limit); });
         },
+        [=](atom::history, const std::string& conversation_id, const std::string& user_id,
+            const std::string& question, int32_t window_limit, int64_t window_start_seq,
+            bool incognito) {
+          return submit<turn_context>(self, false, [=](store_backend& db) {
+            return read_turn_context(db, conversation_id, user_id, question, window_limit,
+                                     window_start_seq, incognito, now_ms());
+          });
+        },
         [=](atom::list_convs, const std::string& user_id, int32_t limit,
             const std::string& cursor) {
           return submit<conversation_page>(self, false, [=](store_backend& db) {

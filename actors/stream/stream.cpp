@@ -836,18 +836,13 @@ void context_answered(self_ptr self) {
   context_ready(self);
 }
 
-auto context_failed(self_ptr self, const char* what) {
-  return [=](caf::error& err) {
-    lg->warn("stream {}: {} unavailable: {}", self->state.req.request_id, what,
-                 self->system().render(err));
-    context_answered(self);
-  };
-}
-
-// The turn's context, every read at once: the recent window and the
-// conversation summary (everything older than the window); unless
-// incognito, the user's core memory, the long-term memories related to the
+// The turn's context in one store read (turn_context): the recent window;
+// unless incognito, the conversation summary (everything older than the
+// window), the user's core memory, the long-term memories related to the
 // question (top 5) and past turns similar to it that are not in the window.
+// One request instead of five: each was a round trip through the store
+// actor, its executor and the actor clock (docs/performance.md). A part
+// the store could not read is left out and the turn goes on without it.
 // Stateless turns bring their history with the request and read nothing.
 void load_context(self_ptr self) {
   auto& st = self->state;
@@ -856,14 +851,23 @@ void load_context(self_ptr self) {
     st.history = st.req.context;
     return;
   }
-  st.context_pending = st.req.incognito ? 1 : 5;
+  st.context_pending = 1;
+  auto unavailable = [=](std::string_view what, std::string_view why) {
+    lg->warn("stream {}: {} unavailable: {}", self->state.req.request_id, what, why);
+    if (what.starts_with("history"))
+      self->state.history_degraded = true;
+  };
   self->request(st.deps.store, st.settings.step_timeout, atom::history_v, st.opened.conversation_id,
-                st.settings.window + 1)
+                st.req.user_id, st.req.message, st.settings.window + 1,
+                st.opened.seq - static_cast<int64_t>(st.settings.window), st.req.incognito)
       .then(
-          [=](std::vector<stored_message>& msgs) {
+          [=](turn_context& ctx) {
             auto& st = self->state;
+            for (auto& f : ctx.failed)
+              unavailable(f, "the store could not read it");
             // The window excludes the current message (read before or
             // after its commit when the turn started early).
+            auto& msgs = ctx.history;
             std::erase_if(msgs, [&](const stored_message& m) {
               return m.message_id == st.opened.message_id
                      || (!st.durable && m.request_id == st.req.request_id);
@@ -871,51 +875,17 @@ void load_context(self_ptr self) {
             while (msgs.size() > static_cast<size_t>(st.settings.window))
               msgs.erase(msgs.begin());
             st.history = std::move(msgs);
+            st.summary = std::move(ctx.summary);
+            st.core_memory = ctx.core_memory == "{}" ? std::string{} : std::move(ctx.core_memory);
+            st.memories = std::move(ctx.memories);
+            st.episodic = std::move(ctx.episodes);
             context_answered(self);
           },
           [=](caf::error& err) {
-            lg->warn("stream {}: history unavailable: {}", self->state.req.request_id,
-                         self->system().render(err));
+            unavailable("history, summary and memory", self->system().render(err));
             self->state.history_degraded = true;
             context_answered(self);
           });
-  if (st.req.incognito)
-    return;
-  self->request(st.deps.store, st.settings.step_timeout, atom::summary_v, st.opened.conversation_id,
-                std::string{})
-      .then(
-          [=](summary_record& rec) {
-            self->state.summary = std::move(rec.summary);
-            context_answered(self);
-          },
-          context_failed(self, "summary"));
-  self->request(st.deps.store, st.settings.step_timeout, atom::core_mem_v, st.req.user_id)
-      .then(
-          [=](std::string& profile) {
-            self->state.core_memory = profile == "{}" ? std::string{} : std::move(profile);
-            context_answered(self);
-          },
-          context_failed(self, "core memory"));
-  self->request(st.deps.store, st.settings.step_timeout, atom::mem_list_v, st.req.user_id)
-      .then(
-          [=](std::vector<memory_record>& all) {
-            auto& st = self->state;
-            std::vector<std::pair<std::string, int64_t>> items;
-            for (auto& m : all)
-              items.emplace_back(m.content, m.created_at);
-            st.memories = recall_memories(st.req.message, items, 5);
-            context_answered(self);
-          },
-          context_failed(self, "memories"));
-  self->request(st.deps.store, st.settings.step_timeout, atom::recall_v, st.req.user_id,
-                st.req.message, st.opened.conversation_id,
-                st.opened.seq - static_cast<int64_t>(st.settings.window))
-      .then(
-          [=](std::vector<std::string>& texts) {
-            self->state.episodic = std::move(texts);
-            context_answered(self);
-          },
-          context_failed(self, "episodes"));
 }
 
 void cancel_turn(self_ptr self, std::string code, std::string message) {

@@ -185,7 +185,8 @@ TEST_F(cluster_test, nodes_join_and_serve_over_tls) {
   start("fe");
   ASSERT_TRUE(saw("fe", "r1", "up")) << node("fe").stderr_tail();
   EXPECT_TRUE(node("fe").wait_for_log("(TLS)", 1, 10s)) << node("fe").stderr_tail();
-  EXPECT_EQ(search_served_by("fe"), "r1");
+  EXPECT_EQ(search_served_by("fe"), "r1")
+      << "fe:\n" << node("fe").stderr_tail() << "\nr1:\n" << node("r1").stderr_tail();
   auto r = chat_stream(node("fe").port(), chat_body("u-tls", "s1", question, "test"));
   ASSERT_TRUE(well_formed_stream(r));
   EXPECT_TRUE(r.errors.empty()) << r.statuses();

@@ -282,6 +282,57 @@ TEST_P(store_contract, a_stored_episode_vector_is_remembered_as_the_store_will_d
             recall_episodes("lantern festival harbour", stored, "elsewhere", 0, 3, 0.1));
 }
 
+TEST_P(store_contract, a_turns_context_in_one_read_is_what_the_separate_reads_give) {
+  auto t1 = user_turn("di", "s1", "How long should green tea steep?", "r1", 10);
+  assistant_turn(t1.conversation_id, "About ninety seconds.", "r1", 11);
+  auto t2 = user_turn("di", "s1", "And how hot should the water be?", "r2", 20);
+  tx([&](store_backend& db) {
+    db.set_core_memory("di", R"({"name":"Di"})", 12);
+    memory_record m;
+    m.id = "m1";
+    m.user_id = "di";
+    m.kind = "preference";
+    m.content = "prefers green tea";
+    m.created_at = 12;
+    db.add_memory(m);
+    episode_record e;
+    e.conversation_id = t1.conversation_id;
+    e.user_id = "di";
+    e.seq = 2;
+    e.text = episode_text("How long should green tea steep?", "About ninety seconds.");
+    e.created_at = 11;
+    e.embedding = episode_embedding(e.text);
+    db.add_episode(e);
+    summary_record s;
+    s.conversation_id = t1.conversation_id;
+    s.summary = "They talk about tea.";
+    s.covered_seq = 1;
+    db.save_summary(s, 0, 13);
+    return 0;
+  });
+  const std::string question = "green tea water temperature";
+  // The window starts after seq 2, so the first turn's episode may be recalled.
+  auto ctx = read_turn_context(*db_, t2.conversation_id, "di", question, 7, 3, false, 30);
+  EXPECT_TRUE(ctx.failed.empty());
+  auto history = db_->history(t2.conversation_id, 7);
+  ASSERT_EQ(ctx.history.size(), history.size());
+  ASSERT_EQ(ctx.history.size(), 3u);
+  for (size_t i = 0; i < history.size(); ++i)
+    EXPECT_EQ(ctx.history[i].message_id, history[i].message_id);
+  EXPECT_EQ(ctx.summary, "They talk about tea.");
+  EXPECT_EQ(ctx.core_memory, db_->core_memory("di"));
+  EXPECT_EQ(ctx.memories, std::vector<std::string>{"prefers green tea"});
+  EXPECT_EQ(ctx.episodes, recall_episodes_from(*db_, "di", question, t2.conversation_id, 3));
+  EXPECT_EQ(ctx.episodes.size(), 1u);
+  // Incognito: the window only, no memory of any kind (not the summary).
+  auto quiet = read_turn_context(*db_, t2.conversation_id, "di", question, 7, 3, true, 30);
+  EXPECT_EQ(quiet.history.size(), 3u);
+  EXPECT_TRUE(quiet.summary.empty());
+  EXPECT_TRUE(quiet.core_memory.empty());
+  EXPECT_TRUE(quiet.memories.empty());
+  EXPECT_TRUE(quiet.episodes.empty());
+}
+
 TEST_P(store_contract, summaries_are_written_only_against_the_version_they_were_computed_from) {
   turn_opened t;
   for (int i = 0; i < 5; ++i) {
