@@ -852,8 +852,9 @@ void load_context(self_ptr self) {
     return;
   }
   st.context_pending = 1;
-  auto unavailable = [=](std::string_view what, std::string_view why) {
-    lg->warn("stream {}: {} unavailable: {}", self->state.req.request_id, what, why);
+  // `what` names the part, and after a colon why it failed.
+  auto unavailable = [=](std::string_view what) {
+    lg->warn("stream {}: left out of the context: {}", self->state.req.request_id, what);
     if (what.starts_with("history"))
       self->state.history_degraded = true;
   };
@@ -864,7 +865,7 @@ void load_context(self_ptr self) {
           [=](turn_context& ctx) {
             auto& st = self->state;
             for (auto& f : ctx.failed)
-              unavailable(f, "the store could not read it");
+              unavailable(f);
             // The window excludes the current message (read before or
             // after its commit when the turn started early).
             auto& msgs = ctx.history;
@@ -882,8 +883,7 @@ void load_context(self_ptr self) {
             context_answered(self);
           },
           [=](caf::error& err) {
-            unavailable("history, summary and memory", self->system().render(err));
-            self->state.history_degraded = true;
+            unavailable("history, summary and memories: " + self->system().render(err));
             context_answered(self);
           });
 }
