@@ -99,18 +99,17 @@ protected:
     return j.has("/served_by") ? j.str("/served_by") : "";
   }
 
-  // search_served_by until a search succeeds (or `timeout` passes): for
-  // tests about who serves, not about the first instant after a join. Two
-  // full suites of 2026-11-25, each the first run after a rebuild, saw the
-  // TLS test's first search come back empty right after "up".
-  std::string served_once_up(const std::string& via, std::chrono::milliseconds timeout = 20s) {
-    auto until = std::chrono::steady_clock::now() + timeout;
-    for (;;) {
-      auto who = search_served_by(via);
-      if (!who.empty() || std::chrono::steady_clock::now() >= until)
-        return who;
-      std::this_thread::sleep_for(std::chrono::milliseconds(50));  // poll interval
-    }
+  // The first of at most `attempts` searches through `via` that succeeds
+  // (each a whole round trip through the cluster, sent as soon as the last
+  // answered): for tests about who serves, not about the first instant
+  // after a join. Two full suites of 2026-11-25, each the first run after a
+  // rebuild, saw the TLS test's first search come back empty right after
+  // "up"; why is not known yet (issue 20's note).
+  std::string served_once_up(const std::string& via, int attempts = 50) {
+    std::string who;
+    for (int i = 0; i < attempts && who.empty(); ++i)
+      who = search_served_by(via);
+    return who;
   }
 
   // fe (frontend only) and two retrieval replicas r1, r2, all up in fe's view.
