@@ -9,7 +9,6 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
-#include <boost/beast/http/chunk_encode.hpp>
 
 #include "protocol/stream_events.hpp"
 
@@ -20,20 +19,14 @@ using namespace net::experimental::awaitable_operators;
 
 namespace {
 
-// Writes `data` (as one chunk when `as_chunk`) with a deadline; false if
-// the client is gone or stalled.
+// Writes `data` as it is with a deadline; false if the client is gone or
+// stalled.
 net::awaitable<bool> write_with_deadline(net::ip::tcp::socket& sock, std::string_view data,
-                                         bool as_chunk, std::chrono::seconds timeout) {
+                                         std::chrono::seconds timeout) {
   net::steady_timer timer{co_await net::this_coro::executor};
   timer.expires_after(timeout);
   try {
     // as_tuple: a failed write ends the wait at once (see next_batch).
-    if (as_chunk) {
-      auto r = co_await (net::async_write(sock, boost::beast::http::make_chunk(net::buffer(data)),
-                                          net::as_tuple(net::use_awaitable))
-                         || timer.async_wait(net::as_tuple(net::use_awaitable)));
-      co_return r.index() == 0 && !std::get<0>(std::get<0>(r));
-    }
     auto r = co_await (net::async_write(sock, net::buffer(data), net::as_tuple(net::use_awaitable))
                        || timer.async_wait(net::as_tuple(net::use_awaitable)));
     co_return r.index() == 0 && !std::get<0>(std::get<0>(r));
@@ -66,12 +59,14 @@ void append_chunk(std::string& out, std::string_view data) {
 }  // namespace
 
 net::awaitable<bool> write_sse_head(net::ip::tcp::socket& sock, std::chrono::seconds timeout) {
-  co_return co_await write_with_deadline(sock, sse_head, false, timeout);
+  co_return co_await write_with_deadline(sock, sse_head, timeout);
 }
 
 net::awaitable<bool> write_sse_chunk(net::ip::tcp::socket& sock, std::string_view frames,
                                      std::chrono::seconds timeout) {
-  co_return co_await write_with_deadline(sock, frames, true, timeout);
+  std::string chunk;
+  append_chunk(chunk, frames);
+  co_return co_await write_with_deadline(sock, chunk, timeout);
 }
 
 net::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
@@ -149,7 +144,7 @@ net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch,
     append_chunk(out, frames);
     if (done)
       out += "0\r\n\r\n";
-    if (!out.empty() && !co_await write_with_deadline(sock, out, false, timing.write_timeout))
+    if (!out.empty() && !co_await write_with_deadline(sock, out, timing.write_timeout))
       co_return false;
     out.clear();
     if (done)

@@ -42,15 +42,25 @@ struct exchange_result {
   bool parsed = false;
 };
 
+// Both ends of one loopback TCP connection, on one io_context.
+struct loopback {
+  net::io_context ioc;
+  tcp::acceptor acceptor{ioc, tcp::endpoint{net::ip::make_address("127.0.0.1"), 0}};
+  tcp::socket server{ioc}, client{ioc};
+  loopback() {
+    client.connect(acceptor.local_endpoint());
+    acceptor.accept(server);
+  }
+};
+
 // Runs write_sse on one end of a loopback connection and parses what the
 // other end reads. `before` is queued before the writer starts; `later`
 // is sent one batch per batch_written call (the turn's credit).
 exchange_result run_exchange(std::vector<event_batch> before, std::vector<event_batch> later) {
-  net::io_context ioc;
-  tcp::acceptor acceptor{ioc, tcp::endpoint{net::ip::make_address("127.0.0.1"), 0}};
-  tcp::socket server{ioc}, client{ioc};
-  client.connect(acceptor.local_endpoint());
-  acceptor.accept(server);
+  loopback link;
+  auto& ioc = link.ioc;
+  auto& server = link.server;
+  auto& client = link.client;
   ragtor::http::event_channel ch{ioc.get_executor(), 64};
   for (auto& b : before)
     EXPECT_TRUE(ch.try_send(boost::system::error_code{}, std::move(b)));
@@ -129,11 +139,10 @@ TEST(sse_writer, batches_that_arrive_one_at_a_time_are_framed_the_same) {
 }
 
 TEST(sse_writer, a_closed_channel_ends_the_writer_with_false) {
-  net::io_context ioc;
-  tcp::acceptor acceptor{ioc, tcp::endpoint{net::ip::make_address("127.0.0.1"), 0}};
-  tcp::socket server{ioc}, client{ioc};
-  client.connect(acceptor.local_endpoint());
-  acceptor.accept(server);
+  loopback link;
+  auto& ioc = link.ioc;
+  auto& server = link.server;
+  auto& client = link.client;
   ragtor::http::event_channel ch{ioc.get_executor(), 4};
   ch.try_send(boost::system::error_code{}, event_batch{numbered(ragtor::make_start_event(), 1)});
   std::optional<bool> result;

@@ -76,6 +76,20 @@ protected:
     return tx([&](store_backend& db) { return db.finish_turn(m, t); });
   }
 
+  // An episode of one turn, with its recall embedding, as the store keeps it.
+  static episode_record episode_of(const std::string& conversation, const std::string& user,
+                                   int64_t seq, const std::string& question,
+                                   const std::string& answer, int64_t created_at) {
+    episode_record e;
+    e.conversation_id = conversation;
+    e.user_id = user;
+    e.seq = seq;
+    e.text = episode_text(question, answer);
+    e.created_at = created_at;
+    e.embedding = episode_embedding(e.text);
+    return e;
+  }
+
   std::filesystem::path dir_;
   std::unique_ptr<test::scratch_database> scratch_;
   std::unique_ptr<store_backend> db_;
@@ -222,14 +236,7 @@ TEST_P(store_contract, remembered_vectors_follow_what_the_store_holds) {
   auto b = user_turn("bo", "s2", "q2", "r2", 2);
   auto add = [&](const turn_opened& t, int64_t seq, const std::string& q, const std::string& ans) {
     tx([&](store_backend& db) {
-      episode_record e;
-      e.conversation_id = t.conversation_id;
-      e.user_id = "bo";
-      e.seq = seq;
-      e.text = episode_text(q, ans);
-      e.created_at = 1000 + seq;
-      e.embedding = episode_embedding(e.text);
-      db.add_episode(e);
+      db.add_episode(episode_of(t.conversation_id, "bo", seq, q, ans, 1000 + seq));
       return 0;
     });
   };
@@ -258,14 +265,9 @@ TEST_P(store_contract, remembered_vectors_follow_what_the_store_holds) {
 
 TEST_P(store_contract, a_stored_episode_vector_is_remembered_as_the_store_will_decode_it) {
   auto t = user_turn("cy", "s1", "q1", "r1", 1);
-  episode_record e;
+  auto e = episode_of(t.conversation_id, "cy", 2, "Which harbour has the lantern festival?",
+                      "Port Quellin.", 1002);
   e.id = "ep-cy-" + std::string{GetParam()};
-  e.conversation_id = t.conversation_id;
-  e.user_id = "cy";
-  e.seq = 2;
-  e.text = episode_text("Which harbour has the lantern festival?", "Port Quellin.");
-  e.created_at = 1002;
-  e.embedding = episode_embedding(e.text);
   set_recall_cache_budget(16u << 20);  // empties the cache
   ASSERT_EQ(remembered_episode_embedding(e.id), nullptr);
   tx([&](store_backend& db) {
@@ -295,14 +297,8 @@ TEST_P(store_contract, a_turns_context_in_one_read_is_what_the_separate_reads_gi
     m.content = "prefers green tea";
     m.created_at = 12;
     db.add_memory(m);
-    episode_record e;
-    e.conversation_id = t1.conversation_id;
-    e.user_id = "di";
-    e.seq = 2;
-    e.text = episode_text("How long should green tea steep?", "About ninety seconds.");
-    e.created_at = 11;
-    e.embedding = episode_embedding(e.text);
-    db.add_episode(e);
+    db.add_episode(episode_of(t1.conversation_id, "di", 2, "How long should green tea steep?",
+                              "About ninety seconds.", 11));
     summary_record s;
     s.conversation_id = t1.conversation_id;
     s.summary = "They talk about tea.";
