@@ -10,9 +10,12 @@
 // the user with no history. Never asserts.
 //
 //   build/bench/bench_history_scaling [--turns 100000] [--samples 300] [--recall-cache-mb 16]
+//       [--recall-index-mb 16]
 //
 // --recall-cache-mb is the server's `[memory] recall_cache_mb` (0: recall
-// tokenises memories and decodes episode vectors on every turn).
+// tokenises memories and decodes episode vectors on every turn);
+// --recall-index-mb its `[memory] recall_index_mb` (0: each turn reads the
+// user's memories and episode keys whole; persistence/recall_index.hpp).
 #include <array>
 #include <chrono>
 #include <cstdio>
@@ -28,6 +31,7 @@
 #include "bench/bench_util.hpp"
 #include "memory/long_term.hpp"
 #include "persistence/migrations.hpp"
+#include "persistence/recall_index.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
 #include "persistence/store_backend.hpp"
 #include "protocol/type_ids.hpp"
@@ -109,6 +113,7 @@ int main(int argc, char** argv) {
   size_t max_turns = 100000;
   int samples = 300;
   int cache_mb = 16;
+  int index_mb = 16;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--turns")
@@ -117,6 +122,8 @@ int main(int argc, char** argv) {
       samples = std::stoi(argv[i + 1]);
     else if (a == "--recall-cache-mb")
       cache_mb = std::stoi(argv[i + 1]);
+    else if (a == "--recall-index-mb")
+      index_mb = std::stoi(argv[i + 1]);
   }
   set_recall_cache_budget(static_cast<size_t>(cache_mb) << 20);
   auto dir = std::filesystem::temp_directory_path() / ("ragtor-bench-history-" + new_id());
@@ -151,6 +158,7 @@ int main(int argc, char** argv) {
   caf::scoped_actor self{sys};
   store_options so;
   so.sqlite_path = path;
+  so.recall_index_bytes = static_cast<size_t>(index_mb) << 20;
   auto store = *spawn_store(sys, so);
   bool failed = false;
   auto fail = [&](caf::error& e) {
@@ -175,68 +183,72 @@ int main(int argc, char** argv) {
             fail);
     return items;
   };
-  // The same parts asked one by one, for the breakdown: `steps` gets each
-  // step's time (window+summary+core, memories, episodes).
+  // The same work without the actors, on a connection of its own with its
+  // own recall index, timed part by part for the breakdown: `steps` gets
+  // window+summary+core, memories, episodes.
   constexpr size_t n_steps = 3;
-  auto breakdown = [&](const user_case& u, std::array<double, n_steps>& steps) {
+  sqlite_backend direct{path};
+  recall_index index{static_cast<size_t>(index_mb) << 20}, none{0};
+  auto breakdown = [&](const user_case& u, recall_index& index,
+                       std::array<double, n_steps>& steps) {
     auto question = question_of(u.turns);
     size_t items = 0;
+    auto now = now_ms();
     auto t = steady::now();
     auto lap = [&](size_t i) {
-      auto now = steady::now();
-      steps[i] = std::chrono::duration<double, std::milli>(now - t).count();
-      t = now;
+      auto at = steady::now();
+      steps[i] = std::chrono::duration<double, std::milli>(at - t).count();
+      t = at;
     };
-    self->request(store, 10s, atom::history_v, u.conversation, int32_t{window + 1})
-        .receive([&](std::vector<stored_message>& m) { items += m.size(); }, fail);
-    self->request(store, 10s, atom::summary_v, u.conversation, std::string{})
-        .receive([&](summary_record&) {}, fail);
-    self->request(store, 10s, atom::core_mem_v, u.user).receive([&](std::string&) {}, fail);
+    items += direct.history(u.conversation, window + 1).size();
+    items += direct.load_summary(u.conversation).summary.size();
+    items += direct.core_memory(u.user).size();
     lap(0);
-    self->request(store, 10s, atom::mem_list_v, u.user)
-        .receive(
-            [&](std::vector<memory_record>& all) {
-              std::vector<std::pair<std::string, int64_t>> list;
-              for (auto& m : all)
-                list.emplace_back(m.content, m.created_at);
-              items += recall_memories(question, list, 5).size();
-            },
-            fail);
+    items += index.memories(direct, u.user, question, now).size();
     lap(1);
-    self->request(store, 10s, atom::recall_v, u.user, question, u.conversation,
-                  u.seq - window)
-        .receive([&](std::vector<std::string>& texts) { items += texts.size(); }, fail);
+    items += index.episodes(direct, u.user, question, u.conversation, u.seq - window, now).size();
     lap(2);
     return items;
   };
 
   std::vector<std::vector<double>> ms(users.size());
   std::vector<std::array<std::vector<double>, n_steps>> step_ms(users.size());
+  std::vector<std::vector<double>> direct_ms(users.size()), whole_ms(users.size());
   for (int s = 0; s < samples && !failed; ++s)
     for (size_t i = 0; i < users.size(); ++i) {
       std::array<double, n_steps> steps{};
       auto t0 = steady::now();
       context(users[i]);
       ms[i].push_back(std::chrono::duration<double, std::milli>(steady::now() - t0).count());
-      breakdown(users[i], steps);
-      for (size_t k = 0; k < n_steps; ++k)
+      breakdown(users[i], index, steps);
+      double sum = 0;
+      for (size_t k = 0; k < n_steps; ++k) {
         step_ms[i][k].push_back(steps[k]);
+        sum += steps[k];
+      }
+      direct_ms[i].push_back(sum);
+      breakdown(users[i], none, steps);
+      whole_ms[i].push_back(steps[0] + steps[1] + steps[2]);
     }
-  std::printf("\ncontext of one turn through the store actor, %d samples each (SQLite), "
-              "recall cache %d MiB\n",
-              samples, cache_mb);
-  std::printf("(p50/p99: the one request the stream sends; the last three columns: the same "
-              "parts asked one by one)\n");
+  std::printf("\ncontext of one turn, %d samples each (SQLite), recall cache %d MiB, recall "
+              "index %d MiB\n",
+              samples, cache_mb, index_mb);
   std::printf(
-      "| user's stored turns | p50 ms | p99 ms | p50 / no history | window+summary+core p50 | "
-      "memories p50 | episodes p50 |\n|---|---|---|---|---|---|---|\n");
-  double base = bench::percentile(ms[0], 0.5);
+      "(through the actor: the one request the stream sends to the store actor; direct: the "
+      "same work called on a connection, with the index and part by part; read whole: "
+      "without the index)\n");
+  std::printf(
+      "| user's stored turns | through the actor p50 ms | p99 ms | p50 / no history | direct "
+      "p50 ms | / no history | window+summary+core | memories | episodes | read whole p50 ms "
+      "|\n|---|---|---|---|---|---|---|---|---|---|\n");
+  double base = bench::percentile(ms[0], 0.5), direct_base = bench::percentile(direct_ms[0], 0.5);
   for (size_t i = 0; i < users.size(); ++i) {
-    auto p50 = bench::percentile(ms[i], 0.5);
-    std::printf("| %zu | %.3f | %.3f | %.2f | %.3f | %.3f | %.3f |\n", users[i].turns, p50,
-                bench::percentile(ms[i], 0.99), p50 / base,
-                bench::percentile(step_ms[i][0], 0.5), bench::percentile(step_ms[i][1], 0.5),
-                bench::percentile(step_ms[i][2], 0.5));
+    auto p50 = bench::percentile(ms[i], 0.5), direct_p50 = bench::percentile(direct_ms[i], 0.5);
+    std::printf("| %zu | %.3f | %.3f | %.2f | %.3f | %.2f | %.3f | %.3f | %.3f | %.3f |\n",
+                users[i].turns, p50, bench::percentile(ms[i], 0.99), p50 / base, direct_p50,
+                direct_p50 / direct_base, bench::percentile(step_ms[i][0], 0.5),
+                bench::percentile(step_ms[i][1], 0.5), bench::percentile(step_ms[i][2], 0.5),
+                bench::percentile(whole_ms[i], 0.5));
   }
   caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
   std::filesystem::remove_all(dir);

@@ -123,6 +123,7 @@ std::vector<binding> bindings_of(config& c) {
       {"llm", "prompt_budget_tokens", &c.llm.prompt_budget_tokens},
       {"memory", "window", &c.memory.window},
       {"memory", "recall_cache_mb", &c.memory.recall_cache_mb},
+      {"memory", "recall_index_mb", &c.memory.recall_index_mb},
       {"summary", "mode", &c.summary.mode},
       {"summary", "min_messages", &c.summary.min_messages},
       {"summary", "update_delta", &c.summary.update_delta},
@@ -632,6 +633,7 @@ caf::error validate(const config& c) {
   first(at_least("generator.extractive_pace_ms", c.generator.extractive_pace_ms, 0));
   first(at_least("memory.window", c.memory.window, 0));
   first(at_least("memory.recall_cache_mb", c.memory.recall_cache_mb, 0));
+  first(at_least("memory.recall_index_mb", c.memory.recall_index_mb, 0));
   constexpr std::array<std::string_view, 4> summary_modes = {"auto", "model", "extractive",
                                                              "off"};
   first(one_of("summary.mode", c.summary.mode, summary_modes));

@@ -148,6 +148,7 @@ struct llm_config {
 struct memory_config {
   int window = 6;
   int recall_cache_mb = 16;
+  int recall_index_mb = 64;
   bool operator==(const memory_config&) const = default;
 };
 

@@ -10,7 +10,12 @@
 #include <mutex>
 #include <regex>
 #include <set>
+#include <tuple>
 #include <unordered_map>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
 
 #include "retrieval/embedder.hpp"
 #include "retrieval/tokenizer.hpp"
@@ -175,8 +180,6 @@ private:
   size_t budget_ = 8u << 20;
 };
 
-using term_list = std::vector<std::string>;
-
 recall_memo<term_list>& memory_terms_memo() {
   static recall_memo<term_list> memo;
   return memo;
@@ -188,43 +191,41 @@ recall_memo<std::vector<float>>& embedding_memo() {
 }
 
 term_list distinct_terms(std::string_view text) {
-  auto terms = tokenize(text);
+  term_list terms;
+  for (auto& t : tokenize(text))
+    terms.push_back(std::hash<std::string>{}(t));
   std::sort(terms.begin(), terms.end());
   terms.erase(std::unique(terms.begin(), terms.end()), terms.end());
   return terms;
 }
+
+}  // namespace
 
 std::shared_ptr<const term_list> memory_terms(const std::string& content) {
   auto& memo = memory_terms_memo();
   if (auto hit = memo.find(content))
     return hit;
   auto terms = std::make_shared<const term_list>(distinct_terms(content));
-  size_t bytes = 0;
-  for (auto& t : *terms)
-    bytes += sizeof(std::string) + t.size();
-  memo.add(content, terms, bytes);
+  memo.add(content, terms, terms->size() * sizeof(uint64_t));
   return terms;
 }
 
-}  // namespace
-
 void set_recall_cache_budget(size_t bytes) {
-  // Split evenly: embeddings are ~1 KiB per episode, term lists ~0.3 KiB
-  // per memory.
+  // Split evenly: embeddings are ~1 KiB per episode, term lists ~0.1 KiB
+  // per memory (with its content as the key).
   memory_terms_memo().set_budget(bytes / 2);
   embedding_memo().set_budget(bytes - bytes / 2);
 }
 
-std::vector<std::string> recall_memories(
-    std::string_view question, const std::vector<std::pair<std::string, int64_t>>& memories,
-    size_t limit) {
+std::vector<size_t> rank_by_terms(std::string_view question, const std::vector<term_item>& items,
+                                  size_t limit) {
   const auto terms = distinct_terms(question);
-  std::vector<std::tuple<int, int64_t, const std::string*>> scored;
-  scored.reserve(memories.size());
-  for (auto& [content, created] : memories) {
-    auto mine = memory_terms(content);
+  std::vector<std::tuple<int, int64_t, size_t>> scored;
+  scored.reserve(items.size());
+  for (size_t i = 0; i < items.size(); ++i) {
+    const auto& mine = *items[i].terms;
     int overlap = 0;
-    for (auto a = terms.begin(), b = mine->begin(); a != terms.end() && b != mine->end();) {
+    for (auto a = terms.begin(), b = mine.begin(); a != terms.end() && b != mine.end();) {
       if (*a < *b) {
         ++a;
       } else if (*b < *a) {
@@ -235,16 +236,38 @@ std::vector<std::string> recall_memories(
         ++b;
       }
     }
-    scored.emplace_back(overlap, created, &content);
+    scored.emplace_back(overlap, items[i].created_at, i);
   }
-  std::sort(scored.begin(), scored.end(), [](auto& a, auto& b) {
+  auto better = [](auto& a, auto& b) {
     if (std::get<0>(a) != std::get<0>(b))
       return std::get<0>(a) > std::get<0>(b);
     return std::get<1>(a) > std::get<1>(b);
-  });
+  };
+  // Only the best `limit` need an order (stable: equal items keep the
+  // order they came in, newest first).
+  auto keep = std::min(limit, scored.size());
+  std::stable_sort(scored.begin(), scored.end(), better);
+  std::vector<size_t> out;
+  out.reserve(keep);
+  for (size_t i = 0; i < keep; ++i)
+    out.push_back(std::get<2>(scored[i]));
+  return out;
+}
+
+std::vector<std::string> recall_memories(
+    std::string_view question, const std::vector<std::pair<std::string, int64_t>>& memories,
+    size_t limit) {
+  std::vector<std::shared_ptr<const term_list>> held;
+  std::vector<term_item> items;
+  held.reserve(memories.size());
+  items.reserve(memories.size());
+  for (auto& [content, created] : memories) {
+    held.push_back(memory_terms(content));
+    items.push_back({held.back().get(), created});
+  }
   std::vector<std::string> out;
-  for (size_t i = 0; i < scored.size() && i < limit; ++i)
-    out.push_back(*std::get<2>(scored[i]));
+  for (auto i : rank_by_terms(question, items, limit))
+    out.push_back(memories[i].first);
   return out;
 }
 
@@ -291,18 +314,49 @@ std::vector<float> episode_embedding(std::string_view text) {
 std::vector<size_t> rank_vectors(const std::vector<float>& q,
                                  const std::vector<const std::vector<float>*>& vectors,
                                  size_t limit, double min_similarity) {
+  // The vectors are separate 1 KiB blocks, rarely in cache: without asking
+  // for the next one's lines ahead, each line was a wait on memory (~110
+  // µs for 200 vectors; docs/performance.md, "A per-user recall index").
+  auto ask_for = [&](size_t i) {  // vector i's lines, and vector i + 1 itself
+    if (i + 1 < vectors.size() && vectors[i + 1])
+      __builtin_prefetch(vectors[i + 1]);
+    if (i < vectors.size() && vectors[i]) {
+      const auto* p = reinterpret_cast<const char*>(vectors[i]->data());
+      for (size_t off = 0, n = vectors[i]->size() * sizeof(float); off < n; off += 64)
+        __builtin_prefetch(p + off);
+    }
+  };
   std::vector<std::pair<double, size_t>> scored;
+  scored.reserve(vectors.size());
+  ask_for(0);
   for (size_t c = 0; c < vectors.size(); ++c) {
+    ask_for(c + 1);
     if (!vectors[c])
       continue;
     const auto& v = *vectors[c];
-    // Four running sums the compiler can keep in vector registers.
+    // Four running sums (acc[k] over the dimensions d = k mod 4), in
+    // double. Written out for SSE2: gcc's own vectorisation of the plain
+    // loop went through the stack and stalled on every step
+    // (docs/performance.md, "A per-user recall index"); same sums, same
+    // order.
     size_t n = std::min(q.size(), v.size());
     double acc[4] = {0, 0, 0, 0};
     size_t d = 0;
+#if defined(__SSE2__)
+    __m128d lo = _mm_setzero_pd(), hi = _mm_setzero_pd();
+    for (; d + 4 <= n; d += 4) {
+      __m128 a = _mm_loadu_ps(q.data() + d), b = _mm_loadu_ps(v.data() + d);
+      lo = _mm_add_pd(lo, _mm_mul_pd(_mm_cvtps_pd(a), _mm_cvtps_pd(b)));
+      hi = _mm_add_pd(hi, _mm_mul_pd(_mm_cvtps_pd(_mm_movehl_ps(a, a)),
+                                     _mm_cvtps_pd(_mm_movehl_ps(b, b))));
+    }
+    _mm_storeu_pd(acc, lo);
+    _mm_storeu_pd(acc + 2, hi);
+#else
     for (; d + 4 <= n; d += 4)
       for (size_t k = 0; k < 4; ++k)
         acc[k] += static_cast<double>(q[d + k]) * v[d + k];
+#endif
     for (; d < n; ++d)
       acc[0] += static_cast<double>(q[d]) * v[d];
     double dot = (acc[0] + acc[1]) + (acc[2] + acc[3]);

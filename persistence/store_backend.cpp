@@ -1,6 +1,7 @@
 #include "persistence/store_backend.hpp"
 
 #include "memory/long_term.hpp"
+#include "persistence/recall_index.hpp"
 
 #include <chrono>
 #include <random>
@@ -29,47 +30,19 @@ int64_t now_ms() {
 std::vector<std::string> recall_episodes_from(store_backend& db, const std::string& user_id,
                                               std::string_view question,
                                               const std::string& conversation_id,
-                                              int64_t window_start_seq, int32_t candidates,
-                                              size_t limit, double min_similarity) {
-  // The newest episodes' keys, and their vectors from memory when every one
-  // is remembered (always, after a user's first turn, but for episodes
-  // stored before vectors were kept); else one read of the vectors, which
-  // remembers them.
-  auto keys = db.recent_episode_keys(user_id, candidates);
-  std::vector<std::shared_ptr<const std::vector<float>>> held;
-  held.reserve(keys.size());
-  for (auto& e : keys) {
-    auto v = remembered_episode_embedding(e.id);
-    if (!v)
-      break;
-    held.push_back(std::move(v));
-  }
-  std::vector<std::string> out;
-  if (held.size() == keys.size()) {
-    std::vector<const std::vector<float>*> vectors(keys.size(), nullptr);
-    bool any = false;
-    for (size_t i = 0; i < keys.size(); ++i)
-      if (!(keys[i].conversation_id == conversation_id && keys[i].seq >= window_start_seq)) {
-        vectors[i] = held[i].get();
-        any = true;
-      }
-    if (!any)
-      return out;  // nothing outside the window: the question need not be embedded
-    for (auto i : rank_vectors(episode_embedding(question), vectors, limit, min_similarity))
-      out.push_back(db.episode_text(keys[i].id));
-    return out;
-  }
-  auto eps = db.recent_episodes(user_id, candidates, false);
-  for (auto i :
-       rank_episodes(question, eps, conversation_id, window_start_seq, limit, min_similarity))
-    out.push_back(eps[i].embedding.empty() ? std::move(eps[i].text) : db.episode_text(eps[i].id));
-  return out;
+                                              int64_t window_start_seq, size_t limit,
+                                              double min_similarity) {
+  recall_index none{0};  // holds nothing: reads the rows whole
+  return none.episodes(db, user_id, question, conversation_id, window_start_seq, now_ms(), limit,
+                       min_similarity);
 }
 
 turn_context read_turn_context(store_backend& db, const std::string& conversation_id,
                                const std::string& user_id, const std::string& question,
                                int32_t window_limit, int64_t window_start_seq, bool incognito,
-                               int64_t now) {
+                               int64_t now, recall_index* index) {
+  recall_index none{0};
+  auto& recall = index ? *index : none;
   turn_context out;
   auto part = [&](const char* name, auto&& read) {
     try {
@@ -84,14 +57,9 @@ turn_context read_turn_context(store_backend& db, const std::string& conversatio
     return out;
   part("summary", [&] { out.summary = db.load_summary(conversation_id).summary; });
   part("core memory", [&] { out.core_memory = db.core_memory(user_id); });
-  part("memories", [&] {
-    std::vector<std::pair<std::string, int64_t>> items;
-    for (auto& m : db.list_memories(user_id, now))
-      items.emplace_back(std::move(m.content), m.created_at);
-    out.memories = recall_memories(question, items, 5);
-  });
+  part("memories", [&] { out.memories = recall.memories(db, user_id, question, now); });
   part("episodes", [&] {
-    out.episodes = recall_episodes_from(db, user_id, question, conversation_id, window_start_seq);
+    out.episodes = recall.episodes(db, user_id, question, conversation_id, window_start_seq, now);
   });
   return out;
 }

@@ -23,6 +23,9 @@ public:
 
 class store_backend {
 public:
+  // "No lower bound" for the since_ms arguments below.
+  static constexpr int64_t all_time = INT64_MIN;
+
   virtual ~store_backend() = default;
 
   virtual std::string_view backend_name() const = 0;
@@ -113,15 +116,26 @@ public:
   // (user_id, created_at DESC, id): bounded whatever the user's history.
   virtual std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit,
                                                       bool texts = true) = 0;
-  // The same episodes' id, conversation and seq only — the columns stored
-  // before the text and the vector, so no long value is read: recall takes
-  // the vectors it remembers by id (memory/long_term.hpp) from these.
+  // The same episodes' id, conversation, seq and created_at only — the
+  // columns of the index, so no long value is read: recall takes the
+  // vectors it remembers by id (memory/long_term.hpp) from these. With
+  // `since_ms`, only those created at or after it (what is new since a
+  // user's recall index was read: persistence/recall_index.hpp).
   virtual std::vector<episode_record> recent_episode_keys(const std::string& user_id,
-                                                          int32_t limit) = 0;
+                                                          int32_t limit,
+                                                          int64_t since_ms = all_time) = 0;
   // One episode's text ("" when there is none).
   virtual std::string episode_text(const std::string& id) = 0;
-  virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) = 0;
+  // The newest 200 unexpired memories (with `since_ms`, only those created
+  // at or after it).
+  virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms,
+                                                   int64_t since_ms = all_time) = 0;
   virtual int64_t delete_memories(const std::string& user_id, const std::string& id) = 0;
+  // The user's recall epoch (0 when never bumped): every write that removes
+  // or changes a memory or an episode of the user rather than adding a
+  // newer one (deleting or clearing a conversation, deleting memories,
+  // refreshing a memory's lifetime) raises it in its own transaction.
+  virtual int64_t recall_epoch(const std::string& user_id) = 0;
 
   // The conversation's summary with its message counts (version 0 and an
   // empty summary when there is none).
@@ -181,25 +195,29 @@ public:
 // A random 128-bit id as 32 hex characters.
 std::string new_id();
 
-// Episodic recall through the store (memory/long_term.hpp): the user's
-// `candidates` most recent episodes ranked by their stored embeddings, then
-// the texts of the best `limit`. Same result as recall_episodes() over
-// recent_episodes(user_id, candidates), reading only a few texts.
+// Episodic recall through the store (memory/long_term.hpp): the user's 200
+// most recent episodes ranked by their stored embeddings, then the texts of
+// the best `limit`. Same result as recall_episodes() over
+// recent_episodes(user_id, 200), reading only a few texts.
 std::vector<std::string> recall_episodes_from(store_backend& db, const std::string& user_id,
                                               std::string_view question,
                                               const std::string& conversation_id,
-                                              int64_t window_start_seq, int32_t candidates = 200,
-                                              size_t limit = 3, double min_similarity = 0.25);
+                                              int64_t window_start_seq, size_t limit = 3,
+                                              double min_similarity = 0.25);
+
+class recall_index;
 
 // A turn's context in one job on one connection (turn_context): the
 // newest `window_limit` messages of the conversation and, unless
 // `incognito`, its summary, the user's core memory, the 5 memories most
 // related to `question` and the episodes recalled for it. Each part is read on its
-// own: one that fails is left empty and named in `failed`.
+// own: one that fails is left empty and named in `failed`. With `index`,
+// memories and episodes come from the user's rows it holds, brought up to
+// date (persistence/recall_index.hpp); without, they are read whole.
 turn_context read_turn_context(store_backend& db, const std::string& conversation_id,
                                const std::string& user_id, const std::string& question,
                                int32_t window_limit, int64_t window_start_seq, bool incognito,
-                               int64_t now);
+                               int64_t now, recall_index* index = nullptr);
 
 // Milliseconds since the epoch.
 int64_t now_ms();

@@ -15,6 +15,7 @@
 
 #include "persistence/migrations.hpp"
 #include "persistence/postgres/pg_backend.hpp"
+#include "persistence/recall_index.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
 #include "persistence/store_executor.hpp"
 #include "protocol/errc.hpp"
@@ -127,7 +128,9 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
     return make_error(errc::unavailable, e.what());
   }
   std::string backend = opts.postgres_dsn.empty() ? "sqlite" : "postgres";
-  return sys.spawn([executor, backend](store_ptr self) -> store_actor::behavior_type {
+  // Shared by the reader threads' jobs; outlives them (the jobs hold it).
+  auto recall = std::make_shared<recall_index>(opts.recall_index_bytes);
+  return sys.spawn([executor, backend, recall](store_ptr self) -> store_actor::behavior_type {
     self->state.executor = executor;
     self->state.backend = backend;
     self->track("store", "store");
@@ -160,7 +163,7 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
             bool incognito) {
           return submit<turn_context>(self, false, [=](store_backend& db) {
             return read_turn_context(db, conversation_id, user_id, question, window_limit,
-                                     window_start_seq, incognito, now_ms());
+                                     window_start_seq, incognito, now_ms(), recall.get());
           });
         },
         [=](atom::list_convs, const std::string& user_id, int32_t limit,
@@ -264,7 +267,8 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
         [=](atom::recall, const std::string& user_id, const std::string& question,
             const std::string& conversation_id, int64_t window_start_seq) {
           return submit<std::vector<std::string>>(self, false, [=](store_backend& db) {
-            return recall_episodes_from(db, user_id, question, conversation_id, window_start_seq);
+            return recall->episodes(db, user_id, question, conversation_id, window_start_seq,
+                                    now_ms());
           });
         },
         [=](atom::episode, const std::string& user_id, int32_t limit) {

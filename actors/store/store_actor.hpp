@@ -22,6 +22,9 @@ struct store_options {
   std::filesystem::path sqlite_path;
   int flush_max_batch = 256;
   int read_connections = 2;
+  // Bytes of the per-user recall rows the store keeps between turns
+  // (persistence/recall_index.hpp; `[memory] recall_cache_mb`).
+  size_t recall_index_bytes = 16u << 20;
   // Run jobs on the façade's own thread (no worker threads), so tests with
   // CAF's deterministic test coordinator see every step. Never in serve.
   bool run_inline = false;

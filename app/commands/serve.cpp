@@ -308,6 +308,7 @@ int run_serve(const serve_options& opts) {
                                : std::filesystem::path{cfg->store.sqlite_path};
   store_opts.flush_max_batch = cfg->store.flush_max_batch;
   store_opts.read_connections = cfg->store.read_connections;
+  store_opts.recall_index_bytes = static_cast<size_t>(cfg->memory.recall_index_mb) << 20;
   auto store = spawn_store(sys, store_opts);
   if (!store) {
     lg->error("cannot open the store: {}", sys.render(store.error()));

@@ -453,6 +453,7 @@ bool pg_backend::delete_conversation(const std::string& conversation_id) {
   run("DELETE FROM feedback WHERE message_id IN "
       "(SELECT id FROM messages WHERE conversation_id = $1)",
       {conversation_id});
+  bump_recall_epoch_of(conversation_id);
   return run("DELETE FROM conversations WHERE id = $1", {conversation_id}).affected() > 0;
 }
 
@@ -465,6 +466,7 @@ int64_t pg_backend::clear_conversation(const std::string& user_id, const std::st
   run("DELETE FROM conversation_summaries WHERE conversation_id = $1", {id});
   run("DELETE FROM conversation_flow_state WHERE conversation_id = $1", {id});
   run("DELETE FROM episodes WHERE conversation_id = $1", {id});
+  bump_recall_epoch(user_id);
   run("DELETE FROM feedback WHERE message_id IN "
       "(SELECT id FROM messages WHERE conversation_id = $1)",
       {id});
@@ -519,15 +521,20 @@ bool pg_backend::add_memory(const memory_record& m) {
       {m.id.empty() ? new_id() : m.id, m.user_id, m.kind, m.content,
        m.source_message_id.empty() ? param{} : param{m.source_message_id},
        std::to_string(m.expires_at), std::to_string(m.created_at)});
-  return r.rows() && r.text(0, 0) == "t";
+  if (r.rows() && r.text(0, 0) == "t")
+    return true;
+  bump_recall_epoch(m.user_id);  // a refreshed lifetime: not a newer row
+  return false;
 }
 
-std::vector<memory_record> pg_backend::list_memories(const std::string& user_id, int64_t now) {
-  auto r =
-      run("SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
-          "COALESCE(expires_at, 0) FROM memories WHERE user_id = $1 AND (expires_at IS NULL OR "
-          "expires_at = 0 OR expires_at > $2) ORDER BY created_at DESC, id LIMIT 200",
-          {user_id, std::to_string(now)});
+std::vector<memory_record> pg_backend::list_memories(const std::string& user_id, int64_t now,
+                                                     int64_t since) {
+  auto r = run(
+      "SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
+      "COALESCE(expires_at, 0) FROM memories WHERE user_id = $1 AND created_at >= $3 AND "
+      "(expires_at IS NULL OR expires_at = 0 OR expires_at > $2) "
+      "ORDER BY created_at DESC, id LIMIT 200",
+      {user_id, std::to_string(now), std::to_string(since)});
   std::vector<memory_record> out;
   for (int i = 0; i < r.rows(); ++i) {
     memory_record m;
@@ -544,9 +551,30 @@ std::vector<memory_record> pg_backend::list_memories(const std::string& user_id,
 }
 
 int64_t pg_backend::delete_memories(const std::string& user_id, const std::string& id) {
-  if (id.empty())
-    return run("DELETE FROM memories WHERE user_id = $1", {user_id}).affected();
-  return run("DELETE FROM memories WHERE user_id = $1 AND id = $2", {user_id, id}).affected();
+  auto n = id.empty()
+               ? run("DELETE FROM memories WHERE user_id = $1", {user_id}).affected()
+               : run("DELETE FROM memories WHERE user_id = $1 AND id = $2", {user_id, id})
+                     .affected();
+  if (n > 0)
+    bump_recall_epoch(user_id);
+  return n;
+}
+
+int64_t pg_backend::recall_epoch(const std::string& user_id) {
+  auto r = run("SELECT epoch FROM recall_epochs WHERE user_id = $1", {user_id});
+  return r.rows() ? std::stoll(r.text(0, 0)) : 0;
+}
+
+void pg_backend::bump_recall_epoch(const std::string& user_id) {
+  run("INSERT INTO recall_epochs (user_id, epoch) VALUES ($1, 1) "
+      "ON CONFLICT (user_id) DO UPDATE SET epoch = recall_epochs.epoch + 1",
+      {user_id});
+}
+
+void pg_backend::bump_recall_epoch_of(const std::string& conversation_id) {
+  run("INSERT INTO recall_epochs (user_id, epoch) SELECT user_id, 1 FROM conversations "
+      "WHERE id = $1 ON CONFLICT (user_id) DO UPDATE SET epoch = recall_epochs.epoch + 1",
+      {conversation_id});
 }
 
 void pg_backend::add_episode(const episode_record& e) {
@@ -574,13 +602,15 @@ episode_record episode_key(const Result& r, int row, const std::string& user_id)
 }  // namespace
 
 std::vector<episode_record> pg_backend::recent_episode_keys(const std::string& user_id,
-                                                            int32_t limit) {
-  auto r = run("SELECT id, conversation_id, seq FROM episodes WHERE user_id = $1 "
-               "ORDER BY created_at DESC, id LIMIT $2",
-               {user_id, std::to_string(limit)});
+                                                            int32_t limit, int64_t since) {
+  auto r = run("SELECT id, conversation_id, seq, created_at FROM episodes WHERE user_id = $1 "
+               "AND created_at >= $3 ORDER BY created_at DESC, id LIMIT $2",
+               {user_id, std::to_string(limit), std::to_string(since)});
   std::vector<episode_record> out;
-  for (int i = 0; i < r.rows(); ++i)
+  for (int i = 0; i < r.rows(); ++i) {
     out.push_back(episode_key(r, i, user_id));
+    out.back().created_at = std::stoll(r.text(i, 3));
+  }
   return out;
 }
 

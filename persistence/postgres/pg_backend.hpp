@@ -66,10 +66,12 @@ public:
   bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) override;
   std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit,
                                               bool texts = true) override;
-  std::vector<episode_record> recent_episode_keys(const std::string& user_id,
-                                                  int32_t limit) override;
+  std::vector<episode_record> recent_episode_keys(const std::string& user_id, int32_t limit,
+                                                  int64_t since_ms = all_time) override;
   std::string episode_text(const std::string& id) override;
-  std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms) override;
+  std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms,
+                                           int64_t since_ms = all_time) override;
+  int64_t recall_epoch(const std::string& user_id) override;
   int64_t delete_memories(const std::string& user_id, const std::string& id) override;
   void set_core_memory(const std::string& user_id, const std::string& profile_json,
                        int64_t now_ms) override;
@@ -91,6 +93,9 @@ private:
   // Runs one statement with $1..$n text parameters; throws store_error.
   result run(const char* sql, const std::vector<param>& params = {});
   void ensure_connected();
+  // Raises the recall epoch of the user (of the conversation's owner).
+  void bump_recall_epoch(const std::string& user_id);
+  void bump_recall_epoch_of(const std::string& conversation_id);
   int64_t next_seq(const std::string& conversation_id);
   std::string insert_message(const std::string& conversation_id, int64_t seq, std::string_view role,
                              const std::string& content, const std::string& citations,

@@ -386,6 +386,7 @@ bool sqlite_backend::delete_conversation(const std::string& conversation_id) {
       "DELETE FROM feedback WHERE message_id IN "
       "(SELECT id FROM messages WHERE conversation_id = ?)");
   fb.bind(conversation_id).step();
+  bump_recall_epoch_of(conversation_id);
   // messages, summary and episodes go with it (ON DELETE CASCADE).
   auto st = prepare("DELETE FROM conversations WHERE id = ?");
   st.bind(conversation_id).step();
@@ -405,6 +406,7 @@ int64_t sqlite_backend::clear_conversation(const std::string& user_id,
   prepare("DELETE FROM conversation_summaries WHERE conversation_id = ?").bind(id).step();
   prepare("DELETE FROM conversation_flow_state WHERE conversation_id = ?").bind(id).step();
   prepare("DELETE FROM episodes WHERE conversation_id = ?").bind(id).step();
+  bump_recall_epoch(user_id);
   prepare(
       "DELETE FROM feedback WHERE message_id IN "
       "(SELECT id FROM messages WHERE conversation_id = ?)")
@@ -488,8 +490,10 @@ bool sqlite_backend::add_memory(const memory_record& m) {
     auto st = prepare("UPDATE memories SET expires_at = ? WHERE user_id = ? AND content = ?");
     st.bind(m.expires_at).bind(m.user_id).bind(m.content).step();
   }
-  if (sqlite3_changes(db_) > 0)
+  if (sqlite3_changes(db_) > 0) {
+    bump_recall_epoch(m.user_id);  // a refreshed lifetime: not a newer row
     return false;
+  }
   prepare(
       "INSERT INTO memories (id, user_id, kind, content, source_message_id, expires_at, "
       "created_at) VALUES (?, ?, ?, ?, ?, ?, ?)")
@@ -504,12 +508,14 @@ bool sqlite_backend::add_memory(const memory_record& m) {
   return true;
 }
 
-std::vector<memory_record> sqlite_backend::list_memories(const std::string& user_id, int64_t now) {
+std::vector<memory_record> sqlite_backend::list_memories(const std::string& user_id, int64_t now,
+                                                         int64_t since) {
   auto st = prepare(
       "SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
-      "COALESCE(expires_at, 0) FROM memories WHERE user_id = ? AND (expires_at IS NULL OR "
-      "expires_at = 0 OR expires_at > ?) ORDER BY created_at DESC, id LIMIT 200");
-  st.bind(user_id).bind(now);
+      "COALESCE(expires_at, 0) FROM memories WHERE user_id = ? AND created_at >= ? AND "
+      "(expires_at IS NULL OR expires_at = 0 OR expires_at > ?) "
+      "ORDER BY created_at DESC, id LIMIT 200");
+  st.bind(user_id).bind(since).bind(now);
   std::vector<memory_record> out;
   while (st.step()) {
     memory_record m;
@@ -530,7 +536,32 @@ int64_t sqlite_backend::delete_memories(const std::string& user_id, const std::s
     prepare("DELETE FROM memories WHERE user_id = ?").bind(user_id).step();
   else
     prepare("DELETE FROM memories WHERE user_id = ? AND id = ?").bind(user_id).bind(id).step();
-  return sqlite3_changes(db_);
+  auto n = sqlite3_changes(db_);
+  if (n > 0)
+    bump_recall_epoch(user_id);
+  return n;
+}
+
+int64_t sqlite_backend::recall_epoch(const std::string& user_id) {
+  auto st = prepare("SELECT epoch FROM recall_epochs WHERE user_id = ?");
+  st.bind(user_id);
+  return st.step() ? st.integer(0) : 0;
+}
+
+void sqlite_backend::bump_recall_epoch(const std::string& user_id) {
+  prepare(
+      "INSERT INTO recall_epochs (user_id, epoch) VALUES (?, 1) "
+      "ON CONFLICT (user_id) DO UPDATE SET epoch = recall_epochs.epoch + 1")
+      .bind(user_id)
+      .step();
+}
+
+void sqlite_backend::bump_recall_epoch_of(const std::string& conversation_id) {
+  prepare(
+      "INSERT INTO recall_epochs (user_id, epoch) SELECT user_id, 1 FROM conversations "
+      "WHERE id = ? ON CONFLICT (user_id) DO UPDATE SET epoch = recall_epochs.epoch + 1")
+      .bind(conversation_id)
+      .step();
 }
 
 void sqlite_backend::add_episode(const episode_record& e) {
@@ -545,7 +576,8 @@ void sqlite_backend::add_episode(const episode_record& e) {
       .bind(e.text)
       .bind(encode_embedding(e.embedding))
       .bind(e.created_at)
-      .step();  remember_episode_embedding(id, e.embedding);
+      .step();
+  remember_episode_embedding(id, e.embedding);
 }
 
 namespace {
@@ -584,14 +616,16 @@ std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& u
 }
 
 std::vector<episode_record> sqlite_backend::recent_episode_keys(const std::string& user_id,
-                                                                int32_t limit) {
+                                                                int32_t limit, int64_t since) {
   auto st = prepare(
-      "SELECT id, conversation_id, seq FROM episodes WHERE user_id = ? "
-      "ORDER BY created_at DESC, id LIMIT ?");
-  st.bind(user_id).bind(int64_t{limit});
+      "SELECT id, conversation_id, seq, created_at FROM episodes WHERE user_id = ? AND "
+      "created_at >= ? ORDER BY created_at DESC, id LIMIT ?");
+  st.bind(user_id).bind(since).bind(int64_t{limit});
   std::vector<episode_record> out;
-  while (st.step())
+  while (st.step()) {
     out.push_back(episode_key(st, user_id));
+    out.back().created_at = st.integer(3);
+  }
   return out;
 }
 

@@ -1,5 +1,7 @@
 // Rule-based long-term memory extraction (English and Chinese) and recall.
+#include <algorithm>
 #include <cstring>
+#include <random>
 
 #include <gtest/gtest.h>
 
@@ -119,6 +121,48 @@ TEST(episodic_recall, stored_embeddings_rank_exactly_as_embedding_the_texts) {
 
 // Recall remembers what it derives from rows that never change (memories'
 // terms, episodes' vectors by id); remembered or not, the answers match.
+// Vectors are ranked by their dot product with the question, summed in
+// double: the same order and cut as a plain loop, for any length (a tail
+// that is not a multiple of four), ties by position.
+TEST(episodic_recall, vectors_rank_by_their_dot_product) {
+  std::mt19937 rng{7};
+  std::uniform_real_distribution<float> unit{-1.0f, 1.0f};
+  for (size_t dims : {size_t{256}, size_t{7}, size_t{1}}) {
+    auto random = [&] {
+      std::vector<float> v(dims);
+      for (auto& x : v)
+        x = unit(rng);
+      return v;
+    };
+    auto q = random();
+    std::vector<std::vector<float>> stored;
+    for (int i = 0; i < 50; ++i)
+      stored.push_back(random());
+    stored.push_back(stored[3]);  // a tie: the earlier one first
+    std::vector<const std::vector<float>*> ptrs;
+    for (auto& v : stored)
+      ptrs.push_back(&v);
+    ptrs[10] = nullptr;  // left out (in the window)
+    std::vector<std::pair<double, size_t>> plain;
+    for (size_t i = 0; i < stored.size(); ++i) {
+      if (!ptrs[i])
+        continue;
+      double dot = 0;
+      for (size_t d = 0; d < dims; ++d)
+        dot += static_cast<double>(q[d]) * stored[i][d];
+      if (dot >= 0.1)
+        plain.emplace_back(dot, i);
+    }
+    std::stable_sort(plain.begin(), plain.end(),
+                     [](auto& a, auto& b) { return a.first > b.first; });
+    auto got = rank_vectors(q, ptrs, 8, 0.1);
+    ASSERT_EQ(got.size(), std::min<size_t>(8, plain.size())) << dims;
+    for (size_t i = 0; i < got.size(); ++i) {
+      EXPECT_EQ(got[i], plain[i].second) << dims << " rank " << i;
+    }
+  }
+}
+
 TEST(recall_cache, remembered_terms_and_vectors_give_the_same_answers) {
   std::vector<std::pair<std::string, int64_t>> mem{
       {"I really love green tea", 1}, {"My name is Ann", 3}, {"I'm allergic to peanuts", 2},

@@ -1,0 +1,314 @@
+#include "persistence/recall_index.hpp"
+
+#include <algorithm>
+#include <atomic>
+#include <climits>
+#include <list>
+#include <mutex>
+#include <type_traits>
+#include <unordered_map>
+
+#include "memory/long_term.hpp"
+#include "memory/recall_cache.hpp"
+#include "persistence/store_backend.hpp"
+
+namespace ragtor {
+
+namespace {
+
+// What list_memories and recall read per user (store_backend.hpp).
+constexpr size_t max_rows = 200;
+
+struct memory_row {
+  std::string id;
+  std::string content;
+  int64_t created_at = 0;
+  int64_t expires_at = 0;  // 0: never
+  std::shared_ptr<const term_list> terms;
+
+  size_t bytes() const {
+    return sizeof *this + id.size() + content.size() + terms->size() * sizeof(uint64_t);
+  }
+};
+
+struct episode_row {
+  std::string id;
+  std::string conversation_id;
+  int64_t seq = 0;
+  int64_t created_at = 0;
+  std::shared_ptr<const std::vector<float>> vector;
+
+  size_t bytes() const {
+    return sizeof *this + id.size() + conversation_id.size() + vector->size() * sizeof(float);
+  }
+};
+
+// One user's rows as last read, newest first (created_at DESC, id: the
+// store's order).
+template <class Row>
+struct held_rows {
+  int64_t epoch = 0;
+  int64_t read_at = 0;              // when they were last read whole
+  int64_t valid_until = INT64_MAX;  // the first expiry among them
+  std::vector<Row> rows;
+  size_t bytes = 0;
+
+  // Sorts, keeps the newest max_rows and sums what they hold.
+  void settle() {
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+      return a.created_at != b.created_at ? a.created_at > b.created_at : a.id < b.id;
+    });
+    if (rows.size() > max_rows)
+      rows.resize(max_rows);
+    bytes = sizeof *this;
+    valid_until = INT64_MAX;
+    for (auto& r : rows) {
+      bytes += r.bytes();
+      if constexpr (std::is_same_v<Row, memory_row>)
+        if (r.expires_at > 0)
+          valid_until = std::min(valid_until, r.expires_at);
+    }
+  }
+
+  // Whether these rows can be brought up to date by reading only new ones.
+  bool current(int64_t epoch_now, int64_t now) const {
+    return epoch == epoch_now && now < valid_until
+           && now - read_at < recall_index::reread_after_ms && !rows.empty();
+  }
+
+  // Where new rows are looked for from.
+  int64_t since() const { return rows.front().created_at - recall_index::clock_margin_ms; }
+
+  // Whether a row read from since() is one of these.
+  bool holds(const std::string& id, int64_t from) const {
+    for (auto& r : rows) {
+      if (r.created_at < from)
+        return false;
+      if (r.id == id)
+        return true;
+    }
+    return false;
+  }
+};
+
+// Users' rows, bounded by bytes, least recently used dropped first.
+template <class V>
+class lru_map {
+public:
+  explicit lru_map(size_t budget) : budget_{budget} {}
+
+  std::shared_ptr<const V> find(const std::string& key) {
+    std::lock_guard guard{mu_};
+    auto i = map_.find(key);
+    if (i == map_.end())
+      return nullptr;
+    order_.splice(order_.begin(), order_, i->second.pos);
+    return i->second.value;
+  }
+
+  void put(const std::string& key, std::shared_ptr<const V> value) {
+    auto size = value->bytes + key.size() * 2 + 96;
+    std::lock_guard guard{mu_};
+    auto i = map_.find(key);
+    if (i != map_.end()) {
+      bytes_ -= i->second.bytes;
+      order_.erase(i->second.pos);
+      map_.erase(i);
+    }
+    if (size > budget_)
+      return;
+    order_.push_front(key);
+    map_.emplace(key, slot{std::move(value), order_.begin(), size});
+    bytes_ += size;
+    while (bytes_ > budget_) {
+      auto last = map_.find(order_.back());
+      bytes_ -= last->second.bytes;
+      map_.erase(last);
+      order_.pop_back();
+    }
+  }
+
+  std::pair<size_t, size_t> size() const {
+    std::lock_guard guard{mu_};
+    return {map_.size(), bytes_};
+  }
+
+private:
+  struct slot {
+    std::shared_ptr<const V> value;
+    std::list<std::string>::iterator pos;
+    size_t bytes;
+  };
+  mutable std::mutex mu_;
+  std::list<std::string> order_;
+  std::unordered_map<std::string, slot> map_;
+  size_t bytes_ = 0;
+  size_t budget_;
+};
+
+memory_row memory_row_of(memory_record&& m) {
+  memory_row r;
+  r.terms = memory_terms(m.content);
+  r.id = std::move(m.id);
+  r.content = std::move(m.content);
+  r.created_at = m.created_at;
+  r.expires_at = m.expires_at;
+  return r;
+}
+
+size_t recall_dims() {
+  static const size_t dims = episode_embedding("dims").size();
+  return dims;
+}
+
+// The newest episodes with their vectors: the keys, and the vectors
+// remembered for them; else one read of the vectors (which remembers them).
+std::vector<episode_row> read_episodes(store_backend& db, const std::string& user_id) {
+  std::vector<episode_row> rows;
+  auto keys = db.recent_episode_keys(user_id, max_rows);
+  for (auto& k : keys) {
+    auto v = remembered_episode_embedding(k.id);
+    if (!v)
+      break;
+    rows.push_back({std::move(k.id), std::move(k.conversation_id), k.seq, k.created_at,
+                    std::move(v)});
+  }
+  if (rows.size() == keys.size())
+    return rows;
+  rows.clear();
+  for (auto& e : db.recent_episodes(user_id, max_rows, false)) {
+    auto v = std::make_shared<const std::vector<float>>(
+        e.embedding.size() == recall_dims() ? std::move(e.embedding) : episode_embedding(e.text));
+    rows.push_back(
+        {std::move(e.id), std::move(e.conversation_id), e.seq, e.created_at, std::move(v)});
+  }
+  return rows;
+}
+
+}  // namespace
+
+struct recall_index::impl {
+  explicit impl(size_t budget) : memories{budget / 2}, episodes{budget - budget / 2} {}
+  lru_map<held_rows<memory_row>> memories;
+  lru_map<held_rows<episode_row>> episodes;
+  std::atomic<uint64_t> held{0}, added{0}, read{0};
+
+  // The user's rows brought up to date: `read_new(have, from, fresh)` puts
+  // the rows created since `from` that `have` does not hold into `fresh`
+  // (false: they cannot be added, read whole), `read_all` reads them whole.
+  template <class Row, class ReadNew, class ReadAll>
+  std::shared_ptr<const held_rows<Row>> refresh(lru_map<held_rows<Row>>& map,
+                                                const std::string& user_id, int64_t epoch,
+                                                int64_t now, ReadNew read_new, ReadAll read_all) {
+    if (auto have = map.find(user_id); have && have->current(epoch, now)) {
+      auto from = have->since();
+      std::vector<Row> fresh;
+      if (read_new(*have, from, fresh)) {
+        if (fresh.empty()) {
+          ++held;
+          return have;
+        }
+        auto next = std::make_shared<held_rows<Row>>(*have);
+        next->rows.insert(next->rows.end(), std::make_move_iterator(fresh.begin()),
+                          std::make_move_iterator(fresh.end()));
+        next->settle();
+        map.put(user_id, next);
+        ++added;
+        return next;
+      }
+    }
+    auto next = std::make_shared<held_rows<Row>>();
+    next->epoch = epoch;
+    next->read_at = now;
+    next->rows = read_all();
+    next->settle();
+    map.put(user_id, next);
+    ++read;
+    return next;
+  }
+};
+
+recall_index::recall_index(size_t budget_bytes) : impl_{std::make_unique<impl>(budget_bytes)} {}
+
+recall_index::~recall_index() = default;
+
+std::vector<std::string> recall_index::memories(store_backend& db, const std::string& user_id,
+                                                std::string_view question, int64_t now,
+                                                size_t limit) {
+  auto epoch = db.recall_epoch(user_id);
+  auto held = impl_->refresh(
+      impl_->memories, user_id, epoch, now,
+      [&](const held_rows<memory_row>& have, int64_t since, std::vector<memory_row>& fresh) {
+        for (auto& m : db.list_memories(user_id, now, since))
+          if (!have.holds(m.id, since))
+            fresh.push_back(memory_row_of(std::move(m)));
+        return true;
+      },
+      [&] {
+        std::vector<memory_row> out;
+        for (auto& m : db.list_memories(user_id, now))
+          out.push_back(memory_row_of(std::move(m)));
+        return out;
+      });
+  std::vector<term_item> items;
+  items.reserve(held->rows.size());
+  for (auto& r : held->rows)
+    items.push_back({r.terms.get(), r.created_at});
+  std::vector<std::string> out;
+  for (auto i : rank_by_terms(question, items, limit))
+    out.push_back(held->rows[i].content);
+  return out;
+}
+
+std::vector<std::string> recall_index::episodes(store_backend& db, const std::string& user_id,
+                                                std::string_view question,
+                                                const std::string& conversation_id,
+                                                int64_t window_start_seq, int64_t now,
+                                                size_t limit, double min_similarity) {
+  auto epoch = db.recall_epoch(user_id);
+  auto held = impl_->refresh(
+      impl_->episodes, user_id, epoch, now,
+      [&](const held_rows<episode_row>& have, int64_t since, std::vector<episode_row>& fresh) {
+        // New episodes written by this process have their vectors
+        // remembered; one written elsewhere makes the rows read whole.
+        for (auto& k : db.recent_episode_keys(user_id, max_rows, since)) {
+          if (have.holds(k.id, since))
+            continue;
+          auto v = remembered_episode_embedding(k.id);
+          if (!v)
+            return false;
+          fresh.push_back({std::move(k.id), std::move(k.conversation_id), k.seq, k.created_at,
+                           std::move(v)});
+        }
+        return true;
+      },
+      [&] { return read_episodes(db, user_id); });
+  const auto& rows = held->rows;
+  std::vector<const std::vector<float>*> vectors(rows.size(), nullptr);
+  bool any = false;
+  for (size_t i = 0; i < rows.size(); ++i)
+    if (!(rows[i].conversation_id == conversation_id && rows[i].seq >= window_start_seq)) {
+      vectors[i] = rows[i].vector.get();
+      any = true;
+    }
+  std::vector<std::string> out;
+  if (!any)
+    return out;  // nothing outside the window: the question need not be embedded
+  for (auto i : rank_vectors(episode_embedding(question), vectors, limit, min_similarity))
+    out.push_back(db.episode_text(rows[i].id));
+  return out;
+}
+
+recall_index::counters recall_index::stats() const {
+  counters c;
+  c.held = impl_->held;
+  c.added = impl_->added;
+  c.read = impl_->read;
+  auto [mu, mb] = impl_->memories.size();
+  auto [eu, eb] = impl_->episodes.size();
+  c.users = mu + eu;
+  c.bytes = mb + eb;
+  return c;
+}
+
+}  // namespace ragtor

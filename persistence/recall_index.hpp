@@ -1,0 +1,71 @@
+// Each user's recall rows kept in memory between turns (issue 20, target
+// 5): the newest 200 unexpired memories with their terms and the newest
+// 200 episodes' keys with their vectors, as the store last read them. A
+// turn reads the user's recall epoch (one key lookup) and only the rows
+// created since the newest one held (usually the previous turn's), instead
+// of the 200 + 200 rows every turn; ranking runs over what is held.
+//
+// Coherent across processes sharing one database (cluster frontends on
+// PostgreSQL): rows are only ever added at the newest end, and every write
+// that removes or changes one raises the user's epoch in its own
+// transaction (store_backend::recall_epoch), which makes the next turn read
+// the user's rows again. New rows are read from `created_at >=` the newest
+// held minus a margin for clocks that differ between nodes, and the rows
+// are read whole again after a while in any case (both below).
+//
+// Owned by the store (one per database), used by its reader threads at
+// once; bounded by bytes, least recently used users dropped first.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace ragtor {
+
+class store_backend;
+
+class recall_index {
+public:
+  // A new row is looked for from this long before the newest held.
+  static constexpr int64_t clock_margin_ms = 2000;
+  // A user's rows are read whole again when held longer than this.
+  static constexpr int64_t reread_after_ms = 5 * 60 * 1000;
+
+  // budget_bytes = 0 keeps nothing: every turn reads the rows whole.
+  explicit recall_index(size_t budget_bytes);
+  ~recall_index();
+  recall_index(const recall_index&) = delete;
+  recall_index& operator=(const recall_index&) = delete;
+
+  // The `limit` memories of the user most related to `question`: the same
+  // as recall_memories() over db.list_memories(user_id, now).
+  std::vector<std::string> memories(store_backend& db, const std::string& user_id,
+                                    std::string_view question, int64_t now, size_t limit = 5);
+
+  // The episodes recalled for `question`: the same as
+  // recall_episodes_from(db, user_id, question, ...), outside the window
+  // of `conversation_id` from `window_start_seq`.
+  std::vector<std::string> episodes(store_backend& db, const std::string& user_id,
+                                    std::string_view question, const std::string& conversation_id,
+                                    int64_t window_start_seq, int64_t now, size_t limit = 3,
+                                    double min_similarity = 0.25);
+
+  // How each look-up was served, for tests and benches.
+  struct counters {
+    uint64_t held = 0;     // nothing new: no row read but the epoch
+    uint64_t added = 0;    // new rows read and added to those held
+    uint64_t read = 0;     // read whole (first turn, another epoch, expiry, age)
+    size_t users = 0;      // users held (memories and episodes counted apart)
+    size_t bytes = 0;
+  };
+  counters stats() const;
+
+private:
+  struct impl;
+  std::unique_ptr<impl> impl_;
+};
+
+}  // namespace ragtor
