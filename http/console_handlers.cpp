@@ -25,6 +25,7 @@
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
 #include "http/sse_writer.hpp"
+#include "persistence/recall_index.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_object.hpp"
@@ -202,6 +203,24 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
                          "Heap bytes held by SQLite, page caches included.");
   metrics::append_sample(extra, "ragtor_sqlite_memory_bytes", "",
                          static_cast<double>(sqlite_backend::memory_used()));
+  // The per-user recall rows the store holds between turns.
+  auto recall = recall_index::process_stats();
+  metrics::append_header(extra, "ragtor_recall_index_bytes", "gauge",
+                         "Bytes of users' recall rows held between turns ([memory] "
+                         "recall_index_mb).");
+  metrics::append_sample(extra, "ragtor_recall_index_bytes", "",
+                         static_cast<double>(recall.bytes));
+  metrics::append_header(extra, "ragtor_recall_index_users", "gauge",
+                         "Users whose memories or episodes are held (each counted once per kind).");
+  metrics::append_sample(extra, "ragtor_recall_index_users", "",
+                         static_cast<double>(recall.users));
+  metrics::append_header(extra, "ragtor_recall_lookups_total", "counter",
+                         "Recall look-ups by how they were served: held (nothing new), added "
+                         "(only new rows read), read (rows read whole).");
+  for (auto [served, n] : {std::pair{"held", recall.held}, std::pair{"added", recall.added},
+                           std::pair{"read", recall.read}})
+    metrics::append_sample(extra, "ragtor_recall_lookups_total",
+                           std::string{"served=\""} + served + "\"", static_cast<double>(n));
   co_await reply_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8",
                       metrics::render(metrics::global(), extra));
 }

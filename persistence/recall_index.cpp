@@ -228,9 +228,39 @@ struct recall_index::impl {
   }
 };
 
-recall_index::recall_index(size_t budget_bytes) : impl_{std::make_unique<impl>(budget_bytes)} {}
+namespace {
 
-recall_index::~recall_index() = default;
+// Every live index of the process, for process_stats().
+std::mutex live_mu;
+std::vector<const recall_index*> live;
+
+}  // namespace
+
+recall_index::recall_index(size_t budget_bytes) : impl_{std::make_unique<impl>(budget_bytes)} {
+  if (budget_bytes == 0)
+    return;  // holds nothing: not worth counting (the read-whole path)
+  std::lock_guard guard{live_mu};
+  live.push_back(this);
+}
+
+recall_index::~recall_index() {
+  std::lock_guard guard{live_mu};
+  std::erase(live, this);
+}
+
+recall_index::counters recall_index::process_stats() {
+  counters sum;
+  std::lock_guard guard{live_mu};
+  for (auto* index : live) {
+    auto c = index->stats();
+    sum.held += c.held;
+    sum.added += c.added;
+    sum.read += c.read;
+    sum.users += c.users;
+    sum.bytes += c.bytes;
+  }
+  return sum;
+}
 
 std::vector<std::string> recall_index::memories(store_backend& db, const std::string& user_id,
                                                 std::string_view question, int64_t now,

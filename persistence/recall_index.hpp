@@ -62,6 +62,8 @@ public:
     size_t bytes = 0;
   };
   counters stats() const;
+  // The sums over every index of the process (the /metrics gauges).
+  static counters process_stats();
 
 private:
   struct impl;

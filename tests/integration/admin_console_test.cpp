@@ -311,6 +311,15 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
             sample(after, "ragtor_time_to_first_token_seconds_count"));
   EXPECT_EQ(sample(after, "ragtor_actors{kind=\"router\"}"), 1);
   EXPECT_GE(sample(after, "ragtor_active_sessions"), 4);
+  // Each turn recalled memories and episodes through the store's index:
+  // the user's first read them whole, later ones only what was new.
+  auto lookups = [&](const char* served) {
+    return moved(std::string{"ragtor_recall_lookups_total{served=\""} + served + "\"}");
+  };
+  EXPECT_EQ(lookups("held") + lookups("added") + lookups("read"), 8);
+  EXPECT_GE(lookups("read"), 2);
+  EXPECT_GE(sample(after, "ragtor_recall_index_users"), 2);
+  EXPECT_GT(sample(after, "ragtor_recall_index_bytes"), 0);
 
   // Valid exposition format, per Prometheus' own checker.
   temp_dir tmp{"metrics"};
