@@ -73,11 +73,14 @@ struct held_rows {
   // Whether these rows can be brought up to date by reading only new ones.
   bool current(int64_t epoch_now, int64_t now) const {
     return epoch == epoch_now && now < valid_until
-           && now - read_at < recall_index::reread_after_ms && !rows.empty();
+           && now - read_at < recall_index::reread_after_ms;
   }
 
-  // Where new rows are looked for from.
-  int64_t since() const { return rows.front().created_at - recall_index::clock_margin_ms; }
+  // Where new rows are looked for from (none held: from the start).
+  int64_t since() const {
+    return rows.empty() ? store_backend::all_time
+                        : rows.front().created_at - recall_index::late_row_margin_ms;
+  }
 
   // Whether a row read from since() is one of these.
   bool holds(const std::string& id, int64_t from) const {

@@ -10,8 +10,9 @@
 // that removes or changes one raises the user's epoch in its own
 // transaction (store_backend::recall_epoch), which makes the next turn read
 // the user's rows again. New rows are read from `created_at >=` the newest
-// held minus a margin for clocks that differ between nodes, and the rows
-// are read whole again after a while in any case (both below).
+// held minus a margin for rows committed after a newer one and for clocks
+// that differ between nodes, and the rows are read whole again after a
+// while in any case (both below).
 //
 // Owned by the store (one per database), used by its reader threads at
 // once; bounded by bytes, least recently used users dropped first.
@@ -29,8 +30,11 @@ class store_backend;
 
 class recall_index {
 public:
-  // A new row is looked for from this long before the newest held.
-  static constexpr int64_t clock_margin_ms = 2000;
+  // New rows are looked for from this long before the newest held: a row
+  // is stamped when its turn ends and committed a little later (the write
+  // queue; seconds under a burst), and another node's clock may be a
+  // little behind.
+  static constexpr int64_t late_row_margin_ms = 10000;
   // A user's rows are read whole again when held longer than this.
   static constexpr int64_t reread_after_ms = 5 * 60 * 1000;
 

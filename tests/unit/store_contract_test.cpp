@@ -428,6 +428,14 @@ TEST_P(store_contract, a_users_recall_rows_held_between_turns_follow_every_write
             index.memories(*db_, "eve", "lighthouse", 9500));
   EXPECT_EQ(none.stats().read, 1u);
   EXPECT_EQ(none.stats().users, 0u);
+  // A user with nothing stored is held too: no rows read the next turn.
+  recall_index fresh{16u << 20};
+  for (int turn = 0; turn < 2; ++turn) {
+    EXPECT_TRUE(fresh.memories(*db_, "nobody", "green tea", 9500).empty());
+    EXPECT_TRUE(fresh.episodes(*db_, "nobody", "green tea", "elsewhere", 0, 9500).empty());
+  }
+  EXPECT_EQ(fresh.stats().read, 2u);
+  EXPECT_EQ(fresh.stats().held, 2u);
 }
 
 TEST_P(store_contract, summaries_are_written_only_against_the_version_they_were_computed_from) {
