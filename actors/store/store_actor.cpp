@@ -69,26 +69,55 @@ caf::error not_found(const std::string& conversation_id) {
   return make_error(errc::not_found, "no conversation \"" + conversation_id + "\"");
 }
 
-// Queues `work` and answers the request once the worker reported back.
-// `work` returns R, or caf::expected<R> to refuse (e.g. not_found) without
-// failing the transaction.
+// What a job's result slot says, as the message that answers its request.
+template <class R>
+caf::message answer_of(std::optional<caf::expected<R>>& value, const std::string& error) {
+  if (!value.has_value())
+    return caf::make_message(make_error(errc::unavailable, "database error: " + error));
+  if (*value)
+    return caf::make_message(std::move(**value));
+  return caf::make_message(std::move(value->error()));
+}
+
+// Queues `work` and answers the request once it ran. `work` returns R, or
+// caf::expected<R> to refuse (e.g. not_found) without failing the
+// transaction.
+//
+// A request from an actor is answered by the worker thread that ran the
+// job, straight into the requester's mailbox (no execution unit: the
+// scheduler's thread-safe path, as anon_send from any thread), instead of
+// telling the store actor, which would then answer: one hand-off between
+// threads less per store request (docs/performance.md, "Answered from the
+// worker"). Anything else (a forwarded request, a plain message) is
+// answered by the store actor as before.
 template <class R, class F>
 caf::result<R> submit(store_ptr self, bool write, F work) {
   auto& st = self->state;
   auto rp = self->make_response_promise<R>();
-  auto id = ++st.next_job;
   auto value = std::make_shared<std::optional<caf::expected<R>>>();
+  auto run = [value, work](store_backend& db) { *value = work(db); };
+  caf::response_promise& untyped = rp;
+  if (untyped.pending() && untyped.id().is_request() && untyped.stages().empty()
+      && untyped.source()) {
+    auto done = [value, to = untyped.source(), from = self->ctrl(),
+                 mid = untyped.id().response_id()](const std::string& err) {
+      if (!err.empty())
+        value->reset();  // the transaction did not commit
+      to->enqueue(caf::make_mailbox_element(from, mid, {}, answer_of(*value, err)), nullptr);
+    };
+    if (write)
+      st.executor->submit_write(std::move(run), std::move(done));
+    else
+      st.executor->submit_read(std::move(run), std::move(done));
+    return rp;  // left pending: answered above, never by the promise
+  }
+  auto id = ++st.next_job;
   auto error = std::make_shared<std::string>();
   st.pending.emplace(id, [rp, value, error]() mutable {
-    if (!value->has_value())
-      rp.deliver(make_error(errc::unavailable, "database error: " + *error));
-    else if (**value)
-      rp.deliver(std::move(***value));
-    else
-      rp.deliver(std::move((*value)->error()));
+    caf::response_promise& untyped = rp;
+    untyped.deliver(answer_of(*value, *error));
   });
   auto handle = caf::actor_cast<store_actor>(self);
-  auto run = [value, work](store_backend& db) { *value = work(db); };
   auto done = [handle, id, value, error](const std::string& err) {
     if (!err.empty()) {
       value->reset();  // the transaction did not commit

@@ -110,6 +110,9 @@ TEST(openai_client, streams_a_completion_with_usage_and_reuses_the_connection) {
     EXPECT_EQ(r.done->tokens.prompt_tokens, 6) << "fake counts words of all messages";
   }
   EXPECT_EQ(fake.stat("connections_accepted"), 1) << "keep-alive: one connection for 3 calls";
+  // The fake counts a stream once its last bytes are written: the client
+  // can read them first.
+  EXPECT_TRUE(fake.wait_for_stat("streams_completed", 3, 5s));
   EXPECT_EQ(fake.stat("streams_completed"), 3);
   // The wire format is OpenAI's: model, messages, stream and usage request.
   auto body = json::parse(fake.stats().str("/last_chat_request"));
@@ -366,6 +369,7 @@ TEST(openai_client, many_concurrent_streams_complete) {
     ASSERT_FALSE(r.error) << i << ": " << r.error->message;
     EXPECT_EQ(r.text(), "question number " + std::to_string(i));
   }
+  EXPECT_TRUE(fake.wait_for_stat("streams_completed", n, 5s));
   EXPECT_EQ(fake.stat("streams_completed"), n);
 }
 
