@@ -43,6 +43,12 @@ turn_context read_turn_context(store_backend& db, const std::string& conversatio
                                int64_t now, recall_index* index) {
   recall_index none{0};
   auto& recall = index ? *index : none;
+  // Every part from one snapshot, in one read transaction.
+  struct snapshot {
+    store_backend& db;
+    explicit snapshot(store_backend& d) : db{d} { db.begin_read(); }
+    ~snapshot() { db.end_read(); }
+  } one_snapshot{db};
   turn_context out;
   auto part = [&](const char* name, auto&& read) {
     try {

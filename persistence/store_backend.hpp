@@ -49,6 +49,12 @@ public:
   // SQLite: nothing, one process owns the file).
   virtual void lock_schema() {}
   virtual void unlock_schema() {}
+  // Several reads on this connection as one snapshot (SQLite: one read
+  // transaction and its shared-memory locks instead of one per statement;
+  // PostgreSQL: nothing, each statement stays its own round trip).
+  // end_read() never throws.
+  virtual void begin_read() {}
+  virtual void end_read() noexcept {}
   virtual void record_migration(int version, std::string_view name, int64_t now_ms) = 0;
 
   // -- conversations ---------------------------------------------------------------

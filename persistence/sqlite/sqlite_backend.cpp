@@ -147,6 +147,26 @@ void sqlite_backend::rollback() {
   if (!sqlite3_get_autocommit(db_))
     exec("ROLLBACK");
 }
+void sqlite_backend::begin_read() {
+  // Inside a transaction already (a write job reading): that one is the
+  // snapshot.
+  if (read_open_ || !sqlite3_get_autocommit(db_))
+    return;
+  prepare("BEGIN").step();  // deferred: the first read takes the snapshot
+  read_open_ = true;
+}
+void sqlite_backend::end_read() noexcept {
+  if (!read_open_)
+    return;
+  read_open_ = false;
+  try {
+    if (!sqlite3_get_autocommit(db_))
+      prepare("COMMIT").step();
+  } catch (...) {
+    // A read-only transaction has nothing to lose; the next BEGIN reports
+    // a connection that is really broken.
+  }
+}
 void sqlite_backend::savepoint() {
   exec("SAVEPOINT job");
 }

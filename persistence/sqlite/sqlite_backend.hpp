@@ -74,6 +74,8 @@ public:
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms,
                                            int64_t since_ms = all_time) override;
   int64_t recall_epoch(const std::string& user_id) override;
+  void begin_read() override;
+  void end_read() noexcept override;
   int64_t delete_memories(const std::string& user_id, const std::string& id) override;
   void set_core_memory(const std::string& user_id, const std::string& profile_json,
                        int64_t now_ms) override;
@@ -88,6 +90,7 @@ public:
   std::vector<member_info> list_members() override;
 
 private:
+  bool read_open_ = false;  // begin_read() opened a transaction
   class statement;
   class statement_use;
   statement_use prepare(const char* sql);

@@ -320,6 +320,17 @@ TEST_P(store_contract, a_turns_context_in_one_read_is_what_the_separate_reads_gi
   EXPECT_EQ(ctx.memories, std::vector<std::string>{"prefers green tea"});
   EXPECT_EQ(ctx.episodes, recall_episodes_from(*db_, "di", question, t2.conversation_id, 3));
   EXPECT_EQ(ctx.episodes.size(), 1u);
+  // Read as one snapshot, and the connection is left as it was: outside a
+  // transaction, a write transaction can begin; inside one, the read joins
+  // it and leaves it open.
+  auto in_tx = tx([&](store_backend& db) {
+    auto c = read_turn_context(db, t2.conversation_id, "di", question, 7, 3, false, 30);
+    db.set_core_memory("di", R"({"name":"Di","tea":"green"})", 31);
+    return c;
+  });
+  EXPECT_TRUE(in_tx.failed.empty());
+  EXPECT_EQ(in_tx.memories, ctx.memories);
+  EXPECT_EQ(db_->core_memory("di"), R"({"name":"Di","tea":"green"})") << "the write committed";
   // Incognito: the window only, no memory of any kind (not the summary).
   auto quiet = read_turn_context(*db_, t2.conversation_id, "di", question, 7, 3, true, 30);
   EXPECT_EQ(quiet.history.size(), 3u);
