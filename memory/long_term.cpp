@@ -6,6 +6,7 @@
 #include <array>
 #include <bit>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <regex>
@@ -143,39 +144,52 @@ namespace {
 // id) — kept between turns, so a turn ranks the user's 200 newest memories
 // and episodes without tokenising or decoding them again (issue 20, target
 // 5). Thread-safe (readers of several threads rank at once); bounded by
-// bytes, cleared whole when full (a miss only costs the work again).
+// bytes, the oldest entries dropped first when full (a miss only costs the
+// work again).
 template <class V>
 class recall_memo {
 public:
   std::shared_ptr<const V> find(const std::string& key) {
     std::lock_guard guard{mu_};
     auto i = map_.find(key);
-    return i == map_.end() ? nullptr : i->second;
+    return i == map_.end() ? nullptr : i->second.first;
   }
 
   void add(const std::string& key, std::shared_ptr<const V> value, size_t bytes) {
     std::lock_guard guard{mu_};
-    bytes += key.size() + 64;
-    if (bytes_ + bytes > budget_) {
-      map_.clear();
-      bytes_ = 0;
-    }
+    bytes += 2 * key.size() + 96;
     if (bytes > budget_)
       return;
-    if (map_.emplace(key, std::move(value)).second)
-      bytes_ += bytes;
+    if (!map_.emplace(key, std::pair{std::move(value), bytes}).second)
+      return;
+    order_.push_back(key);
+    bytes_ += bytes;
+    // The oldest go first, a few at a time: clearing the whole memo at
+    // once freed megabytes of long-lived blocks together, and the holes
+    // they left kept the allocator's arenas growing under a soak
+    // (docs/security.md, "The memo's share of the slope").
+    while (bytes_ > budget_ && !order_.empty()) {
+      if (auto i = map_.find(order_.front()); i != map_.end()) {
+        bytes_ -= i->second.second;
+        map_.erase(i);
+      }
+      order_.pop_front();
+    }
   }
 
   void set_budget(size_t bytes) {
     std::lock_guard guard{mu_};
     budget_ = bytes;
     map_.clear();
+    order_.clear();
     bytes_ = 0;
   }
 
 private:
   std::mutex mu_;
-  std::unordered_map<std::string, std::shared_ptr<const V>> map_;
+  // Each entry with the bytes it was counted at.
+  std::unordered_map<std::string, std::pair<std::shared_ptr<const V>, size_t>> map_;
+  std::deque<std::string> order_;  // oldest first
   size_t bytes_ = 0;
   size_t budget_ = 8u << 20;
 };
