@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include "memory/long_term.hpp"
+#include "memory/recall_cache.hpp"
 
 namespace ragtor {
 namespace {
@@ -186,6 +187,19 @@ TEST(recall_cache, remembered_terms_and_vectors_give_the_same_answers) {
   // ...and with no budget nothing is kept.
   set_recall_cache_budget(0);
   EXPECT_EQ(stored_episode_embedding("ep-1", other), decode_embedding(other));
+  set_recall_cache_budget(16u << 20);
+}
+
+// A full memo forgets its oldest entries first (not everything at once):
+// after many more vectors than fit, the newest fifty are all still there.
+TEST(recall_cache, a_full_cache_forgets_its_oldest_vectors_first) {
+  set_recall_cache_budget(2 * 64 * 1024);  // vectors get half: ~55 of 1 KiB
+  std::vector<float> v(256, 0.5f);
+  for (int i = 0; i < 200; ++i)
+    remember_episode_embedding("oldest-first-" + std::to_string(i), v);
+  EXPECT_EQ(remembered_episode_embedding("oldest-first-0"), nullptr);
+  for (int i = 150; i < 200; ++i)
+    EXPECT_NE(remembered_episode_embedding("oldest-first-" + std::to_string(i)), nullptr) << i;
   set_recall_cache_budget(16u << 20);
 }
 
