@@ -4,6 +4,7 @@
 #include "persistence/recall_index.hpp"
 
 #include <chrono>
+#include <optional>
 #include <random>
 
 namespace ragtor {
@@ -41,8 +42,10 @@ turn_context read_turn_context(store_backend& db, const std::string& conversatio
                                const std::string& user_id, const std::string& question,
                                int32_t window_limit, int64_t window_start_seq, bool incognito,
                                int64_t now, recall_index* index) {
-  recall_index none{0};
-  auto& recall = index ? *index : none;
+  // Without an index, one that holds nothing (reads the rows whole), made
+  // only then: the store's turns pass theirs.
+  std::optional<recall_index> none;
+  auto& recall = index ? *index : none.emplace(0);
   // Every part from one snapshot, in one read transaction.
   struct snapshot {
     store_backend& db;
