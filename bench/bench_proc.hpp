@@ -13,6 +13,7 @@
 #include <sstream>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <vector>
 
@@ -95,13 +96,28 @@ double cpu_seconds(pid_t pid) {
   return static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
-size_t peak_rss_kib(pid_t pid) {
+// A line of /proc/PID/status in KiB ("VmHWM:", "VmRSS:"); 0 if absent.
+size_t status_kib(pid_t pid, std::string_view field) {
   std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
   std::string line;
   while (std::getline(in, line))
-    if (line.starts_with("VmHWM:"))
-      return std::stoul(line.substr(6));
+    if (line.starts_with(field))
+      return std::stoul(line.substr(field.size()));
   return 0;
+}
+
+size_t peak_rss_kib(pid_t pid) {
+  return status_kib(pid, "VmHWM:");
+}
+
+size_t rss_kib(pid_t pid) {
+  return status_kib(pid, "VmRSS:");
+}
+
+// Starts the peak (VmHWM) again from the current RSS (Linux >= 4.0), so a
+// row's peak is its own.
+void reset_peak_rss(pid_t pid) {
+  std::ofstream{"/proc/" + std::to_string(pid) + "/clear_refs"} << "5";
 }
 
 }  // namespace

@@ -257,9 +257,9 @@ int main(int argc, char** argv) {
                          "floor listening on http://", {}, scratch / "floor.log");
   std::printf(
       "| server | streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
-      "| gap p99 ms | tokens/s | errors | server peak RSS MiB | server CPU ms/turn "
+      "| gap p99 ms | tokens/s | errors | server peak RSS MiB | KiB per stream | server CPU ms/turn "
       "| CPU % server / model / client |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   for (auto n : levels) {
     for (int round = 0; round < rounds; ++round) {
@@ -289,6 +289,10 @@ int main(int argc, char** argv) {
         auto s = [](timeval t) { return static_cast<double>(t.tv_sec) + t.tv_usec / 1e6; };
         return s(ru.ru_utime) + s(ru.ru_stime);
       };
+      // Memory per open stream: the peak over the row less what the server
+      // held before it (meaningful when the streams are open together).
+      reset_peak_rss(server->pid);
+      auto rss_before = rss_kib(server->pid);
       double server_cpu0 = cpu_seconds(server->pid), model_cpu0 = cpu_seconds(fake.pid),
              client_cpu0 = self_cpu();
       auto t0 = steady::now();
@@ -306,13 +310,16 @@ int main(int argc, char** argv) {
         }
         delivered += s.tokens;
       }
-      std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f | %.2f "
-                  "| %.0f / %.0f / %.0f |\n",
+      auto peak = peak_rss_kib(server->pid);
+      std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f | %.1f "
+                  "| %.2f | %.0f / %.0f / %.0f |\n",
                   pass == 0 ? "ragtor" : pass == 1 ? "ragtor+console" : "floor", n,
                   static_cast<double>(ok) / secs, pct(ttft, 0.5), pct(ttft, 0.99),
                   pct(ttft, 0.5) - first_ms, pct(ttft, 0.99) - first_ms, pct(gaps, 0.99),
                   static_cast<double>(delivered) / secs, n - ok,
-                  static_cast<double>(peak_rss_kib(server->pid)) / 1024,
+                  static_cast<double>(peak) / 1024,
+                  peak > rss_before ? static_cast<double>(peak - rss_before) / static_cast<double>(n)
+                                    : 0.0,
                   ok > 0 ? 1000 * server_cpu / static_cast<double>(ok) : 0.0,
                   100 * server_cpu / secs, 100 * model_cpu / secs, 100 * client_cpu / secs);
       if (feed)

@@ -31,15 +31,6 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
-size_t rss_kib(pid_t pid) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/status"};
-  std::string line;
-  while (std::getline(in, line))
-    if (line.starts_with("VmRSS:"))
-      return std::stoul(line.substr(6));
-  return 0;
-}
-
 std::string post_stream(const std::string& user, const std::string& session, const std::string& rid,
                         const std::string& message = "Tell me everything about the harbour.") {
   std::string body = R"({"user_id":")" + user + R"(","session_id":")" + session

@@ -460,6 +460,11 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
           continue;
         }
         auto req = parser.release();
+        // Nothing pipelined behind the request: give the read buffer back
+        // while the reply runs (a chat stream may last minutes; the next
+        // request on the connection takes a new one).
+        if (buffer.size() == 0)
+          buffer.shrink_to_fit();
         bool keep = co_await dispatch(stream, req, target, match, nullptr, auth.key.get());
         if (!keep)
           break;

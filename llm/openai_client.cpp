@@ -268,7 +268,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
                                     http::request<http::string_body>& req,
                                     const stream_callbacks& cb, bool& delivered, std::string& text,
                                     completion& result, bool& header_seen, bool& reusable,
-                                    clock_type::time_point total_deadline) {
+                                    clock_type::time_point total_deadline,
+                                    std::string& retry_body) {
     attempt a;
     http::response_parser<http::buffer_body> p;
     p.body_limit(boost::none);
@@ -293,7 +294,9 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     auto status = p.get().result_int();
     // Deltas are a few hundred bytes: a small buffer keeps the frame of
     // every streaming request (one per open stream) small.
-    std::array<char, 4 * 1024> buf;
+    // 2 KiB holds about ten of them; what does not fit stays in the
+    // connection's buffer for the next turn of the loop, without a syscall.
+    std::array<char, 2 * 1024> buf;
     if (status < 200 || status > 299) {
       std::string body;
       while (!p.is_done() && body.size() < 64 * 1024) {
@@ -355,6 +358,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
           co_return a;
         }
         if (!chunk->delta.empty()) {
+          if (!delivered)  // no retry after the first token: the body is not needed again
+            std::string{}.swap(retry_body);
           delivered = true;
           text += chunk->delta;
           burst += chunk->delta;
@@ -530,9 +535,9 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
             result = completion{};
             if (c.tls)
               co_return co_await stream_on(*c.tls, c, *st, req, cb, delivered, text, result,
-                                           header_seen, reusable, total_deadline);
+                                           header_seen, reusable, total_deadline, body);
             co_return co_await stream_on(*c.plain, c, *st, req, cb, delivered, text, result,
-                                         header_seen, reusable, total_deadline);
+                                         header_seen, reusable, total_deadline, body);
           },
           [&] { return !delivered; }, total_deadline);
     } catch (const std::exception& e) {

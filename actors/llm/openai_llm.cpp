@@ -140,10 +140,14 @@ struct openai_llm_state {
 
 using self_ptr = measured_pointer<llm_actor, openai_llm_state>;
 
-std::vector<llm::citation_source> sources_of(const retrieval_result& evidence) {
+// The evidence's texts move into the citation parser: the prompt is built,
+// and the parser's copy is the one the call keeps while it streams.
+std::vector<llm::citation_source> sources_of(retrieval_result&& evidence) {
   std::vector<llm::citation_source> out;
+  out.reserve(evidence.retrieval_results.size());
   for (auto& item : evidence.retrieval_results)
-    out.push_back({item.doc_id, item.result_id, item.title, item.evidence});
+    out.push_back({std::move(item.doc_id), std::move(item.result_id), std::move(item.title),
+                   std::move(item.evidence)});
   return out;
 }
 
@@ -202,7 +206,7 @@ void start(self_ptr self, pending p) {
   c.shown = std::make_shared<shown_text>(std::move(p.sink), id,
                                          p.req.general || !p.req.cite
                                              ? std::vector<llm::citation_source>{}
-                                             : sources_of(p.req.evidence));
+                                             : sources_of(std::move(p.req.evidence)));
   llm::chat_params params;
   params.messages = std::move(prompt.messages);
   params.temperature = p.req.temperature >= 0 ? p.req.temperature : st.settings.temperature;

@@ -499,17 +499,24 @@ void generate(self_ptr self) {
   generation_request gr;
   gr.request_id = st.req.request_id;
   gr.question = st.question.empty() ? st.req.message : st.question;
-  gr.history = st.history;
-  gr.evidence = st.evidence;
   gr.general = st.route.worker_name.empty();
-  gr.core_memory = st.core_memory;
-  gr.memories = st.memories;
-  gr.episodic = st.episodic;
-  gr.summary = st.summary;
   gr.cite = st.route.kb.enable_source_citation;
   gr.temperature = st.req.temperature >= 0 ? st.req.temperature : st.route.kb.temperature;
   gr.max_tokens = st.req.max_tokens > 0 ? st.req.max_tokens : st.route.kb.max_tokens;
-  gr.instructions = st.instructions;
+  // The context goes to the gateway rather than a copy of it: the stream
+  // needs none of it again (done reports only the chunk ids), and a stream
+  // may stay open for minutes, so a copy would sit in every open stream
+  // (issue 20: memory per open stream).
+  auto input = generate_input(self);
+  gr.history = std::move(st.history);
+  gr.evidence = std::move(st.evidence);
+  st.evidence = {};
+  st.evidence.chunk_ids = gr.evidence.chunk_ids;
+  gr.core_memory = std::move(st.core_memory);
+  gr.memories = std::move(st.memories);
+  gr.episodic = std::move(st.episodic);
+  gr.summary = std::move(st.summary);
+  gr.instructions = std::move(st.instructions);
   auto sink = caf::actor_cast<token_sink_actor>(self);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
       .then(
@@ -519,12 +526,12 @@ void generate(self_ptr self) {
             if (st.gen.finish_reason == "cancelled" && !st.cancelled)
               st.cancelled = true;
             emit(self, make_progress_event("generation", 1, 1, st.route.agent_type, -1, ""));
-            log_node(self, "generate", generate_input(self), generate_output(self));
+            log_node(self, "generate", input, generate_output(self));
             persist(self);
           },
           [=](caf::error& err) {
             fail(self, err, "generation");
-            log_node(self, "generate", generate_input(self), generate_output(self));
+            log_node(self, "generate", input, generate_output(self));
             persist(self);
           });
 }

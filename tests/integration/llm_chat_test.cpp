@@ -7,6 +7,8 @@
 // the model's concurrency limit refuses extra work with a clear error.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tests/support/fake_openai.hpp"
 #include "tests/support/server_fixture.hpp"
 
@@ -59,6 +61,14 @@ TEST_F(llm_chat_test, streams_a_cited_answer_with_tags_stripped_and_quotes_verif
   EXPECT_EQ(cites[0].str("/doc_id"), "tea_brewing");
   EXPECT_EQ(cites[0].str("/quote"), green_tea_quote);
   EXPECT_FALSE(cites[0].str("/chunk_id").empty());
+  // done names the evidence the answer was built on (the stream hands the
+  // evidence itself to the gateway and keeps only its ids).
+  auto evidence = r.done->items("/content/reference/chunks");
+  ASSERT_FALSE(evidence.empty());
+  EXPECT_NE(std::find_if(evidence.begin(), evidence.end(),
+                         [&](auto& c) { return c.str("/chunk_id") == cites[0].str("/chunk_id"); }),
+            evidence.end())
+      << "the verified quote's chunk is among the turn's evidence";
   EXPECT_FALSE(cites[1].boolean("/verified")) << "a forged quote is flagged";
   EXPECT_FALSE(cites[2].boolean("/verified")) << "an unknown document is flagged";
   EXPECT_GT(r.done->integer("/content/usage/prompt_tokens"), 50);
