@@ -5,6 +5,7 @@
 #include <deque>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 
 #include <spdlog/spdlog.h>
@@ -64,7 +65,9 @@ struct session_state {
     queued_turn turn;
     turn_opened opened;
   };
-  std::optional<restart> restarting;
+  // Rare (a conversation deleted under an early-started turn): held by
+  // pointer, so an idle session does not carry a turn's worth of fields.
+  std::unique_ptr<restart> restarting;
   uint64_t epoch = 0;  // bumped on every activity; see the idle timer
 };
 
@@ -198,8 +201,8 @@ void start_next(session_ptr self) {
             lg->debug("session: {} opened in conversation {}, not {}: starting it again",
                       turn.req.request_id, opened.conversation_id, guess);
             self->send(early, atom::opened_v, turn_opened{}, false);
-            self->state.restarting =
-                session_state::restart{early.address(), std::move(turn), std::move(opened)};
+            self->state.restarting = std::make_unique<session_state::restart>(
+                session_state::restart{early.address(), std::move(turn), std::move(opened)});
           },
           [=](caf::error& err) mutable {
             lg->warn("session: storing the user message of {} failed: {}", turn.req.request_id,
