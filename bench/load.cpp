@@ -258,7 +258,7 @@ int main(int argc, char** argv) {
   std::printf(
       "| server | streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
       "| gap p99 ms | tokens/s | errors | server peak RSS MiB | KiB per stream | server CPU ms/turn "
-      "| CPU % server / model / client |\n");
+      "| CPU %% server / model / client |\n");
   std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   for (auto n : levels) {
