@@ -44,29 +44,61 @@ struct episode_row {
 };
 
 // One user's rows as last read, newest first (created_at DESC, id: the
-// store's order).
+// store's order). The rows are shared between versions: a turn that adds
+// its new rows makes a new version that points at the same held rows, so
+// nothing is copied but pointers, and a reader on another store thread
+// keeps the version it found.
 template <class Row>
 struct held_rows {
+  using row_ptr = std::shared_ptr<const Row>;
   int64_t epoch = 0;
   int64_t read_at = 0;              // when they were last read whole
   int64_t valid_until = INT64_MAX;  // the first expiry among them
-  std::vector<Row> rows;
+  std::vector<row_ptr> rows;
   size_t bytes = 0;
 
-  // Sorts, keeps the newest max_rows and sums what they hold.
-  void settle() {
-    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
-      return a.created_at != b.created_at ? a.created_at > b.created_at : a.id < b.id;
-    });
+  static bool newer(const row_ptr& a, const row_ptr& b) {
+    return a->created_at != b->created_at ? a->created_at > b->created_at : a->id < b->id;
+  }
+
+  static std::vector<row_ptr> shared(std::vector<Row>&& fresh) {
+    std::vector<row_ptr> out;
+    out.reserve(fresh.size());
+    for (auto& r : fresh)
+      out.push_back(std::make_shared<const Row>(std::move(r)));
+    std::sort(out.begin(), out.end(), newer);
+    return out;
+  }
+
+  // Rows read whole: sorts, keeps the newest max_rows.
+  void set(std::vector<Row>&& all) {
+    rows = shared(std::move(all));
     if (rows.size() > max_rows)
       rows.resize(max_rows);
+    settle();
+  }
+
+  // `have`'s rows and the new ones, merged in order (the held rows are
+  // sorted already), the newest max_rows kept.
+  void merge(const held_rows& have, std::vector<Row>&& fresh) {
+    auto add = shared(std::move(fresh));
+    rows.clear();
+    rows.reserve(std::min(max_rows, have.rows.size() + add.size()));
+    auto a = have.rows.begin(), b = add.begin();
+    while (rows.size() < max_rows && (a != have.rows.end() || b != add.end()))
+      rows.push_back(b == add.end() || (a != have.rows.end() && !newer(*b, *a)) ? *a++ : *b++);
+    settle();
+  }
+
+  // Sums what the rows hold and finds the first expiry.
+  void settle() {
     bytes = sizeof *this;
     valid_until = INT64_MAX;
     for (auto& r : rows) {
-      bytes += r.bytes();
+      bytes += r->bytes() + sizeof(row_ptr) + 16;  // 16: the shared block's counts
       if constexpr (std::is_same_v<Row, memory_row>)
-        if (r.expires_at > 0)
-          valid_until = std::min(valid_until, r.expires_at);
+        if (r->expires_at > 0)
+          valid_until = std::min(valid_until, r->expires_at);
     }
   }
 
@@ -79,15 +111,15 @@ struct held_rows {
   // Where new rows are looked for from (none held: from the start).
   int64_t since() const {
     return rows.empty() ? store_backend::all_time
-                        : rows.front().created_at - recall_index::late_row_margin_ms;
+                        : rows.front()->created_at - recall_index::late_row_margin_ms;
   }
 
   // Whether a row read from since() is one of these.
   bool holds(const std::string& id, int64_t from) const {
     for (auto& r : rows) {
-      if (r.created_at < from)
+      if (r->created_at < from)
         return false;
-      if (r.id == id)
+      if (r->id == id)
         return true;
     }
     return false;
@@ -211,10 +243,10 @@ struct recall_index::impl {
           ++held;
           return have;
         }
-        auto next = std::make_shared<held_rows<Row>>(*have);
-        next->rows.insert(next->rows.end(), std::make_move_iterator(fresh.begin()),
-                          std::make_move_iterator(fresh.end()));
-        next->settle();
+        auto next = std::make_shared<held_rows<Row>>();
+        next->epoch = have->epoch;
+        next->read_at = have->read_at;
+        next->merge(*have, std::move(fresh));
         map.put(user_id, next);
         ++added;
         return next;
@@ -223,8 +255,7 @@ struct recall_index::impl {
     auto next = std::make_shared<held_rows<Row>>();
     next->epoch = epoch;
     next->read_at = now;
-    next->rows = read_all();
-    next->settle();
+    next->set(read_all());
     map.put(user_id, next);
     ++read;
     return next;
@@ -286,10 +317,10 @@ std::vector<std::string> recall_index::memories(store_backend& db, const std::st
   std::vector<term_item> items;
   items.reserve(held->rows.size());
   for (auto& r : held->rows)
-    items.push_back({r.terms.get(), r.created_at});
+    items.push_back({r->terms.get(), r->created_at});
   std::vector<std::string> out;
   for (auto i : rank_by_terms(question, items, limit))
-    out.push_back(held->rows[i].content);
+    out.push_back(held->rows[i]->content);
   return out;
 }
 
@@ -320,15 +351,15 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
   std::vector<const std::vector<float>*> vectors(rows.size(), nullptr);
   bool any = false;
   for (size_t i = 0; i < rows.size(); ++i)
-    if (!(rows[i].conversation_id == conversation_id && rows[i].seq >= window_start_seq)) {
-      vectors[i] = rows[i].vector.get();
+    if (!(rows[i]->conversation_id == conversation_id && rows[i]->seq >= window_start_seq)) {
+      vectors[i] = rows[i]->vector.get();
       any = true;
     }
   std::vector<std::string> out;
   if (!any)
     return out;  // nothing outside the window: the question need not be embedded
   for (auto i : rank_vectors(episode_embedding(question), vectors, limit, min_similarity))
-    out.push_back(db.episode_text(rows[i].id));
+    out.push_back(db.episode_text(rows[i]->id));
   return out;
 }
 
