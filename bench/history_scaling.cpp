@@ -10,7 +10,11 @@
 // the user with no history. Never asserts.
 //
 //   build/bench/bench_history_scaling [--turns 100000] [--samples 300] [--recall-cache-mb 16]
-//       [--recall-index-mb 16]
+//       [--recall-index-mb 16] [--postgres DSN]
+//
+// --postgres runs it on PostgreSQL instead (migrations applied; the users'
+// names carry a run id, so a database used before does not mix in):
+// tests/fixtures/pg_cluster start DIR PORT prints a DSN.
 //
 // --recall-cache-mb is the server's `[memory] recall_cache_mb` (0: recall
 // tokenises memories and decodes episode vectors on every turn);
@@ -33,6 +37,7 @@
 #include "memory/recall_cache.hpp"
 #include "persistence/migrations.hpp"
 #include "persistence/recall_index.hpp"
+#include "persistence/postgres/pg_backend.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
 #include "persistence/store_backend.hpp"
 #include "protocol/type_ids.hpp"
@@ -115,6 +120,7 @@ int main(int argc, char** argv) {
   int samples = 300;
   int cache_mb = 16;
   int index_mb = 16;
+  std::string dsn;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i];
     if (a == "--turns")
@@ -125,18 +131,28 @@ int main(int argc, char** argv) {
       cache_mb = std::stoi(argv[i + 1]);
     else if (a == "--recall-index-mb")
       index_mb = std::stoi(argv[i + 1]);
+    else if (a == "--postgres")
+      dsn = argv[i + 1];
   }
   set_recall_cache_budget(static_cast<size_t>(cache_mb) << 20);
   auto dir = std::filesystem::temp_directory_path() / ("ragtor-bench-history-" + new_id());
   std::filesystem::create_directories(dir);
   auto path = dir / "bench.db";
+  auto open = [&]() -> std::unique_ptr<store_backend> {
+    if (!dsn.empty())
+      return std::make_unique<pg_backend>(dsn);
+    return std::make_unique<sqlite_backend>(path);
+  };
+  const char* backend_name = dsn.empty() ? "SQLite" : "PostgreSQL";
+  auto run_id = new_id().substr(0, 8);
 
   std::vector<user_case> users;
   for (size_t n : {size_t{0}, size_t{200}, size_t{10000}, max_turns})
     if (n <= max_turns && (users.empty() || users.back().turns < n || n == 0))
-      users.push_back({"user-" + std::to_string(n), n, "", 0});
+      users.push_back({"user-" + run_id + "-" + std::to_string(n), n, "", 0});
   {
-    sqlite_backend db{path};
+    auto db_ptr = open();
+    auto& db = *db_ptr;
     apply_migrations(db, embedded_migrations());
     for (auto& u : users) {
       auto t0 = steady::now();
@@ -159,6 +175,7 @@ int main(int argc, char** argv) {
   caf::scoped_actor self{sys};
   store_options so;
   so.sqlite_path = path;
+  so.postgres_dsn = dsn;
   so.recall_index_bytes = static_cast<size_t>(index_mb) << 20;
   auto store = *spawn_store(sys, so);
   bool failed = false;
@@ -188,7 +205,8 @@ int main(int argc, char** argv) {
   // own recall index, timed part by part for the breakdown: `steps` gets
   // window+summary+core, memories, episodes.
   constexpr size_t n_steps = 3;
-  sqlite_backend direct{path};
+  auto direct_db = open();
+  auto& direct = *direct_db;
   recall_index index{static_cast<size_t>(index_mb) << 20}, none{0};
   auto breakdown = [&](const user_case& u, recall_index& index,
                        std::array<double, n_steps>& steps) {
@@ -272,9 +290,9 @@ int main(int argc, char** argv) {
                 static_cast<unsigned long long>(c.held), static_cast<unsigned long long>(c.added),
                 static_cast<unsigned long long>(c.read));
   }
-  std::printf("\ncontext of one turn, %d samples each (SQLite), recall cache %d MiB, recall "
+  std::printf("\ncontext of one turn, %d samples each (%s), recall cache %d MiB, recall "
               "index %d MiB\n",
-              samples, cache_mb, index_mb);
+              samples, backend_name, cache_mb, index_mb);
   std::printf(
       "(through the actor: the one request the stream sends to the store actor; direct: the "
       "same work called on a connection, with the index and part by part; read whole: "

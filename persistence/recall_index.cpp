@@ -298,10 +298,9 @@ recall_index::counters recall_index::process_stats() {
 
 std::vector<std::string> recall_index::memories(store_backend& db, const std::string& user_id,
                                                 std::string_view question, int64_t now,
-                                                size_t limit) {
-  auto epoch = db.recall_epoch(user_id);
+                                                size_t limit, std::optional<int64_t> epoch) {
   auto held = impl_->refresh(
-      impl_->memories, user_id, epoch, now,
+      impl_->memories, user_id, epoch ? *epoch : db.recall_epoch(user_id), now,
       [&](const held_rows<memory_row>& have, int64_t since, std::vector<memory_row>& fresh) {
         for (auto& m : db.list_memories(user_id, now, since))
           if (!have.holds(m.id, since))
@@ -328,10 +327,10 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
                                                 std::string_view question,
                                                 const std::string& conversation_id,
                                                 int64_t window_start_seq, int64_t now,
-                                                size_t limit, double min_similarity) {
-  auto epoch = db.recall_epoch(user_id);
+                                                size_t limit, double min_similarity,
+                                                std::optional<int64_t> epoch) {
   auto held = impl_->refresh(
-      impl_->episodes, user_id, epoch, now,
+      impl_->episodes, user_id, epoch ? *epoch : db.recall_epoch(user_id), now,
       [&](const held_rows<episode_row>& have, int64_t since, std::vector<episode_row>& fresh) {
         // New episodes written by this process have their vectors
         // remembered; one written elsewhere makes the rows read whole.
@@ -355,12 +354,14 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
       vectors[i] = rows[i]->vector.get();
       any = true;
     }
-  std::vector<std::string> out;
   if (!any)
-    return out;  // nothing outside the window: the question need not be embedded
+    return {};  // nothing outside the window: the question need not be embedded
+  std::vector<std::string> ids;
   for (auto i : rank_vectors(episode_embedding(question), vectors, limit, min_similarity))
-    out.push_back(db.episode_text(rows[i]->id));
-  return out;
+    ids.push_back(rows[i]->id);
+  if (ids.empty())
+    return {};
+  return db.episode_texts(ids);
 }
 
 recall_index::counters recall_index::stats() const {

@@ -20,6 +20,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,6 +38,11 @@ public:
   static constexpr int64_t late_row_margin_ms = 10000;
   // A user's rows are read whole again when held longer than this.
   static constexpr int64_t reread_after_ms = 5 * 60 * 1000;
+  // What a turn recalls by default: memories, episodes, and the least
+  // similarity an episode needs.
+  static constexpr size_t memories_per_turn = 5;
+  static constexpr size_t episodes_per_turn = 3;
+  static constexpr double episode_min_similarity = 0.25;
 
   // budget_bytes = 0 keeps nothing: every turn reads the rows whole.
   explicit recall_index(size_t budget_bytes);
@@ -46,16 +52,22 @@ public:
 
   // The `limit` memories of the user most related to `question`: the same
   // as recall_memories() over db.list_memories(user_id, now).
+  // `epoch`: the user's recall epoch when the caller read it already (one
+  // read for both parts of a turn); else read here.
   std::vector<std::string> memories(store_backend& db, const std::string& user_id,
-                                    std::string_view question, int64_t now, size_t limit = 5);
+                                    std::string_view question, int64_t now,
+                                    size_t limit = memories_per_turn,
+                                    std::optional<int64_t> epoch = std::nullopt);
 
   // The episodes recalled for `question`: the same as
   // recall_episodes_from(db, user_id, question, ...), outside the window
   // of `conversation_id` from `window_start_seq`.
   std::vector<std::string> episodes(store_backend& db, const std::string& user_id,
                                     std::string_view question, const std::string& conversation_id,
-                                    int64_t window_start_seq, int64_t now, size_t limit = 3,
-                                    double min_similarity = 0.25);
+                                    int64_t window_start_seq, int64_t now,
+                                    size_t limit = episodes_per_turn,
+                                    double min_similarity = episode_min_similarity,
+                                    std::optional<int64_t> epoch = std::nullopt);
 
   // How each look-up was served, for tests and benches.
   struct counters {

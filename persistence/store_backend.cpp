@@ -66,9 +66,21 @@ turn_context read_turn_context(store_backend& db, const std::string& conversatio
     return out;
   part("summary", [&] { out.summary = db.load_summary(conversation_id).summary; });
   part("core memory", [&] { out.core_memory = db.core_memory(user_id); });
-  part("memories", [&] { out.memories = recall.memories(db, user_id, question, now); });
+  // The user's recall epoch, read once for both parts; if it cannot be
+  // read, each part tries on its own and fails on its own.
+  std::optional<int64_t> epoch;
+  try {
+    epoch = db.recall_epoch(user_id);
+  } catch (const std::exception&) {
+  }
+  part("memories", [&] {
+    out.memories = recall.memories(db, user_id, question, now, recall_index::memories_per_turn,
+                                   epoch);
+  });
   part("episodes", [&] {
-    out.episodes = recall.episodes(db, user_id, question, conversation_id, window_start_seq, now);
+    out.episodes = recall.episodes(db, user_id, question, conversation_id, window_start_seq, now,
+                                   recall_index::episodes_per_turn,
+                                   recall_index::episode_min_similarity, epoch);
   });
   return out;
 }

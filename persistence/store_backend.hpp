@@ -130,8 +130,10 @@ public:
   virtual std::vector<episode_record> recent_episode_keys(const std::string& user_id,
                                                           int32_t limit,
                                                           int64_t since_ms = all_time) = 0;
-  // One episode's text ("" when there is none).
-  virtual std::string episode_text(const std::string& id) = 0;
+  // The texts of these episodes, in the order of `ids` ("" for one that
+  // is not there): recall reads the few it keeps at once (one round trip
+  // on PostgreSQL).
+  virtual std::vector<std::string> episode_texts(const std::vector<std::string>& ids) = 0;
   // The newest 200 unexpired memories (with `since_ms`, only those created
   // at or after it).
   virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms,

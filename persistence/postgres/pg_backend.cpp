@@ -633,9 +633,32 @@ std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_
   return out;
 }
 
-std::string pg_backend::episode_text(const std::string& id) {
-  auto r = run("SELECT text FROM episodes WHERE id = $1", {id});
-  return r.rows() ? r.text(0, 0) : std::string{};
+std::vector<std::string> pg_backend::episode_texts(const std::vector<std::string>& ids) {
+  std::vector<std::string> out(ids.size());
+  if (ids.empty())
+    return out;
+  // One round trip: the ids as a text[] literal, each element quoted.
+  std::string array = "{";
+  for (auto& id : ids) {
+    if (array.size() > 1)
+      array += ',';
+    array += '"';
+    for (char c : id) {
+      if (c == '"' || c == '\\')
+        array += '\\';
+      array += c;
+    }
+    array += '"';
+  }
+  array += '}';
+  auto r = run("SELECT id, text FROM episodes WHERE id = ANY($1::text[])", {array});
+  for (int row = 0; row < r.rows(); ++row) {
+    auto id = r.text(row, 0);
+    for (size_t i = 0; i < ids.size(); ++i)
+      if (ids[i] == id)
+        out[i] = r.text(row, 1);
+  }
+  return out;
 }
 
 std::string pg_backend::load_flow_state(const std::string& conversation_id) {

@@ -649,10 +649,17 @@ std::vector<episode_record> sqlite_backend::recent_episode_keys(const std::strin
   return out;
 }
 
-std::string sqlite_backend::episode_text(const std::string& id) {
-  auto st = prepare("SELECT text FROM episodes WHERE id = ?");
-  st.bind(id);
-  return st.step() ? st.text(0) : std::string{};
+std::vector<std::string> sqlite_backend::episode_texts(const std::vector<std::string>& ids) {
+  // One prepared statement per id: in process, a statement costs no round
+  // trip.
+  std::vector<std::string> out;
+  out.reserve(ids.size());
+  for (auto& id : ids) {
+    auto st = prepare("SELECT text FROM episodes WHERE id = ?");
+    st.bind(id);
+    out.push_back(st.step() ? st.text(0) : std::string{});
+  }
+  return out;
 }
 
 std::string sqlite_backend::load_flow_state(const std::string& conversation_id) {

@@ -70,7 +70,7 @@ public:
                                               bool texts = true) override;
   std::vector<episode_record> recent_episode_keys(const std::string& user_id, int32_t limit,
                                                   int64_t since_ms = all_time) override;
-  std::string episode_text(const std::string& id) override;
+  std::vector<std::string> episode_texts(const std::vector<std::string>& ids) override;
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms,
                                            int64_t since_ms = all_time) override;
   int64_t recall_epoch(const std::string& user_id) override;

@@ -181,10 +181,26 @@ TEST_P(store_contract, episodes_are_kept_per_user_newest_first_and_cleared) {
   ASSERT_EQ(eps.size(), 2u);
   EXPECT_EQ(eps[0].text, "second");
   EXPECT_EQ(eps[0].seq, 2);
+  // Texts by id, at once: in the order asked, "" for an id not there, and
+  // an id with a quote and a backslash read as written.
+  episode_record odd;
+  odd.id = R"(we"ird\id)";
+  odd.conversation_id = b.conversation_id;
+  odd.user_id = "bob";
+  odd.seq = b.seq + 1;
+  odd.text = "odd one";
+  odd.created_at = 40;
+  tx([&](store_backend& db) {
+    db.add_episode(odd);
+    return 0;
+  });
+  EXPECT_EQ(db_->episode_texts({eps[1].id, "no-such-episode", odd.id, eps[0].id}),
+            (std::vector<std::string>{"first", "", "odd one", "second"}));
+  EXPECT_TRUE(db_->episode_texts({}).empty());
   EXPECT_EQ(db_->recent_episodes("ann", 1).size(), 1u);
   tx([&](store_backend& db) { return db.clear_conversation("ann", "s1"); });
   EXPECT_TRUE(db_->recent_episodes("ann", 10).empty()) << "clear drops the episodes";
-  EXPECT_EQ(db_->recent_episodes("bob", 10).size(), 1u);
+  EXPECT_EQ(db_->recent_episodes("bob", 10).size(), 2u);
 }
 
 // Recall by index (recent episodes ranked by stored embeddings, then a few
