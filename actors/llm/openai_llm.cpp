@@ -185,16 +185,18 @@ void start_next(self_ptr self);
 void start(self_ptr self, pending p) {
   auto& st = self->state;
   auto id = p.req.request_id;
+  // The request's parts move into the prompt's inputs: this actor builds
+  // every call's prompt, so copies here are paid one call after another.
   llm::prompt_inputs in;
-  in.system_instructions =
-      p.req.instructions.empty() ? st.settings.system_instructions : p.req.instructions;
+  in.system_instructions = p.req.instructions.empty() ? st.settings.system_instructions
+                                                      : std::move(p.req.instructions);
   in.evidence = p.req.general ? nullptr : &p.req.evidence;
-  in.window = p.req.history;
-  in.core_memory = p.req.core_memory;
-  in.memories = p.req.memories;
-  in.episodic = p.req.episodic;
-  in.summary = p.req.summary;
-  in.question = p.req.question;
+  in.window = std::move(p.req.history);
+  in.core_memory = std::move(p.req.core_memory);
+  in.memories = std::move(p.req.memories);
+  in.episodic = std::move(p.req.episodic);
+  in.summary = std::move(p.req.summary);
+  in.question = std::move(p.req.question);
   in.budget_tokens = st.settings.prompt_budget_tokens;
   in.citations = !p.req.general && p.req.cite;
   auto prompt = llm::build_prompt(in);
