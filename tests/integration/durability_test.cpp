@@ -138,7 +138,9 @@ TEST(outage_test, requests_fail_cleanly_then_recover_without_restart) {
   // Directly under /tmp: the postgres user must be able to reach it.
   auto pg_dir =
       std::filesystem::temp_directory_path() / ("ragtor-outage-" + std::to_string(getpid()));
-  auto port = std::to_string(56000 + getpid() % 1000);
+  // A port free now (a fixed range inside the ephemeral one could be held
+  // by any client connection on the machine).
+  auto port = std::to_string(free_port());
   auto dsn = shell(cluster_script() + " start " + pg_dir.string() + " " + port);
   struct cleanup {
     std::string cmd;
