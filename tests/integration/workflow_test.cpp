@@ -288,6 +288,35 @@ TEST_F(workflow_test, http_json_tools_are_a_source) {
   EXPECT_NE(gen.dump().find("left the depot on Monday"), std::string::npos);
 }
 
+TEST_F(workflow_test, a_redirect_from_a_tool_is_not_followed) {
+  // The tool's host is allowed, but it answers 307 to another path: the
+  // tool call fails (no results) and the redirect target is never asked.
+  auto url = "http://127.0.0.1:" + std::to_string(fake_.port()) + "/_fake/tool_redirect";
+  call("POST", "/api/v1/kbs",
+       R"({"name":"shop","answer_mode":"workflow","workflow":{"model_retries":0,)"
+       R"("tools":[{"name":"orders","url":")" + url + R"("}],)"
+       R"("intents":[{"l2":"order_status","description":"where is my order",)"
+       R"("slots":[{"name":"order_id","description":"order number"}],"sources":["tool:orders"]}]}})",
+       201);
+  auto rules = rule(intent_sys, "", R"({"intent": "order_status"})") + ","
+               + rule(slots_sys, "A-77", R"({"slots": {"order_id": "A-77"}})");
+  fake_.set_script(
+      R"({"tool_reply":{"results":[{"id":"A-77","title":"Order A-77","text":"Order A-77 left the depot on Monday."}]},)"
+      R"("default":{"reply":"I could not find that order."},"rules":[)"
+      + rules + "]}");
+  auto r = chat_stream(port(), chat_body("wanda", "s1", "Where is my order A-77?", "shop",
+                                         {{"debug", "true", true}}));
+  ASSERT_TRUE(well_formed_stream(r));
+  auto rounds = r.execution_logs("retrieval");
+  ASSERT_FALSE(rounds.empty());
+  EXPECT_EQ(rounds[0].str("/output/source"), "tool:orders");
+  EXPECT_EQ(rounds[0].integer("/output/results"), 0);
+  EXPECT_GE(fake_.stat("tool_redirects"), 1);
+  EXPECT_EQ(fake_.stat("tool_requests"), 0) << "the redirect was followed";
+  auto gen = json::parse(fake_.stats().str("/last_chat_request"));
+  EXPECT_EQ(gen.dump().find("left the depot"), std::string::npos);
+}
+
 TEST_F(workflow_test, model_calls_are_retried_with_backoff) {
   // The intent call fails once (HTTP 500); model_retries 1 retries it.
   call("POST", "/api/v1/kbs",
