@@ -71,6 +71,31 @@ std::string answer_of(size_t i) {
   return a;
 }
 
+// What a finished turn leaves for recall: its episode (with the vector the
+// store actor computes) and a stated memory, stamped `at`. Returns the
+// episode's id.
+std::string add_turn_rows(store_backend& db, const std::string& user,
+                          const std::string& conversation, int64_t seq, const std::string& text,
+                          const std::string& memory, int64_t at) {
+  episode_record e;
+  e.id = new_id();
+  e.conversation_id = conversation;
+  e.user_id = user;
+  e.seq = seq;
+  e.text = text;
+  e.created_at = at;
+  e.embedding = episode_embedding(e.text);
+  db.add_episode(e);
+  remember_episode_embedding(e.id, e.embedding);  // as the store actor does
+  memory_record mem;
+  mem.user_id = user;
+  mem.kind = "preference";
+  mem.content = memory;
+  mem.created_at = at;
+  db.add_memory(mem);
+  return e.id;
+}
+
 // Writes `turns` turns of user `user` (set-up, one transaction).
 void write_history(store_backend& db, const std::string& user, size_t turns) {
   auto now = now_ms();
@@ -88,20 +113,9 @@ void write_history(store_backend& db, const std::string& user, size_t turns) {
     m.request_id = "r" + std::to_string(i);
     m.created_at_ms = t;
     db.finish_turn(m, t);
-    episode_record e;
-    e.conversation_id = opened.conversation_id;
-    e.user_id = user;
-    e.seq = opened.seq + 1;
-    e.text = episode_text(q, a);
-    e.created_at = t;
-    e.embedding = episode_embedding(e.text);  // as the store actor does
-    db.add_episode(e);
-    memory_record mem;
-    mem.user_id = user;
-    mem.kind = "preference";
-    mem.content = "I prefer option " + std::to_string(i) + " for " + topics[i % std::size(topics)];
-    mem.created_at = t;
-    db.add_memory(mem);
+    add_turn_rows(db, user, opened.conversation_id, opened.seq + 1, episode_text(q, a),
+                  "I prefer option " + std::to_string(i) + " for " + topics[i % std::size(topics)],
+                  t);
   }
   db.commit();
 }
@@ -261,24 +275,12 @@ int main(int argc, char** argv) {
   for (int s = 0; s < samples && !failed; ++s)
     for (size_t i = 1; i < users.size(); ++i) {
       auto& u = users[i];
-      auto t = turns_from + (s + 1) * int64_t{20000};
-      episode_record e;
-      e.id = new_id();
-      e.conversation_id = u.conversation;
-      e.user_id = u.user;
-      e.seq = u.seq - window - 1;  // outside the measured turn's window
-      e.text = episode_text(question_of(s), answer_of(s));
-      e.created_at = t;
-      e.embedding = episode_embedding(e.text);
-      direct.add_episode(e);
-      remember_episode_embedding(e.id, e.embedding);
-      memory_record mem;
-      mem.user_id = u.user;
-      mem.kind = "preference";
-      mem.content = "Lately I lean towards plan " + std::to_string(s) + " for "
-                    + topics[s % std::size(topics)];
-      mem.created_at = t;
-      direct.add_memory(mem);
+      // The episode lies outside the measured turn's window.
+      add_turn_rows(direct, u.user, u.conversation, u.seq - window - 1,
+                    episode_text(question_of(s), answer_of(s)),
+                    "Lately I lean towards plan " + std::to_string(s) + " for "
+                        + topics[s % std::size(topics)],
+                    turns_from + (s + 1) * int64_t{20000});
       std::array<double, n_steps> steps{};
       breakdown(u, adding, steps);
       added_ms[i].push_back(steps[0] + steps[1] + steps[2]);

@@ -74,6 +74,31 @@ protected:
 
   // KB "lock" (answer_mode workflow) searching `sources` first for the
   // battery intent; KB "notes" has nothing about batteries.
+  // The fake's script for an order A-77 question on make_orders_kb's KB:
+  // the tool knows the order, the model answers `reply` by default, and
+  // the intent and slot rules come first, then `more_rules`.
+  void script_orders(const std::string& reply, const std::string& more_rules = "") {
+    auto rules = rule(intent_sys, "", R"({"intent": "order_status"})") + ","
+                 + rule(slots_sys, "A-77", R"({"slots": {"order_id": "A-77"}})")
+                 + (more_rules.empty() ? "" : "," + more_rules);
+    fake_.set_script(
+        R"({"tool_reply":{"results":[{"id":"A-77","title":"Order A-77","text":"Order A-77 left the depot on Monday."}]},)"
+        R"("default":{"reply":)" + json_quote(reply) + R"(},"rules":[)" + rules + "]}");
+  }
+
+  // KB "shop": an order_status intent (slot order_id) answered by the
+  // HTTP JSON tool "orders" at `tool_path` on the fake.
+  void make_orders_kb(const std::string& tool_path) {
+    auto url = "http://127.0.0.1:" + std::to_string(fake_.port()) + tool_path;
+    call("POST", "/api/v1/kbs",
+         R"({"name":"shop","answer_mode":"workflow","workflow":{"model_retries":0,)"
+         R"("tools":[{"name":"orders","url":")" + url + R"("}],)"
+         R"("intents":[{"l2":"order_status","description":"where is my order",)"
+         R"("slots":[{"name":"order_id","description":"order number"}],)"
+         R"("sources":["tool:orders"]}]}})",
+         201);
+  }
+
   void make_kbs(const std::string& sources) {
     call("POST", "/api/v1/kbs", R"({"name":"notes"})", 201);
     call("POST", "/api/v1/kbs/notes/documents",
@@ -252,24 +277,13 @@ TEST_F(workflow_test, a_kb_on_disk_with_a_disallowed_tool_host_stops_the_start) 
 
 TEST_F(workflow_test, http_json_tools_are_a_source) {
   // An "orders" intent answered by an HTTP JSON tool (the fake's /_fake/tool).
-  auto url = "http://127.0.0.1:" + std::to_string(fake_.port()) + "/_fake/tool";
-  call("POST", "/api/v1/kbs",
-       R"({"name":"shop","answer_mode":"workflow","workflow":{"model_retries":0,)"
-       R"("tools":[{"name":"orders","url":")" + url + R"("}],)"
-       R"("intents":[{"l2":"order_status","description":"where is my order",)"
-       R"("slots":[{"name":"order_id","description":"order number"}],"sources":["tool:orders"]}]}})",
-       201);
+  make_orders_kb("/_fake/tool");
   call("POST", "/api/v1/kbs/shop/documents",
        R"({"documents":[{"id":"p1","text":"Parcels are shipped within two days."}]})", 200);
-  auto rules = rule(intent_sys, "", R"({"intent": "order_status"})") + ","
-               + rule(slots_sys, "A-77", R"({"slots": {"order_id": "A-77"}})") + ","
-               + rule(evaluate_sys, "left the depot",
-                      R"({"is_sufficient": true, "suggestion": "pass"})")
-               + "," + rule(verify_sys, "", R"({"answers": true, "reason": "ok"})");
-  fake_.set_script(
-      R"({"tool_reply":{"results":[{"id":"A-77","title":"Order A-77","text":"Order A-77 left the depot on Monday."}]},)"
-      R"("default":{"reply":"It left the depot on Monday."},"rules":[)"
-      + rules + "]}");
+  script_orders("It left the depot on Monday.",
+                rule(evaluate_sys, "left the depot",
+                     R"({"is_sufficient": true, "suggestion": "pass"})")
+                    + "," + rule(verify_sys, "", R"({"answers": true, "reason": "ok"})"));
   auto r = chat_stream(port(), chat_body("wanda", "s1", "Where is my order A-77?", "shop",
                                          {{"debug", "true", true}}));
   ASSERT_TRUE(well_formed_stream(r));
@@ -291,19 +305,8 @@ TEST_F(workflow_test, http_json_tools_are_a_source) {
 TEST_F(workflow_test, a_redirect_from_a_tool_is_not_followed) {
   // The tool's host is allowed, but it answers 307 to another path: the
   // tool call fails (no results) and the redirect target is never asked.
-  auto url = "http://127.0.0.1:" + std::to_string(fake_.port()) + "/_fake/tool_redirect";
-  call("POST", "/api/v1/kbs",
-       R"({"name":"shop","answer_mode":"workflow","workflow":{"model_retries":0,)"
-       R"("tools":[{"name":"orders","url":")" + url + R"("}],)"
-       R"("intents":[{"l2":"order_status","description":"where is my order",)"
-       R"("slots":[{"name":"order_id","description":"order number"}],"sources":["tool:orders"]}]}})",
-       201);
-  auto rules = rule(intent_sys, "", R"({"intent": "order_status"})") + ","
-               + rule(slots_sys, "A-77", R"({"slots": {"order_id": "A-77"}})");
-  fake_.set_script(
-      R"({"tool_reply":{"results":[{"id":"A-77","title":"Order A-77","text":"Order A-77 left the depot on Monday."}]},)"
-      R"("default":{"reply":"I could not find that order."},"rules":[)"
-      + rules + "]}");
+  make_orders_kb("/_fake/tool_redirect");
+  script_orders("I could not find that order.");
   auto r = chat_stream(port(), chat_body("wanda", "s1", "Where is my order A-77?", "shop",
                                          {{"debug", "true", true}}));
   ASSERT_TRUE(well_formed_stream(r));
