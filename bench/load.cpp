@@ -15,6 +15,10 @@
 //                        /admin/api/events?view=actors open, row by row)
 //       [--continue on]  (each stream continues one conversation across
 //                         levels and rounds instead of a new one per turn)
+//       [--seconds S]  (sustained: each of the N clients runs turns one
+//                       after another for S seconds, instead of one turn
+//                       each opened at the same instant; req/s is then the
+//                       throughput at N concurrent streams)
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -118,6 +122,17 @@ net::awaitable<void> one_stream(uint16_t port, std::string body, stream_stats& o
   out.ok = done && !error && out.tokens > 0;
 }
 
+// One client: a turn, or turns one after another until `until` (a
+// sustained row); each turn's stats are appended to `out`.
+net::awaitable<void> one_client(uint16_t port, std::string body,
+                                std::optional<steady::time_point> until,
+                                std::vector<stream_stats>& out) {
+  do {
+    out.emplace_back();
+    co_await one_stream(port, body, out.back());
+  } while (until && steady::now() < *until);
+}
+
 // Holds the admin console's live feed of the actor table open (what a
 // browser on /admin does) until destroyed; counts the bytes it received.
 class console_feed {
@@ -182,6 +197,7 @@ int main(int argc, char** argv) {
   // (the session knows it: the commit runs beside the turn) instead of
   // opening a new one per turn.
   bool continued = false;
+  double seconds = 0;  // > 0: sustained rows of this length
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string a = argv[i], v = argv[i + 1];
     if (a == "--streams") {
@@ -200,6 +216,8 @@ int main(int argc, char** argv) {
       continued = v == "1" || v == "on" || v == "true";
     } else if (a == "--console") {
       console = v == "1" || v == "on" || v == "true";
+    } else if (a == "--seconds") {
+      seconds = std::stod(v);
     } else if (a == "--ragtor") {
       ragtor_bin = v;  // another build to measure (e.g. the previous commit's)
     }
@@ -272,14 +290,18 @@ int main(int argc, char** argv) {
       if (pass == 1)
         feed.emplace(server->port);
       net::io_context ioc{1};
-      std::vector<stream_stats> stats(n);
+      std::vector<std::vector<stream_stats>> stats(n);
+      std::optional<steady::time_point> until;
+      if (seconds > 0)
+        until = steady::now() + std::chrono::duration_cast<steady::duration>(
+                                    std::chrono::duration<double>(seconds));
       for (size_t i = 0; i < n; ++i) {
         auto session = continued ? "c" + std::to_string(pass)
                                  : "r" + std::to_string(n) + "_" + std::to_string(round) + "_"
                                        + std::to_string(pass);
         auto body = R"({"user_id":"load)" + std::to_string(i) + R"(","session_id":")" + session
                     + R"(","kb_prefix":"demo","message":"How do I run the tests?"})";
-        net::co_spawn(ioc, one_stream(server->port, body, stats[i]), net::detached);
+        net::co_spawn(ioc, one_client(server->port, body, until, stats[i]), net::detached);
       }
       // Who was saturated: each process's CPU over the row (100 % = one
       // core), and the server's CPU per completed turn.
@@ -301,22 +323,24 @@ int main(int argc, char** argv) {
       double server_cpu = cpu_seconds(server->pid) - server_cpu0,
              model_cpu = cpu_seconds(fake.pid) - model_cpu0, client_cpu = self_cpu() - client_cpu0;
       std::vector<double> ttft, gaps;
-      size_t ok = 0, delivered = 0;
-      for (auto& s : stats) {
-        if (s.ok) {
-          ++ok;
-          ttft.push_back(s.ttft_ms);
-          gaps.insert(gaps.end(), s.gaps_ms.begin(), s.gaps_ms.end());
+      size_t ok = 0, delivered = 0, turns = 0;
+      for (auto& client : stats)
+        for (auto& s : client) {
+          ++turns;
+          if (s.ok) {
+            ++ok;
+            ttft.push_back(s.ttft_ms);
+            gaps.insert(gaps.end(), s.gaps_ms.begin(), s.gaps_ms.end());
+          }
+          delivered += s.tokens;
         }
-        delivered += s.tokens;
-      }
       auto peak = peak_rss_kib(server->pid);
       std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f | %.1f "
                   "| %.2f | %.0f / %.0f / %.0f |\n",
                   pass == 0 ? "ragtor" : pass == 1 ? "ragtor+console" : "floor", n,
                   static_cast<double>(ok) / secs, pct(ttft, 0.5), pct(ttft, 0.99),
                   pct(ttft, 0.5) - first_ms, pct(ttft, 0.99) - first_ms, pct(gaps, 0.99),
-                  static_cast<double>(delivered) / secs, n - ok,
+                  static_cast<double>(delivered) / secs, turns - ok,
                   static_cast<double>(peak) / 1024,
                   peak > rss_before ? static_cast<double>(peak - rss_before) / static_cast<double>(n)
                                     : 0.0,

@@ -2,6 +2,7 @@
 
 #include <pthread.h>
 
+#include <algorithm>
 #include <atomic>
 #include <future>
 #include <mutex>
@@ -132,7 +133,11 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
 
   std::mutex mx;
   std::vector<std::unique_ptr<connection>> idle;
+  // Every call, for the destructor to cancel; expired entries are swept
+  // when the list has doubled since the last sweep, so a new call costs
+  // O(1) amortised however many are open (10,000 streams: issue 20).
   std::vector<std::weak_ptr<call_state>> calls;
+  size_t sweep_at = 64;
   std::mt19937_64 rng{std::random_device{}()};
 
   explicit impl(endpoint_config c) : cfg(std::move(c)) {
@@ -152,7 +157,10 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   std::shared_ptr<call_state> new_call() {
     auto st = std::make_shared<call_state>(net::make_strand(ioc));
     std::lock_guard lock{mx};
-    std::erase_if(calls, [](auto& w) { return w.expired(); });
+    if (calls.size() >= sweep_at) {
+      std::erase_if(calls, [](auto& w) { return w.expired(); });
+      sweep_at = std::max<size_t>(64, 2 * calls.size());
+    }
     calls.push_back(st);
     return st;
   }

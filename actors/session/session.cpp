@@ -7,9 +7,11 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <unordered_map>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/admin/measured.hpp"
@@ -341,11 +343,14 @@ struct manager_state {
   static inline const char* name = "session_manager";
   session_deps deps;
   session_settings settings;
-  // (user_id, session_id) -> session
+  // (user_id, session_id) -> session, and back: a session that stops is
+  // found by its address without a walk over every session (there is one
+  // per user and chat, thousands on a busy node).
   std::map<std::pair<std::string, std::string>, session_actor> sessions;
+  std::unordered_map<caf::actor_addr, std::pair<std::string, std::string>> session_keys;
   // Stateless turns (no conversation, nothing stored) run without a
   // session; kept here so shutdown can stop them.
-  std::vector<stream_actor> stateless;
+  std::unordered_map<caf::actor_addr, stream_actor> stateless;
   std::optional<caf::typed_response_promise<bool>> shutdown_promise;
   uint64_t opened = 0;
   // The other frontends that are up (docs/cluster.md), by node name.
@@ -359,6 +364,15 @@ struct manager_state {
   };
   std::map<uint64_t, pending_forward> forwards;
   uint64_t next_forward = 0;
+
+  // Sessions stop with the manager, however it ends (a live actor blocks
+  // the actor system's shutdown). They are not linked to it: a link is an
+  // entry in the manager's own list of attachables, and CAF removes a
+  // session's entry by walking that list, once per session that stops.
+  ~manager_state() {
+    for (auto& [key, s] : sessions)
+      caf::anon_send_exit(s, caf::exit_reason::user_shutdown);
+  }
 };
 
 using manager_ptr = measured_pointer<session_manager_actor, manager_state>;
@@ -379,9 +393,20 @@ session_actor session_for(manager_ptr self, const chat_request& req) {
     return i->second;
   auto s = spawn_session(self->system(), req.user_id, req.session_id, st.deps, st.settings);
   self->monitor(s);
-  self->link_to(s);
-  st.sessions.emplace(key, s);
+  st.session_keys.emplace(s.address(), key);
+  st.sessions.emplace(std::move(key), s);
   return s;
+}
+
+// Forgets the session at `addr` (it stopped); false when it is not one.
+bool drop_session(manager_ptr self, const caf::actor_addr& addr) {
+  auto& st = self->state;
+  auto k = st.session_keys.find(addr);
+  if (k == st.session_keys.end())
+    return false;
+  st.sessions.erase(k->second);
+  st.session_keys.erase(k);
+  return true;
 }
 
 // A session may stop itself (idle) just as a turn for it arrives: then the
@@ -398,10 +423,7 @@ void open_in_session(manager_ptr self, chat_request req,
             },
             [=](caf::error& err) mutable {
               if (may_retry && err == caf::sec::request_receiver_down) {
-                auto& sessions = self->state.sessions;
-                auto i = sessions.find(std::make_pair(req.user_id, req.session_id));
-                if (i != sessions.end() && i->second == session)
-                  sessions.erase(i);
+                drop_session(self, session.address());
                 open_in_session(self, std::move(req), rp, false);
                 return;
               }
@@ -418,9 +440,9 @@ caf::result<T> ask_user_sessions(manager_ptr self, Atom what, const std::string&
                                  std::function<bool(const T&)> hit) {
   auto& st = self->state;
   std::vector<session_actor> candidates;
-  for (auto& [key, s] : st.sessions)
-    if (key.first == user_id)
-      candidates.push_back(s);
+  for (auto i = st.sessions.lower_bound(std::make_pair(user_id, std::string{}));
+       i != st.sessions.end() && i->first.first == user_id; ++i)
+    candidates.push_back(i->second);
   size_t peers = local_only ? 0 : st.frontends.size();
   if (candidates.empty() && peers == 0)
     return none;
@@ -484,7 +506,7 @@ turn_ticket open_stateless(manager_ptr self, chat_request req) {
                    st.deps.summarizer, session_actor{}, st.deps.planners, st.deps.tools_http};
   auto stream = spawn_stream(self->system(), req, turn_opened{}, deps, st.settings.stream);
   self->monitor(stream);
-  st.stateless.push_back(stream);
+  st.stateless.emplace(stream.address(), stream);
   return turn_ticket{stream, "", req.request_id, ""};
 }
 
@@ -497,27 +519,9 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
     self->state.settings = settings;
     self->track("session_manager", "session_manager");
     self->set_down_handler([=](caf::down_msg& msg) {
-      auto& stateless = self->state.stateless;
-      auto before = stateless.size();
-      std::erase_if(stateless, [&](const stream_actor& s) { return s.address() == msg.source; });
-      if (stateless.size() != before)
-        return check_shutdown_done(self);
-      auto& sessions = self->state.sessions;
-      for (auto i = sessions.begin(); i != sessions.end(); ++i) {
-        if (i->second.address() == msg.source) {
-          sessions.erase(i);
-          break;
-        }
-      }
+      if (self->state.stateless.erase(msg.source) == 0)
+        drop_session(self, msg.source);
       check_shutdown_done(self);
-    });
-    // Sessions are linked so they stop with the manager (a live actor
-    // blocks shutdown); a session's own exit is handled by the down handler.
-    self->set_exit_handler([=](caf::exit_msg& msg) {
-      for (auto& [key, s] : self->state.sessions)
-        if (s.address() == msg.source)
-          return;
-      self->quit(msg.reason);
     });
     return {
         [=](atom::open_turn, chat_request& req) -> caf::result<turn_ticket> {
@@ -612,7 +616,7 @@ session_manager_actor spawn_session_manager(caf::actor_system& sys, session_deps
           st.shutdown_promise = rp;
           for (auto& [key, s] : st.sessions)
             self->send(s, atom::shutdown_v);
-          for (auto& s : st.stateless)
+          for (auto& [addr, s] : st.stateless)
             self->send(s, atom::cancel_v);
           check_shutdown_done(self);
           return rp;

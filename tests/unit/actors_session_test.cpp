@@ -436,3 +436,27 @@ TEST_F(session_actors, an_early_turn_in_a_conversation_deleted_meanwhile_starts_
   EXPECT_TRUE(h[1].completed);
   EXPECT_TRUE(history(first.conversation_id).empty());
 }
+
+// Sessions are not linked to their manager (a link per session made every
+// session's stop walk the manager's attachables), yet they still stop
+// with it: a session left running would block the actor system's shutdown.
+TEST_F(session_actors, sessions_stop_with_their_manager) {
+  complete(turn("r1"));
+  auto other = turn("r2");
+  other.user_id = "bob";
+  complete(std::move(other));
+  auto live = actor_directory::instance().list(sys, "session");
+  ASSERT_EQ(live.size(), 2u);
+  std::vector<caf::actor> watched;
+  for (auto& e : live)
+    watched.push_back(caf::actor_cast<caf::actor>(e.addr));
+  // One session stopping on its own is forgotten by the manager, which
+  // keeps serving the other.
+  caf::anon_send_exit(watched[0], caf::exit_reason::user_shutdown);
+  sched.run();
+  EXPECT_EQ(actor_directory::instance().list(sys, "session").size(), 1u);
+  caf::anon_send_exit(sessions, caf::exit_reason::user_shutdown);
+  sched.run();
+  EXPECT_TRUE(actor_directory::instance().list(sys, "session").empty());
+  EXPECT_TRUE(actor_directory::instance().list(sys, "session_manager").empty());
+}
