@@ -120,6 +120,13 @@ std::string render(const registry& r, std::string_view extra) {
   append_header(out, "ragtor_inter_token_latency_seconds", "histogram",
                 "Time between consecutive answer tokens of a turn.");
   append_histogram(out, "ragtor_inter_token_latency_seconds", "", r.inter_token_latency);
+  append_header(out, "ragtor_turn_phase_seconds", "histogram",
+                "Time from the start of a turn to the end of each phase before its first token: "
+                "routed, context (window, summary, memories read), evidence (search answered), "
+                "model_called (the prompt handed to the model gateway).");
+  for (size_t i = 0; i < r.turn_phases.size(); ++i)
+    append_histogram(out, "ragtor_turn_phase_seconds", label("phase", turn_phase_names[i]),
+                     r.turn_phases[i]);
   append_header(out, "ragtor_turn_duration_seconds", "histogram",
                 "Time from the request to the end of the turn.");
   append_histogram(out, "ragtor_turn_duration_seconds", "", r.turn_duration);

@@ -93,12 +93,31 @@ enum class llm_outcome { ok, error, cancelled, overloaded };
 inline constexpr std::array<const char*, 4> llm_outcome_names{"ok", "error", "cancelled",
                                                               "overloaded"};
 
+// Where a turn's time goes before its first token
+// (ragtor_turn_phase_seconds{phase}): each measured from the turn's start
+// in its stream actor to the moment the phase was over.
+enum class turn_phase { routed, context, evidence, model_called };
+inline constexpr std::array<const char*, 4> turn_phase_names{"routed", "context", "evidence",
+                                                             "model_called"};
+
+// The buckets of one phase: from half a millisecond (a turn's own cost) to
+// ten seconds (a slow search or a queued model call).
+inline histogram phase_histogram() {
+  return histogram{
+      {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0}};
+}
+
 struct registry {
   std::array<counter, 5> turns;  // by turn_outcome
   histogram time_to_first_token{{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.25, 0.5,
                                  0.75, 1.0, 2.5, 5.0, 7.5, 10.0}};
   histogram inter_token_latency{{0.001, 0.005, 0.01, 0.02, 0.04, 0.06, 0.08, 0.1, 0.15, 0.2,
                                  0.3, 0.4, 0.5, 0.75, 1.0, 2.5}};
+  // By turn_phase. Routing and the context read run at once; the search
+  // may start as soon as the route is known; the model is called once all
+  // three have answered.
+  std::array<histogram, 4> turn_phases{phase_histogram(), phase_histogram(), phase_histogram(),
+                                       phase_histogram()};
   histogram turn_duration{{0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0,
                            120.0, 300.0}};
   family<histogram> retrieval_duration{
@@ -114,6 +133,7 @@ struct registry {
   family<counter> http_requests;
 
   void turn(turn_outcome o) { turns[static_cast<size_t>(o)].inc(); }
+  void phase(turn_phase p, double seconds) { turn_phases[static_cast<size_t>(p)].observe(seconds); }
   void llm_request(llm_outcome o) { llm_requests[static_cast<size_t>(o)].inc(); }
 };
 

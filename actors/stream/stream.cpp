@@ -189,6 +189,13 @@ using self_ptr = measured_pointer<stream_actor, stream_state>;
 
 void emit(self_ptr self, stream_event ev);
 
+// A phase of the turn before its first token is over
+// (ragtor_turn_phase_seconds): the time since the turn began.
+void phase_over(self_ptr self, metrics::turn_phase p) {
+  metrics::global().phase(
+      p, std::chrono::duration<double>(std::chrono::steady_clock::now() - self->state.begun).count());
+}
+
 // Starts timing the next node of the turn.
 void begin_node(self_ptr self) {
   self->state.node_started = std::chrono::steady_clock::now();
@@ -518,6 +525,7 @@ void generate(self_ptr self) {
   gr.summary = std::move(st.summary);
   gr.instructions = std::move(st.instructions);
   auto sink = caf::actor_cast<token_sink_actor>(self);
+  phase_over(self, metrics::turn_phase::model_called);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)
       .then(
           [=](generation_result& res) {
@@ -588,6 +596,7 @@ void retrieve_early(self_ptr self) {
   search(self).then(
       [=](retrieval_result& res) {
         auto& st = self->state;
+        phase_over(self, metrics::turn_phase::evidence);
         st.early = early_search::answered;
         if (st.awaiting_early)
           return retrieved(self, std::move(res));
@@ -595,6 +604,7 @@ void retrieve_early(self_ptr self) {
       },
       [=](caf::error& err) {
         auto& st = self->state;
+        phase_over(self, metrics::turn_phase::evidence);
         st.early = early_search::answered;
         if (st.awaiting_early)
           return retrieval_failed(self, err);
@@ -622,8 +632,15 @@ void retrieve(self_ptr self) {
     st.awaiting_early = true;
     return;
   }
-  search(self).then([=](retrieval_result& res) { retrieved(self, std::move(res)); },
-                    [=](caf::error& err) { retrieval_failed(self, err); });
+  search(self).then(
+      [=](retrieval_result& res) {
+        phase_over(self, metrics::turn_phase::evidence);
+        retrieved(self, std::move(res));
+      },
+      [=](caf::error& err) {
+        phase_over(self, metrics::turn_phase::evidence);
+        retrieval_failed(self, err);
+      });
 }
 
 // The rewrite node (seed 004 §4.2): with enable_query_rewrite, the model
@@ -871,6 +888,7 @@ void load_context(self_ptr self) {
       .then(
           [=](turn_context& ctx) {
             auto& st = self->state;
+            phase_over(self, metrics::turn_phase::context);
             for (auto& f : ctx.failed)
               unavailable(f);
             // The window excludes the current message (read before or
@@ -890,6 +908,7 @@ void load_context(self_ptr self) {
             context_answered(self);
           },
           [=](caf::error& err) {
+            phase_over(self, metrics::turn_phase::context);
             unavailable("history, summary and memories: " + self->system().render(err));
             context_answered(self);
           });
@@ -1015,6 +1034,7 @@ void start_pipeline(self_ptr self) {
             auto& st = self->state;
             st.route = std::move(rd);
             st.routed = true;
+            phase_over(self, metrics::turn_phase::routed);
             emit(self, make_route_event(st.route, st.req.debug));
             log_node(self, "route", route_input(self), route_decision_json(st.route));
             retrieve_early(self);

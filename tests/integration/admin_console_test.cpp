@@ -306,6 +306,17 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
   EXPECT_EQ(moved("ragtor_turns_total{outcome=\"failed\"}"), 0);
   EXPECT_EQ(moved("ragtor_time_to_first_token_seconds_count"), 4);
   EXPECT_EQ(moved("ragtor_turn_duration_seconds_count"), 4);
+  // Every turn was routed, read its context and called the model; none
+  // named a KB, so none searched.
+  auto phase = [&](const char* p) {
+    return moved(std::string{"ragtor_turn_phase_seconds_count{phase=\""} + p + "\"}");
+  };
+  EXPECT_EQ(phase("routed"), 4);
+  EXPECT_EQ(phase("context"), 4);
+  EXPECT_EQ(phase("model_called"), 4);
+  EXPECT_EQ(phase("evidence"), 0);
+  EXPECT_EQ(sample(after, "ragtor_turn_phase_seconds_bucket{phase=\"context\",le=\"+Inf\"}"),
+            sample(after, "ragtor_turn_phase_seconds_count{phase=\"context\"}"));
   EXPECT_GE(moved("ragtor_inter_token_latency_seconds_count"), 3);
   EXPECT_GE(moved("ragtor_tokens_streamed_total"), 4);
   EXPECT_EQ(moved("ragtor_http_requests_total{route=\"chat_stream\",code=\"200\"}"), 4);

@@ -36,6 +36,7 @@ TEST(admin_metrics, histogram_buckets_are_cumulative_and_le_is_inclusive) {
   r.turn(metrics::turn_outcome::completed);
   r.turn(metrics::turn_outcome::client_gone);
   r.time_to_first_token.observe(0.003);
+  r.phase(metrics::turn_phase::context, 0.0015);
   r.retrieval_duration.with("bm25_agent").observe(0.002);
   r.http_requests.with("chat_stream 200").inc(3);
   auto text = metrics::render(r, "# HELP x_extra y\n# TYPE x_extra gauge\nx_extra 7\n");
@@ -55,6 +56,12 @@ TEST(admin_metrics, histogram_buckets_are_cumulative_and_le_is_inclusive) {
   EXPECT_NE(text.find("ragtor_http_requests_total{route=\"chat_stream\",code=\"200\"} 3\n"),
             std::string::npos);
   EXPECT_NE(text.find("# TYPE ragtor_turn_duration_seconds histogram\n"), std::string::npos);
+  EXPECT_NE(text.find("ragtor_turn_phase_seconds_bucket{phase=\"context\",le=\"0.001\"} 0\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("ragtor_turn_phase_seconds_bucket{phase=\"context\",le=\"0.002\"} 1\n"),
+            std::string::npos);
+  EXPECT_NE(text.find("ragtor_turn_phase_seconds_count{phase=\"routed\"} 0\n"),
+            std::string::npos);
   EXPECT_NE(text.find("x_extra 7\n"), std::string::npos);
   // Every sample line belongs to a metric declared by a TYPE line before it.
   std::istringstream lines{text};
