@@ -4,6 +4,9 @@
 // KB ingested). Prints requests/s, client-side time to first token (p50,
 // p99) minus the fake model's configured first-token delay — i.e. ragtor's
 // own overhead —, the p99 gap between tokens, tokens/s delivered, errors,
+// (under each ragtor row) the median time its turns took to be routed, to
+// read their context, to get their evidence, to call the model and to
+// publish the first token,
 // ragtor's peak RSS, its CPU per completed turn, and the CPU each process
 // (ragtor, the fake model, this client) used over the row, so the reader can
 // see who was saturated. Bounded in count and time; never asserts.
@@ -34,8 +37,10 @@
 #include <chrono>
 #include <csignal>
 #include <cstdio>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -47,6 +52,7 @@
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 
+#include "bench/bench_http.hpp"
 #include "bench/bench_proc.hpp"
 #include "bench/bench_util.hpp"
 
@@ -177,6 +183,49 @@ private:
   std::atomic<size_t> bytes_{0};
   std::thread reader_;
 };
+
+// ragtor's ragtor_turn_phase_seconds buckets from /metrics: per phase,
+// (upper bound, cumulative count) in the order of the exposition.
+using phase_buckets = std::map<std::string, std::vector<std::pair<double, double>>>;
+
+phase_buckets scrape_phases(uint16_t port) {
+  phase_buckets out;
+  const std::string prefix = "ragtor_turn_phase_seconds_bucket{phase=\"";
+  std::istringstream in{call(port, http::verb::get, "/metrics", "").body};
+  for (std::string line; std::getline(in, line);) {
+    if (!line.starts_with(prefix))
+      continue;
+    auto name_end = line.find('"', prefix.size());
+    auto le_at = line.find("le=\"", name_end) + 4;
+    auto le = line.substr(le_at, line.find('"', le_at) - le_at);
+    out[line.substr(prefix.size(), name_end - prefix.size())].emplace_back(
+        le == "+Inf" ? INFINITY : std::stod(le), std::stod(line.substr(line.rfind(' ') + 1)));
+  }
+  return out;
+}
+
+// The median in ms of what a phase observed between two scrapes,
+// interpolated inside its bucket; -1 when nothing was observed.
+double phase_p50_ms(const std::vector<std::pair<double, double>>& before,
+                    const std::vector<std::pair<double, double>>& after) {
+  if (after.empty() || before.size() != after.size())
+    return -1;
+  double total = after.back().second - before.back().second;
+  if (total <= 0)
+    return -1;
+  double lower = 0, below = 0;
+  for (size_t i = 0; i < after.size(); ++i) {
+    double upto = after[i].second - before[i].second;
+    if (upto >= total / 2) {
+      double upper = std::isinf(after[i].first) ? lower : after[i].first;
+      double share = upto > below ? (total / 2 - below) / (upto - below) : 0;
+      return 1000 * (lower + share * (upper - lower));
+    }
+    lower = after[i].first;
+    below = upto;
+  }
+  return -1;
+}
 
 double pct(std::vector<double> v, double p) {
   if (v.empty())
@@ -313,6 +362,9 @@ int main(int argc, char** argv) {
       };
       // Memory per open stream: the peak over the row less what the server
       // held before it (meaningful when the streams are open together).
+      phase_buckets phases_before;
+      if (pass != 2)
+        phases_before = scrape_phases(server->port);
       reset_peak_rss(server->pid);
       auto rss_before = rss_kib(server->pid);
       double server_cpu0 = cpu_seconds(server->pid), model_cpu0 = cpu_seconds(fake.pid),
@@ -346,6 +398,15 @@ int main(int argc, char** argv) {
                                     : 0.0,
                   ok > 0 ? 1000 * server_cpu / static_cast<double>(ok) : 0.0,
                   100 * server_cpu / secs, 100 * model_cpu / secs, 100 * client_cpu / secs);
+      if (pass != 2) {
+        // Where ragtor's turns spent their time before the first token
+        // (ragtor_turn_phase_seconds, from each turn's start in its stream).
+        auto phases_after = scrape_phases(server->port);
+        std::printf("(phases, p50 ms from the turn's start:");
+        for (auto name : {"routed", "context", "evidence", "model_called", "first_token"})
+          std::printf(" %s %.2f", name, phase_p50_ms(phases_before[name], phases_after[name]));
+        std::printf(")\n");
+      }
       if (feed)
         std::printf("(the console feed received %zu bytes during that run)\n", feed->bytes());
       std::fflush(stdout);

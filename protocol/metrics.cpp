@@ -123,7 +123,7 @@ std::string render(const registry& r, std::string_view extra) {
   append_header(out, "ragtor_turn_phase_seconds", "histogram",
                 "Time from the start of a turn to the end of each phase before its first token: "
                 "routed, context (window, summary, memories read), evidence (search answered), "
-                "model_called (the prompt handed to the model gateway).");
+                "model_called (the prompt handed to the model gateway), first_token (published).");
   for (size_t i = 0; i < r.turn_phases.size(); ++i)
     append_histogram(out, "ragtor_turn_phase_seconds", label("phase", turn_phase_names[i]),
                      r.turn_phases[i]);

@@ -96,15 +96,15 @@ inline constexpr std::array<const char*, 4> llm_outcome_names{"ok", "error", "ca
 // Where a turn's time goes before its first token
 // (ragtor_turn_phase_seconds{phase}): each measured from the turn's start
 // in its stream actor to the moment the phase was over.
-enum class turn_phase { routed, context, evidence, model_called };
-inline constexpr std::array<const char*, 4> turn_phase_names{"routed", "context", "evidence",
-                                                             "model_called"};
+enum class turn_phase { routed, context, evidence, model_called, first_token };
+inline constexpr std::array<const char*, 5> turn_phase_names{"routed", "context", "evidence",
+                                                             "model_called", "first_token"};
 
 // The buckets of one phase: from half a millisecond (a turn's own cost) to
 // ten seconds (a slow search or a queued model call).
 inline histogram phase_histogram() {
   return histogram{
-      {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0}};
+      {0.0005, 0.001, 0.002, 0.005, 0.01, 0.025, 0.05, 0.075, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0}};
 }
 
 struct registry {
@@ -116,8 +116,8 @@ struct registry {
   // By turn_phase. Routing and the context read run at once; the search
   // may start as soon as the route is known; the model is called once all
   // three have answered.
-  std::array<histogram, 4> turn_phases{phase_histogram(), phase_histogram(), phase_histogram(),
-                                       phase_histogram()};
+  std::array<histogram, 5> turn_phases{phase_histogram(), phase_histogram(), phase_histogram(),
+                                       phase_histogram(), phase_histogram()};
   histogram turn_duration{{0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 20.0, 40.0, 60.0,
                            120.0, 300.0}};
   family<histogram> retrieval_duration{

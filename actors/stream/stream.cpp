@@ -302,10 +302,13 @@ void emit(self_ptr self, stream_event ev) {
     auto& m = metrics::global();
     auto now = std::chrono::steady_clock::now();
     m.tokens_streamed.inc();
-    if (st.last_token == std::chrono::steady_clock::time_point{})
-      m.time_to_first_token.observe(std::chrono::duration<double>(now - st.begun).count());
-    else
+    if (st.last_token == std::chrono::steady_clock::time_point{}) {
+      auto ttft = std::chrono::duration<double>(now - st.begun).count();
+      m.time_to_first_token.observe(ttft);
+      m.phase(metrics::turn_phase::first_token, ttft);
+    } else {
       m.inter_token_latency.observe(std::chrono::duration<double>(now - st.last_token).count());
+    }
     st.last_token = now;
   }
   bool too_slow = false;

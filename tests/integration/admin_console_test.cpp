@@ -314,6 +314,7 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
   EXPECT_EQ(phase("routed"), 4);
   EXPECT_EQ(phase("context"), 4);
   EXPECT_EQ(phase("model_called"), 4);
+  EXPECT_EQ(phase("first_token"), 4);
   EXPECT_EQ(phase("evidence"), 0);
   EXPECT_EQ(sample(after, "ragtor_turn_phase_seconds_bucket{phase=\"context\",le=\"+Inf\"}"),
             sample(after, "ragtor_turn_phase_seconds_count{phase=\"context\"}"));
