@@ -64,7 +64,14 @@ turn_context read_turn_context(store_backend& db, const std::string& conversatio
   part("history", [&] { out.history = db.history(conversation_id, window_limit); });
   if (incognito)
     return out;
-  part("summary", [&] { out.summary = db.load_summary(conversation_id).summary; });
+  part("summary", [&] {
+    auto s = db.load_summary(conversation_id);
+    out.summary = std::move(s.summary);
+    out.summary_known = true;
+    out.summary_version = s.version;
+    out.summary_covered_seq = s.covered_seq;
+    out.summary_merges = s.incremental_updates;
+  });
   part("core memory", [&] { out.core_memory = db.core_memory(user_id); });
   // The user's recall epoch, read once for both parts; if it cannot be
   // read, each part tries on its own and fails on its own.

@@ -407,12 +407,20 @@ struct turn_context {
   std::vector<std::string> memories;  // ranked, best first
   std::vector<std::string> episodes;  // recalled, best first
   std::vector<std::string> failed;
+  // The summary's state when `summary` was read (summary_known), so the
+  // stream can tell whether its turn makes a refresh due without asking
+  // the summarizer to read it again (memory/summary.hpp, plan_summary).
+  bool summary_known = false;
+  int64_t summary_version = 0;  // 0 = none yet
+  int64_t summary_covered_seq = 0;
+  int32_t summary_merges = 0;  // incremental updates since the last full one
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, turn_context& x) {
   return f(caf::meta::type_name("turn_context"), x.history, x.summary, x.core_memory, x.memories,
-           x.episodes, x.failed);
+           x.episodes, x.failed, x.summary_known, x.summary_version, x.summary_covered_seq,
+           x.summary_merges);
 }
 
 // A knowledge base's entity graph as rows of the entities and relations

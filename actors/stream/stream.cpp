@@ -120,6 +120,8 @@ struct stream_state {
   std::string core_memory;            // the user's profile; "" when none or incognito
   std::vector<std::string> memories;  // recalled long-term memories
   std::vector<std::string> episodic;  // recalled past turns
+  // The summary's state as the context read found it (request_summary).
+  std::optional<summary_record> summary_state;
   retrieval_result evidence;
   std::string query;         // what is searched: the question, or its rewrite
   std::string instructions;  // system instructions chosen by a planner ("" = built-in)
@@ -816,6 +818,19 @@ void request_summary(self_ptr self) {
   auto& st = self->state;
   if (st.req.incognito || !st.deps.summarizer)
     return;
+  // A conversation's messages are seqs 1..N, so after this turn it has the
+  // answer's seq of them: with the summary's state from the context read,
+  // the rule says whether a refresh is due. Most turns it is not, and the
+  // summarizer is spared a store read per turn. The state may be older than
+  // the summary (a refresh finished meanwhile), which only makes a refresh
+  // look due when it is not; the summarizer then reads and decides.
+  if (st.settings.summary && st.summary_state) {
+    auto s = *st.summary_state;
+    s.total_messages = st.opened.seq + 1;
+    s.covered_messages = std::clamp<int64_t>(s.covered_seq, 0, s.total_messages);
+    if (plan_summary(s, *st.settings.summary) == summary_action::none)
+      return;
+  }
   caf::anon_send(st.deps.summarizer, atom::summarize_v, st.opened.conversation_id);
 }
 
@@ -905,6 +920,13 @@ void load_context(self_ptr self) {
               msgs.erase(msgs.begin());
             st.history = std::move(msgs);
             st.summary = std::move(ctx.summary);
+            if (ctx.summary_known) {
+              summary_record s;
+              s.version = ctx.summary_version;
+              s.covered_seq = ctx.summary_covered_seq;
+              s.incremental_updates = ctx.summary_merges;
+              st.summary_state = s;
+            }
             st.core_memory = ctx.core_memory == "{}" ? std::string{} : std::move(ctx.core_memory);
             st.memories = std::move(ctx.memories);
             st.episodic = std::move(ctx.episodes);

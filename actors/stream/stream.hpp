@@ -11,10 +11,12 @@
 
 #include <chrono>
 #include <memory>
+#include <optional>
 
 #include <caf/fwd.hpp>
 #include <caf/timespan.hpp>
 
+#include "memory/summary.hpp"
 #include "protocol/actors.hpp"
 
 namespace ragtor {
@@ -48,6 +50,11 @@ struct stream_settings {
   // A turn that completes while detached is kept for the rest of it.
   caf::timespan detach_grace = std::chrono::milliseconds(15000);
   size_t max_pending_bytes = 1 << 20;  // buffered for a slow subscriber
+  // The summarizer's policy: a completed turn asks the summarizer only when
+  // its conversation's summary is due by it (checked against the state the
+  // context read brought). Unset: every completed turn asks, and the
+  // summarizer reads the state itself.
+  std::optional<summary_policy> summary;
 };
 
 // `durable` false: `opened` is the session's guess (the conversation, no

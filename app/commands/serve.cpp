@@ -356,6 +356,8 @@ int run_serve(const serve_options& opts) {
   ss.stream.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   ss.stream.max_pending_bytes = cfg->sse.max_pending_bytes;
   ss.stream.detach_grace = std::chrono::milliseconds{cfg->server.detach_grace_ms};
+  if (sum.enabled)
+    ss.stream.summary = sum.policy;
   session_deps sd{router, pool, llm, *store, summarizer};
   sd.planners = std::make_shared<planner_gate>(cfg->server.max_planner_turns);
   sd.tools_http = std::make_shared<http_json_client>();

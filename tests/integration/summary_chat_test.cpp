@@ -160,5 +160,35 @@ TEST_F(slow_summary_test, answers_never_wait_for_the_summary) {
   EXPECT_EQ(stop_server().code, 0);
 }
 
+// A completed turn asks the summarizer only when it makes the summary due
+// (the stream checks the rule against the summary's state its context read
+// brought); before, every turn asked and the summarizer read the store to
+// find most were not due. The summarizer gets the trigger before the turn's
+// `done` is published, so a status read after `done` counts it.
+TEST_F(summary_chat_test, only_a_turn_that_makes_the_summary_due_asks_the_summarizer) {
+  auto summarizer = [&] {
+    auto r = request(port(), "GET", "/admin/api/actors?kind=summarizer");
+    EXPECT_EQ(r.status, 200) << r.body;
+    auto actors = json::parse(r.body).items("/actors");
+    EXPECT_EQ(actors.size(), 1u);
+    return actors.empty() ? json::parse("{}") : actors[0];
+  };
+  std::string conv;
+  for (size_t i = 0; i < 4; ++i)
+    conv = turn(questions[i]);
+  EXPECT_EQ(summarizer().integer("/triggers"), 0) << "8 messages: under min_messages";
+  turn(questions[4]);
+  auto s = wait_for_summary(conv);
+  EXPECT_EQ(s.integer("/version"), 1) << "10 messages: a summary is due";
+  EXPECT_EQ(summarizer().integer("/triggers"), 1);
+  // 12 messages: 6 outside the window, 4 of them summarised; a refresh is
+  // due once 5 more left the window.
+  turn(questions[5]);
+  auto after = summarizer();
+  EXPECT_EQ(after.integer("/triggers"), 1);
+  EXPECT_EQ(after.integer("/not_due"), 0);
+  EXPECT_EQ(after.integer("/written"), 1);
+}
+
 }  // namespace
 }  // namespace ragtor::test
