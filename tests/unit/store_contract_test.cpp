@@ -332,6 +332,14 @@ TEST_P(store_contract, a_turns_context_in_one_read_is_what_the_separate_reads_gi
   for (size_t i = 0; i < history.size(); ++i)
     EXPECT_EQ(ctx.history[i].message_id, history[i].message_id);
   EXPECT_EQ(ctx.summary, "They talk about tea.");
+  // With the summary's state, for the stream to tell whether its turn
+  // makes a refresh due.
+  auto loaded = db_->load_summary(t2.conversation_id);
+  EXPECT_TRUE(ctx.summary_known);
+  EXPECT_EQ(ctx.summary_version, loaded.version);
+  EXPECT_EQ(ctx.summary_version, 1);
+  EXPECT_EQ(ctx.summary_covered_seq, 1);
+  EXPECT_EQ(ctx.summary_merges, loaded.incremental_updates);
   EXPECT_EQ(ctx.core_memory, db_->core_memory("di"));
   EXPECT_EQ(ctx.memories, std::vector<std::string>{"prefers green tea"});
   EXPECT_EQ(ctx.episodes, recall_episodes_from(*db_, "di", question, t2.conversation_id, 3));
@@ -351,6 +359,7 @@ TEST_P(store_contract, a_turns_context_in_one_read_is_what_the_separate_reads_gi
   auto quiet = read_turn_context(*db_, t2.conversation_id, "di", question, 7, 3, true, 30);
   EXPECT_EQ(quiet.history.size(), 3u);
   EXPECT_TRUE(quiet.summary.empty());
+  EXPECT_FALSE(quiet.summary_known);
   EXPECT_TRUE(quiet.core_memory.empty());
   EXPECT_TRUE(quiet.memories.empty());
   EXPECT_TRUE(quiet.episodes.empty());
