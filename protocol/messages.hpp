@@ -385,6 +385,14 @@ struct summary_record {
   // Read-only facts filled in by the store when loading:
   int64_t total_messages = 0;    // messages the conversation has now
   int64_t covered_messages = 0;  // of those, how many have seq <= covered_seq
+
+  // Sets the counts for a conversation of `total` messages. Its seqs are
+  // 1..total (appended at MAX + 1, deleted only with the conversation), so
+  // the covered ones are the first covered_seq of them.
+  void count_messages(int64_t total) {
+    total_messages = total;
+    covered_messages = covered_seq < 0 ? 0 : covered_seq > total ? total : covered_seq;
+  }
 };
 
 template <class Inspector>

@@ -826,8 +826,7 @@ void request_summary(self_ptr self) {
   // look due when it is not; the summarizer then reads and decides.
   if (st.settings.summary && st.summary_state) {
     auto s = *st.summary_state;
-    s.total_messages = st.opened.seq + 1;
-    s.covered_messages = std::clamp<int64_t>(s.covered_seq, 0, s.total_messages);
+    s.count_messages(st.opened.seq + 1);
     if (plan_summary(s, *st.settings.summary) == summary_action::none)
       return;
   }

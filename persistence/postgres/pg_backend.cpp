@@ -699,8 +699,7 @@ summary_record pg_backend::load_summary(const std::string& conversation_id) {
   // Seqs are 1..N (see sqlite_backend::load_summary): one index seek.
   auto last = run("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = $1",
                   {conversation_id});
-  s.total_messages = last.integer(0, 0);
-  s.covered_messages = std::clamp<int64_t>(s.covered_seq, 0, s.total_messages);
+  s.count_messages(last.integer(0, 0));
   return s;
 }
 

@@ -709,8 +709,7 @@ summary_record sqlite_backend::load_summary(const std::string& conversation_id) 
   // conversation every turn (issue 20, target 5).
   auto last = prepare("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = ?");
   last.bind(conversation_id).step();
-  s.total_messages = last.integer(0);
-  s.covered_messages = std::clamp<int64_t>(s.covered_seq, 0, s.total_messages);
+  s.count_messages(last.integer(0));
   return s;
 }
 

@@ -295,6 +295,10 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
   ASSERT_TRUE(read_stream(s, 20s).done);
   auto after = scrape();
   auto moved = [&](const std::string& series) { return sample(after, series) - sample(before, series); };
+  // The same for one labelled series: name{key="value"}.
+  auto moved_with = [&](const std::string& name, const std::string& key, const std::string& value) {
+    return moved(name + "{" + key + "=\"" + value + "\"}");
+  };
   // A request is counted when its handler returns, just after its last
   // bytes went out: the client can read `done` first. Scraped again (each
   // scrape one round trip, at most 100) until the fourth stream is counted.
@@ -308,9 +312,7 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
   EXPECT_EQ(moved("ragtor_turn_duration_seconds_count"), 4);
   // Every turn was routed, read its context and called the model; none
   // named a KB, so none searched.
-  auto phase = [&](const char* p) {
-    return moved(std::string{"ragtor_turn_phase_seconds_count{phase=\""} + p + "\"}");
-  };
+  auto phase = [&](const char* p) { return moved_with("ragtor_turn_phase_seconds_count", "phase", p); };
   EXPECT_EQ(phase("routed"), 4);
   EXPECT_EQ(phase("context"), 4);
   EXPECT_EQ(phase("model_called"), 4);
@@ -331,7 +333,7 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
   // Each turn recalled memories and episodes through the store's index:
   // the user's first read them whole, later ones only what was new.
   auto lookups = [&](const char* served) {
-    return moved(std::string{"ragtor_recall_lookups_total{served=\""} + served + "\"}");
+    return moved_with("ragtor_recall_lookups_total", "served", served);
   };
   EXPECT_EQ(lookups("held") + lookups("added") + lookups("read"), 8);
   EXPECT_GE(lookups("read"), 2);
