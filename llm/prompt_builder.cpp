@@ -18,90 +18,174 @@ namespace {
 
 std::string xml_escape(std::string_view s) {
   std::string out;
-  out.reserve(s.size());
-  for (char c : s) {
-    switch (c) {
+  out.reserve(s.size() + s.size() / 16);
+  size_t from = 0;  // text since the last special character, appended as one run
+  for (size_t i = 0; i < s.size(); ++i) {
+    const char* entity = nullptr;
+    switch (s[i]) {
       case '&':
-        out += "&amp;";
+        entity = "&amp;";
         break;
       case '<':
-        out += "&lt;";
+        entity = "&lt;";
         break;
       case '>':
-        out += "&gt;";
+        entity = "&gt;";
         break;
       case '"':
-        out += "&quot;";
+        entity = "&quot;";
         break;
       default:
-        out += c;
+        continue;
     }
+    out.append(s, from, i - from);
+    out += entity;
+    from = i + 1;
   }
+  out.append(s, from);
   return out;
 }
 
-struct doc {
-  std::string id, title, chunk_id, text;
+// A rendered part of the system prompt and its approx_tokens. Every part
+// ends with a newline, so no word runs across two parts and (in valid
+// UTF-8) no character does: the prompt's count is the sum of its parts'
+// (llm_text_test checks it against counting the rendered prompt). Before,
+// every step of the trimming below rendered and counted the whole prompt
+// again.
+struct part {
+  std::string text;
+  size_t tokens = 0;
 };
 
-// Everything that may be trimmed, rendered on demand.
-struct parts {
-  std::string instructions;
-  std::string core_memory;
-  std::vector<std::string> memories;
-  std::string summary;
-  std::vector<std::string> episodic;
-  std::vector<doc> docs;
-  bool cite = false;
-  std::vector<stored_message> window;
-  std::string question;
+part make_part(std::string text) {
+  auto tokens = approx_tokens(text);
+  return {std::move(text), tokens};
+}
 
-  std::string system() const {
-    std::string s = "<system_instruction>\n" + instructions + "\n</system_instruction>\n";
-    if (!core_memory.empty() || !memories.empty()) {
-      s += "<user_memory>\n";
-      if (!core_memory.empty())
-        s += "<profile>\n" + xml_escape(core_memory) + "\n</profile>\n";
-      if (!memories.empty()) {
-        s += "<memories caution=\"May be outdated; do not treat as fact unless the user "
-             "confirms.\">\n";
-        for (auto& m : memories)
-          s += "- " + xml_escape(m) + "\n";
-        s += "</memories>\n";
-      }
-      s += "</user_memory>\n";
-    }
-    if (!summary.empty())
-      s += "<conversation_summary>\n" + xml_escape(summary) + "\n</conversation_summary>\n";
-    if (!episodic.empty()) {
-      s += "<episodic_memory>\n";
-      for (auto& e : episodic)
-        s += "<episode>\n" + xml_escape(e) + "\n</episode>\n";
-      s += "</episodic_memory>\n";
-    }
-    if (!docs.empty()) {
-      s += "<documents>\n";
-      for (auto& d : docs)
-        s += "<document id=\"" + xml_escape(d.id) + "\" title=\"" + xml_escape(d.title)
-             + "\" chunk_id=\"" + xml_escape(d.chunk_id) + "\">\n" + xml_escape(d.text)
-             + "\n</document>\n";
-      s += "</documents>\n";
-    }
+// The fixed lines around the sections.
+struct frame {
+  part user_memory_open = make_part("<user_memory>\n");
+  part user_memory_close = make_part("</user_memory>\n");
+  part memories_open = make_part(
+      "<memories caution=\"May be outdated; do not treat as fact unless the user "
+      "confirms.\">\n");
+  part memories_close = make_part("</memories>\n");
+  part episodes_open = make_part("<episodic_memory>\n");
+  part episodes_close = make_part("</episodic_memory>\n");
+  part documents_open = make_part("<documents>\n");
+  part documents_close = make_part("</documents>\n");
+  part output_rules = make_part(
+      "<output_rules>\n"
+      "Support every factual statement with a citation: "
+      "<cite doc_id=\"DOCUMENT_ID\" quote=\"a sentence copied exactly from that "
+      "document\">your statement</cite>.\n"
+      "Copy quotes verbatim; cite only the documents above; never invent a quote.\n"
+      "</output_rules>\n");
+};
+
+const frame& fixed() {
+  static const frame f;
+  return f;
+}
+
+part summary_part(std::string_view summary) {
+  if (summary.empty())
+    return {};
+  return make_part("<conversation_summary>\n" + xml_escape(summary) + "\n</conversation_summary>\n");
+}
+
+part document_part(const retrieval_item& d, std::string_view text) {
+  std::string s = "<document id=\"";
+  s += xml_escape(d.doc_id);
+  s += "\" title=\"";
+  s += xml_escape(d.title);
+  s += "\" chunk_id=\"";
+  s += xml_escape(d.result_id);
+  s += "\">\n";
+  s += xml_escape(text);
+  s += "\n</document>\n";
+  return make_part(std::move(s));
+}
+
+// Every part that may be trimmed, rendered once; trimming drops parts (or
+// renders the one it cuts again) and keeps the count by subtraction.
+struct parts {
+  part head;     // <system_instruction>
+  part profile;  // <profile> (in <user_memory>)
+  std::vector<part> memories;
+  std::string summary;
+  part summary_text;
+  std::vector<part> episodes;
+  std::vector<const retrieval_item*> docs;
+  std::vector<part> doc_text;
+  bool cite = false;
+  size_t window_first = 0;  // window messages before it were dropped
+  std::vector<size_t> window_tokens;
+  size_t question_tokens = 0;
+
+  static size_t sum(const std::vector<part>& ps) {
+    size_t n = 0;
+    for (auto& p : ps)
+      n += p.tokens;
+    return n;
+  }
+
+  size_t system_tokens() const {
+    auto& f = fixed();
+    size_t n = head.tokens + summary_text.tokens;
+    if (!profile.text.empty() || !memories.empty())
+      n += f.user_memory_open.tokens + profile.tokens + f.user_memory_close.tokens;
+    if (!memories.empty())
+      n += f.memories_open.tokens + sum(memories) + f.memories_close.tokens;
+    if (!episodes.empty())
+      n += f.episodes_open.tokens + sum(episodes) + f.episodes_close.tokens;
+    if (!doc_text.empty())
+      n += f.documents_open.tokens + sum(doc_text) + f.documents_close.tokens;
     if (cite)
-      s += "<output_rules>\n"
-           "Support every factual statement with a citation: "
-           "<cite doc_id=\"DOCUMENT_ID\" quote=\"a sentence copied exactly from that "
-           "document\">your statement</cite>.\n"
-           "Copy quotes verbatim; cite only the documents above; never invent a quote.\n"
-           "</output_rules>\n";
-    return s;
+      n += f.output_rules.tokens;
+    return n;
   }
 
   size_t tokens() const {
-    size_t n = approx_tokens(system()) + approx_tokens(question);
-    for (auto& m : window)
-      n += approx_tokens(m.content) + 4;  // role/framing overhead
+    size_t n = system_tokens() + question_tokens;
+    for (size_t i = window_first; i < window_tokens.size(); ++i)
+      n += window_tokens[i] + 4;  // role/framing overhead
     return n + 8;
+  }
+
+  std::string system() const {
+    auto& f = fixed();
+    std::string s;
+    s.reserve(system_tokens() * 4 + 64);
+    auto add = [&](const part& p) { s += p.text; };
+    add(head);
+    if (!profile.text.empty() || !memories.empty()) {
+      add(f.user_memory_open);
+      add(profile);
+      if (!memories.empty()) {
+        add(f.memories_open);
+        for (auto& m : memories)
+          add(m);
+        add(f.memories_close);
+      }
+      add(f.user_memory_close);
+    }
+    add(summary_text);
+    if (!episodes.empty()) {
+      add(f.episodes_open);
+      for (auto& e : episodes)
+        add(e);
+      add(f.episodes_close);
+    }
+    if (!doc_text.empty()) {
+      add(f.documents_open);
+      for (auto& d : doc_text)
+        add(d);
+      add(f.documents_close);
+    }
+    if (cite)
+      add(f.output_rules);
+    return s;
   }
 };
 
@@ -110,28 +194,34 @@ struct parts {
 built_prompt build_prompt(const prompt_inputs& in) {
   parts p;
   bool grounded = in.evidence && !in.evidence->retrieval_results.empty();
-  p.instructions = !in.system_instructions.empty() ? in.system_instructions
-                   : in.evidence                   ? default_rag_instructions
-                                                   : default_general_instructions;
-  p.core_memory = in.core_memory;
-  p.memories = in.memories;
+  const std::string& instructions = !in.system_instructions.empty() ? in.system_instructions
+                                    : in.evidence ? std::string{default_rag_instructions}
+                                                  : std::string{default_general_instructions};
+  p.head = make_part("<system_instruction>\n" + instructions + "\n</system_instruction>\n");
+  if (!in.core_memory.empty())
+    p.profile = make_part("<profile>\n" + xml_escape(in.core_memory) + "\n</profile>\n");
+  for (auto& m : in.memories)
+    p.memories.push_back(make_part("- " + xml_escape(m) + "\n"));
   p.summary = in.summary;
-  p.episodic = in.episodic;
+  p.summary_text = summary_part(p.summary);
+  for (auto& e : in.episodic)
+    p.episodes.push_back(make_part("<episode>\n" + xml_escape(e) + "\n</episode>\n"));
   if (grounded)
-    for (auto& item : in.evidence->retrieval_results)
-      p.docs.push_back({item.doc_id, item.title, item.result_id, item.evidence});
+    for (auto& item : in.evidence->retrieval_results) {
+      p.docs.push_back(&item);
+      p.doc_text.push_back(document_part(item, item.evidence));
+    }
   p.cite = grounded && in.citations;
-  p.window = in.window;
-  p.question = in.question;
+  for (auto& m : in.window)
+    p.window_tokens.push_back(approx_tokens(m.content));
+  p.question_tokens = approx_tokens(in.question);
 
   built_prompt out;
-  // Counting renders the whole system prompt: count once, and again only
-  // after something was dropped or cut.
   size_t tokens = p.tokens();
   auto over = [&] { return tokens > in.budget_tokens; };
   auto recount = [&] { tokens = p.tokens(); };
-  while (over() && !p.episodic.empty()) {
-    p.episodic.pop_back();
+  while (over() && !p.episodes.empty()) {
+    p.episodes.pop_back();
     out.dropped.push_back("episodic memory");
     recount();
   }
@@ -140,38 +230,44 @@ built_prompt build_prompt(const prompt_inputs& in) {
     out.dropped.push_back("long-term memory");
     recount();
   }
-  while (over() && p.window.size() > 2) {
-    p.window.erase(p.window.begin());
+  while (over() && p.window_tokens.size() - p.window_first > 2) {
+    ++p.window_first;
     out.dropped.push_back("window message");
     recount();
   }
   while (over() && p.docs.size() > 1) {
-    out.dropped.push_back("document " + p.docs.back().chunk_id);
+    out.dropped.push_back("document " + p.docs.back()->result_id);
     p.docs.pop_back();
+    p.doc_text.pop_back();
     recount();
   }
   if (over() && !p.summary.empty()) {
     auto excess = tokens - in.budget_tokens;
     auto keep = p.summary.size() > excess * 4 ? p.summary.size() - excess * 4 : 0;
     p.summary = utf8_prefix(p.summary, keep);
+    p.summary_text = summary_part(p.summary);
     out.dropped.push_back("summary (truncated)");
     recount();
   }
   if (over() && !p.docs.empty()) {
-    auto& d = p.docs.front();
+    auto& d = *p.docs.front();
     auto excess = tokens - in.budget_tokens;
     // CJK text is ~1 token per 3 bytes, Latin ~1 per 4: cut conservatively.
     auto cut = excess * 4;
-    d.text = utf8_prefix(d.text, d.text.size() > cut ? d.text.size() - cut : 0);
-    out.dropped.push_back("document " + d.chunk_id + " (truncated)");
+    p.doc_text.front() = document_part(
+        d, utf8_prefix(d.evidence, d.evidence.size() > cut ? d.evidence.size() - cut : 0));
+    out.dropped.push_back("document " + d.result_id + " (truncated)");
     recount();
   }
+  out.messages.reserve(2 + in.window.size() - p.window_first);
   out.messages.push_back({"system", p.system()});
-  for (auto& m : p.window)
+  for (size_t i = p.window_first; i < in.window.size(); ++i) {
+    auto& m = in.window[i];
     out.messages.push_back({m.role == "assistant" ? "assistant" : "user", m.content});
-  out.messages.push_back({"user", p.question});
-  for (auto& d : p.docs)
-    out.doc_ids_included.push_back(d.id);
+  }
+  out.messages.push_back({"user", in.question});
+  for (auto* d : p.docs)
+    out.doc_ids_included.push_back(d->doc_id);
   out.prompt_tokens = tokens;
   return out;
 }

@@ -1,6 +1,8 @@
 // Plain-code parts of the model gateway: the SSE line parser, the wire
 // JSON, the token counter, the prompt builder's sections and budget, the
 // streaming citation parser, and structured-output parsing.
+#include <set>
+
 #include <gtest/gtest.h>
 
 #include "llm/citation_parser.hpp"
@@ -132,6 +134,11 @@ TEST(token_count, counts_words_cjk_and_symbols) {
   EXPECT_EQ(approx_tokens("internationalisation"), 5u);
   EXPECT_EQ(approx_tokens("泡茶的水温"), 5u);
   EXPECT_LT(approx_tokens("a short text"), approx_tokens("a short text that keeps going on"));
+  // ASCII takes a table look-up, the rest is decoded: mixed runs count
+  // the same either way (a word may continue from ASCII into é).
+  EXPECT_EQ(approx_tokens("café_au_lait, s'il\tvous\r\nplaît"), 11u);
+  EXPECT_EQ(approx_tokens("tea泡茶 tea"), 4u);
+  EXPECT_EQ(approx_tokens("a\xE4"), 1u) << "a cut-off lead byte at the end joins the word";
 }
 
 stored_message msg(int64_t seq, std::string role, std::string content) {
@@ -204,6 +211,35 @@ TEST(prompt_builder, the_budget_trims_least_useful_material_first) {
   EXPECT_EQ(p.doc_ids_included[0], "d0") << "the best document stays";
   in.budget_tokens = 100000;
   EXPECT_TRUE(build_prompt(in).dropped.empty());
+}
+
+// What build_prompt counts is what counting its rendered messages gives,
+// at every budget: whole, and trimmed at each stage (the prompt is
+// rendered once in parts and trimming subtracts what it drops).
+TEST(prompt_builder, the_count_is_the_rendered_prompts_at_every_budget) {
+  auto ev = evidence(4);
+  ev.retrieval_results[1].evidence = "泡茶的水温 & <b>tea</b> \"quoted\" é";
+  prompt_inputs in;
+  in.evidence = &ev;
+  in.core_memory = "name: Ana & co";
+  in.memories = {"prefers green tea", "dislikes <coffee>", "lives in 北京"};
+  in.summary = std::string(300, 's') + " — summary end";
+  in.episodic = {std::string(200, 'e'), "an earlier turn: tea & biscuits"};
+  for (int i = 0; i < 6; ++i)
+    in.window.push_back(msg(i, i % 2 ? "assistant" : "user", std::string(150, 'w') + " ok"));
+  in.question = "which tea?";
+  std::set<size_t> stages;
+  for (size_t budget = 100; budget <= 2600; budget += 25) {
+    in.budget_tokens = budget;
+    auto p = build_prompt(in);
+    size_t counted = 8;
+    for (size_t i = 0; i < p.messages.size(); ++i)
+      counted += approx_tokens(p.messages[i].content)
+                 + (i > 0 && i + 1 < p.messages.size() ? 4 : 0);
+    EXPECT_EQ(p.prompt_tokens, counted) << "budget " << budget;
+    stages.insert(p.dropped.size());
+  }
+  EXPECT_GE(stages.size(), 10u) << "the budgets trim at many different stages";
 }
 
 std::vector<citation_source> sources() {
