@@ -354,6 +354,14 @@ using store_actor = caf::typed_actor<
                     std::string /*content*/, std::string /*request_id*/>::with<turn_opened>,
     // Appends the assistant message (completed or partial); answers its id.
     caf::replies_to<atom::finish_turn, stored_message>::with<std::string>,
+    // The same, and in the same write job what a completed turn leaves for
+    // recall: its episode (embedded here when it has no embedding) and the
+    // long-term memories stated in it (same user + content: lifetime
+    // refreshed). These are derived data: each kind is written under its
+    // own savepoint, and one that fails is logged and never fails the
+    // answer.
+    caf::replies_to<atom::finish_turn, stored_message, std::vector<episode_record>,
+                    std::vector<memory_record>>::with<std::string>,
     // The stored assistant message of a user's turn by request id;
     // not_found when the turn has no stored answer or is someone else's.
     caf::replies_to<atom::find_turn, std::string /*request_id*/,
@@ -389,11 +397,6 @@ using store_actor = caf::typed_actor<
     caf::replies_to<atom::core_mem, std::string /*user_id*/>::with<std::string>,
     // Readiness: a trivial query on a read connection; true when answered.
     caf::replies_to<atom::ping>::with<bool>,
-    // Stores long-term memories (same user + content: lifetime refreshed);
-    // answers how many were new.
-    caf::replies_to<atom::mem_add, std::vector<memory_record>>::with<int64_t>,
-    // Keeps a completed turn for episodic recall.
-    caf::replies_to<atom::episode, episode_record>::with<bool>,
     // A user's most recent episodes (at most `limit`), newest first.
     caf::replies_to<atom::episode, std::string /*user_id*/,
                     int32_t /*limit*/>::with<std::vector<episode_record>>,

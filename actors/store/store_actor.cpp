@@ -79,6 +79,37 @@ caf::message answer_of(std::optional<caf::expected<R>>& value, const std::string
   return caf::make_message(std::move(value->error()));
 }
 
+// Writes what a completed turn leaves for recall, inside the answer's write
+// job: the episode and the memories each under a savepoint of their own, so
+// a failure of either is logged and leaves the answer (and the other)
+// stored. Before, they were two more write jobs the stream asked for after
+// the answer was committed: two more commits (an fsync each unless grouped)
+// and four more messages before `done`.
+void keep_for_recall(store_backend& db, const std::string& request_id,
+                     const std::vector<episode_record>& episodes,
+                     const std::vector<memory_record>& memories) {
+  auto derived = [&](const char* what, auto write) {
+    db.savepoint();
+    try {
+      write();
+      db.release_savepoint();
+    } catch (const std::exception& e) {
+      db.rollback_to_savepoint();
+      lg->warn("store: turn {}: {} not stored: {}", request_id, what, e.what());
+    }
+  };
+  if (!episodes.empty())
+    derived("episode", [&] {
+      for (auto& e : episodes)
+        db.add_episode(e);
+    });
+  if (!memories.empty())
+    derived("memories", [&] {
+      for (auto& m : memories)
+        db.add_memory(m);
+    });
+}
+
 // Queues `work` and answers the request once it ran. `work` returns R, or
 // caf::expected<R> to refuse (e.g. not_found) without failing the
 // transaction.
@@ -173,6 +204,18 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
         [=](atom::finish_turn, const stored_message& msg) {
           return submit<std::string>(
               self, true, [=](store_backend& db) { return db.finish_turn(msg, now_ms()); });
+        },
+        [=](atom::finish_turn, const stored_message& msg, std::vector<episode_record>& episodes,
+            const std::vector<memory_record>& memories) {
+          // Embedded here, once, so that recall never embeds stored turns.
+          for (auto& e : episodes)
+            if (e.embedding.empty())
+              e.embedding = episode_embedding(e.text);
+          return submit<std::string>(self, true, [=](store_backend& db) {
+            auto id = db.finish_turn(msg, now_ms());
+            keep_for_recall(db, msg.request_id, episodes, memories);
+            return id;
+          });
         },
         [=](atom::find_turn, const std::string& request_id, const std::string& user_id) {
           return submit<stored_message>(
@@ -275,23 +318,6 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
         [=](atom::key_revoke, const std::string& name) {
           return submit<bool>(
               self, true, [=](store_backend& db) { return db.revoke_api_key(name, now_ms()); });
-        },
-        [=](atom::mem_add, const std::vector<memory_record>& records) {
-          return submit<int64_t>(self, true, [=](store_backend& db) {
-            int64_t added = 0;
-            for (auto& m : records)
-              added += db.add_memory(m) ? 1 : 0;
-            return added;
-          });
-        },
-        [=](atom::episode, episode_record& e) {
-          // Embedded here, once, so that recall never embeds stored turns.
-          if (e.embedding.empty())
-            e.embedding = episode_embedding(e.text);
-          return submit<bool>(self, true, [=](store_backend& db) {
-            db.add_episode(e);
-            return true;
-          });
         },
         [=](atom::recall, const std::string& user_id, const std::string& question,
             const std::string& conversation_id, int64_t window_start_seq) {

@@ -240,7 +240,7 @@ void emit_log(self_ptr self, const node_log& l) {
 void persist(self_ptr self);
 void retrieve(self_ptr self);
 void plan(self_ptr self);
-void remember(self_ptr self, std::function<void()> next);
+std::pair<std::vector<episode_record>, std::vector<memory_record>> turn_memory(self_ptr self);
 void cancel_turn(self_ptr self, std::string code, std::string message);
 void request_summary(self_ptr self);
 
@@ -478,21 +478,17 @@ void persist(self_ptr self) {
   msg.citations_json = citations_json(st.gen.citations);
   msg.completed = st.error_code.empty() && !st.cancelled;
   msg.request_id = st.req.request_id;
-  self->request(st.deps.store, st.settings.step_timeout, atom::finish_turn_v, std::move(msg))
+  auto [episodes, memories] = turn_memory(self);
+  self->request(st.deps.store, st.settings.step_timeout, atom::finish_turn_v, std::move(msg),
+                std::move(episodes), std::move(memories))
       .then(
           [=](std::string& id) {
             self->state.message_id = std::move(id);
-            auto done = [=] {
-              log_node(self, "persist", persist_input(self),
-                       json_strings({{"message_id", self->state.message_id}}));
-              finish(self);
-            };
-            if (self->state.error_code.empty() && !self->state.cancelled) {
+            if (self->state.error_code.empty() && !self->state.cancelled)
               request_summary(self);
-              remember(self, done);
-            } else {
-              done();
-            }
+            log_node(self, "persist", persist_input(self),
+                     json_strings({{"message_id", self->state.message_id}}));
+            finish(self);
           },
           [=](caf::error& err) {
             fail(self, err, "storing the answer");
@@ -765,14 +761,16 @@ void plan(self_ptr self) {
           });
 }
 
-// Stores the turn as an episode and what the user stated about themselves
-// (not for incognito turns), then calls `next`: `done` follows once they
-// are committed, so a client that read `done` finds them. Derived data: a
-// failed write is logged, never fails the turn.
-void remember(self_ptr self, std::function<void()> next) {
+// What a completed turn leaves for recall (not for incognito turns): the
+// turn as an episode and what the user stated about themselves. They go to
+// the store with the answer and are committed in its write job, so a client
+// that read `done` finds them; derived data: one that fails is logged by
+// the store and never fails the turn.
+std::pair<std::vector<episode_record>, std::vector<memory_record>> turn_memory(self_ptr self) {
   auto& st = self->state;
-  if (st.req.incognito)
-    return next();
+  std::pair<std::vector<episode_record>, std::vector<memory_record>> out;
+  if (st.req.incognito || !st.error_code.empty() || st.cancelled)
+    return out;
   auto now = std::chrono::duration_cast<std::chrono::milliseconds>(
                  std::chrono::system_clock::now().time_since_epoch())
                  .count();
@@ -782,7 +780,7 @@ void remember(self_ptr self, std::function<void()> next) {
   ep.seq = st.opened.seq + 1;  // the assistant message follows the user's
   ep.text = episode_text(st.req.message, st.answer);
   ep.created_at = now;
-  std::vector<memory_record> records;
+  out.first.push_back(std::move(ep));
   for (auto& f : extract_memories(st.req.message)) {
     memory_record m;
     m.user_id = st.req.user_id;
@@ -791,25 +789,9 @@ void remember(self_ptr self, std::function<void()> next) {
     m.source_message_id = st.opened.message_id;
     m.created_at = now;
     m.expires_at = now + f.ttl_days * 24 * 3600 * 1000;
-    records.push_back(std::move(m));
+    out.second.push_back(std::move(m));
   }
-  auto pending = std::make_shared<int>(records.empty() ? 1 : 2);
-  auto one_done = [=] {
-    if (--*pending == 0)
-      next();
-  };
-  auto warn = [=](const char* what) {
-    return [=](caf::error& err) {
-      lg->warn("stream {}: {} not stored: {}", self->state.req.request_id, what,
-                   self->system().render(err));
-      one_done();
-    };
-  };
-  self->request(st.deps.store, st.settings.step_timeout, atom::episode_v, std::move(ep))
-      .then([=](bool) { one_done(); }, warn("episode"));
-  if (!records.empty())
-    self->request(st.deps.store, st.settings.step_timeout, atom::mem_add_v, std::move(records))
-        .then([=](int64_t) { one_done(); }, warn("memories"));
+  return out;
 }
 
 // After a completed turn: the summarizer refreshes the summary in the

@@ -180,6 +180,69 @@ TEST(store_actor, answers_after_commit) {
   self->send_exit(*store, caf::exit_reason::user_shutdown);
 }
 
+// A completed turn's episode and memories are written in the answer's own
+// job: committed when the answer is acknowledged, and a failure of one of
+// them (here an episode id that is taken) leaves the answer and the other
+// stored.
+TEST(store_actor, an_answer_keeps_its_episode_and_memories_in_its_own_write) {
+  temp_db t;
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  caf::actor_system sys{cfg};
+  store_options opts;
+  opts.sqlite_path = t.file();
+  auto store = spawn_store(sys, opts);
+  ASSERT_TRUE(store) << sys.render(store.error());
+  caf::scoped_actor self{sys};
+  auto turn = [&](const std::string& request_id, const std::string& episode_id,
+                  const std::string& memory) {
+    turn_opened opened;
+    self->request(*store, std::chrono::seconds(10), atom::begin_turn_v, std::string{"u"},
+                  std::string{"s"}, std::string{"I prefer " + memory}, request_id)
+        .receive([&](turn_opened& x) { opened = x; },
+                 [&](caf::error& err) { FAIL() << sys.render(err); });
+    stored_message answer;
+    answer.conversation_id = opened.conversation_id;
+    answer.content = "noted";
+    answer.request_id = request_id;
+    episode_record ep;
+    ep.id = episode_id;
+    ep.conversation_id = opened.conversation_id;
+    ep.user_id = "u";
+    ep.seq = opened.seq + 1;
+    ep.text = "I prefer " + memory + " / noted";
+    ep.created_at = 1000;
+    memory_record m;
+    m.user_id = "u";
+    m.kind = "preference";
+    m.content = "I prefer " + memory;
+    m.source_message_id = opened.message_id;
+    m.created_at = 1000;
+    std::string id;
+    self->request(*store, std::chrono::seconds(10), atom::finish_turn_v, answer,
+                  std::vector<episode_record>{ep}, std::vector<memory_record>{m})
+        .receive([&](std::string& x) { id = x; },
+                 [&](caf::error& err) { FAIL() << sys.render(err); });
+    return id;
+  };
+  EXPECT_FALSE(turn("r1", "ep-1", "green tea").empty());
+  // Acknowledged means committed, for all three: another connection sees them.
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages WHERE role='assistant'"), 1);
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM episodes WHERE id='ep-1' AND seq=2"), 1);
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM memories"), 1);
+  EXPECT_EQ(count_rows(t.file(),
+                       "SELECT COUNT(*) FROM episodes WHERE id='ep-1' AND length(embedding) > 0"),
+            1)
+      << "embedded by the store";
+  // The episode's insert fails (the id is taken): the answer and the memory
+  // are stored all the same.
+  EXPECT_FALSE(turn("r2", "ep-1", "black coffee").empty());
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages WHERE role='assistant'"), 2);
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM episodes"), 1);
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM memories"), 2);
+  self->send_exit(*store, caf::exit_reason::user_shutdown);
+}
+
 // Regression: requests whose jobs were queued when the store exited were
 // never answered (their store_done could no longer arrive), so requesters
 // waited for their own timeouts.
