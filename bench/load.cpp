@@ -6,7 +6,8 @@
 // own overhead —, the p99 gap between tokens, tokens/s delivered, errors,
 // (under each ragtor row) the median time its turns took to be routed, to
 // read their context, to get their evidence, to call the model and to
-// publish the first token,
+// publish the first token, and the mean time of the store commits during
+// the row (on disk, the fsync),
 // ragtor's peak RSS, its CPU per completed turn, and the CPU each process
 // (ragtor, the fake model, this client) used over the row, so the reader can
 // see who was saturated. Bounded in count and time; never asserts.
@@ -184,22 +185,34 @@ private:
   std::thread reader_;
 };
 
-// ragtor's ragtor_turn_phase_seconds buckets from /metrics: per phase,
-// (upper bound, cumulative count) in the order of the exposition.
+// From ragtor's /metrics: the ragtor_turn_phase_seconds buckets (per
+// phase, (upper bound, cumulative count) in the order of the exposition),
+// and the store's commits so far (their count and summed seconds: an
+// on-disk commit is the fsync target 1 of issue 20 compares with).
 using phase_buckets = std::map<std::string, std::vector<std::pair<double, double>>>;
+struct scraped {
+  phase_buckets phases;
+  double commits = 0, commit_seconds = 0;
+};
 
-phase_buckets scrape_phases(uint16_t port) {
-  phase_buckets out;
+scraped scrape_phases(uint16_t port) {
+  scraped out;
   const std::string prefix = "ragtor_turn_phase_seconds_bucket{phase=\"";
+  const std::string commit = "ragtor_store_commit_duration_seconds_";
   std::istringstream in{call(port, http::verb::get, "/metrics", "").body};
+  auto value = [](const std::string& line) { return std::stod(line.substr(line.rfind(' ') + 1)); };
   for (std::string line; std::getline(in, line);) {
+    if (line.starts_with(commit + "count "))
+      out.commits = value(line);
+    if (line.starts_with(commit + "sum "))
+      out.commit_seconds = value(line);
     if (!line.starts_with(prefix))
       continue;
     auto name_end = line.find('"', prefix.size());
     auto le_at = line.find("le=\"", name_end) + 4;
     auto le = line.substr(le_at, line.find('"', le_at) - le_at);
-    out[line.substr(prefix.size(), name_end - prefix.size())].emplace_back(
-        le == "+Inf" ? INFINITY : std::stod(le), std::stod(line.substr(line.rfind(' ') + 1)));
+    out.phases[line.substr(prefix.size(), name_end - prefix.size())].emplace_back(
+        le == "+Inf" ? INFINITY : std::stod(le), value(line));
   }
   return out;
 }
@@ -362,7 +375,7 @@ int main(int argc, char** argv) {
       };
       // Memory per open stream: the peak over the row less what the server
       // held before it (meaningful when the streams are open together).
-      phase_buckets phases_before;
+      scraped phases_before;
       if (pass != 2)
         phases_before = scrape_phases(server->port);
       reset_peak_rss(server->pid);
@@ -404,7 +417,12 @@ int main(int argc, char** argv) {
         auto phases_after = scrape_phases(server->port);
         std::printf("(phases, p50 ms from the turn's start:");
         for (auto name : {"routed", "context", "evidence", "model_called", "first_token"})
-          std::printf(" %s %.2f", name, phase_p50_ms(phases_before[name], phases_after[name]));
+          std::printf(" %s %.2f", name,
+                      phase_p50_ms(phases_before.phases[name], phases_after.phases[name]));
+        auto commits = phases_after.commits - phases_before.commits;
+        if (commits > 0)
+          std::printf("; store commits: %.0f, mean %.2f ms", commits,
+                      1000 * (phases_after.commit_seconds - phases_before.commit_seconds) / commits);
         std::printf(")\n");
       }
       if (feed)
