@@ -203,6 +203,55 @@ TEST_P(store_contract, episodes_are_kept_per_user_newest_first_and_cleared) {
   EXPECT_EQ(db_->recent_episodes("bob", 10).size(), 2u);
 }
 
+// A savepoint inside a job's savepoint takes back only its own writes: the
+// store writes a turn's episode and memories this way inside the answer's
+// job, so one that fails (here an episode id that is taken; on PostgreSQL
+// the failed statement aborts the transaction until the rollback) leaves
+// the answer and the other stored.
+TEST_P(store_contract, a_savepoint_inside_a_job_takes_back_only_its_own_writes) {
+  auto t = user_turn("ann", "s1", "I prefer tea", "r1", 1);
+  episode_record e;
+  e.id = "ep-taken";
+  e.conversation_id = t.conversation_id;
+  e.user_id = "ann";
+  e.seq = t.seq + 1;
+  e.text = "first";
+  e.created_at = 10;
+  tx([&](store_backend& db) {
+    db.add_episode(e);
+    return 0;
+  });
+  stored_message answer;
+  answer.conversation_id = t.conversation_id;
+  answer.content = "noted";
+  answer.request_id = "r1";
+  memory_record m;
+  m.user_id = "ann";
+  m.kind = "preference";
+  m.content = "I prefer tea";
+  m.created_at = 20;
+  db_->begin();
+  db_->savepoint();  // the job's
+  db_->finish_turn(answer, 20);
+  db_->savepoint();  // the episode's
+  e.text = "second, same id";
+  EXPECT_ANY_THROW(db_->add_episode(e));
+  db_->rollback_to_savepoint();
+  db_->savepoint();  // the memories'
+  db_->add_memory(m);
+  db_->release_savepoint();
+  db_->release_savepoint();  // the job's
+  db_->commit();
+  auto other = open_again();
+  auto msgs = other->history(t.conversation_id, 10);
+  ASSERT_EQ(msgs.size(), 2u);
+  EXPECT_EQ(msgs[1].content, "noted");
+  auto eps = other->recent_episodes("ann", 10);
+  ASSERT_EQ(eps.size(), 1u);
+  EXPECT_EQ(eps[0].text, "first");
+  EXPECT_EQ(other->list_memories("ann", 30).size(), 1u);
+}
+
 // Recall by index (recent episodes ranked by stored embeddings, then a few
 // texts read) returns the same items as the old full read of the newest
 // episodes' texts, also when older episodes have no stored embedding.
