@@ -193,6 +193,7 @@ using phase_buckets = std::map<std::string, std::vector<std::pair<double, double
 struct scraped {
   phase_buckets phases;
   double commits = 0, commit_seconds = 0;
+  std::vector<std::pair<double, double>> commit_buckets;
 };
 
 scraped scrape_phases(uint16_t port) {
@@ -206,6 +207,11 @@ scraped scrape_phases(uint16_t port) {
       out.commits = value(line);
     if (line.starts_with(commit + "sum "))
       out.commit_seconds = value(line);
+    if (line.starts_with(commit + "bucket{le=\"")) {
+      auto le_at = commit.size() + 11;
+      auto le = line.substr(le_at, line.find('"', le_at) - le_at);
+      out.commit_buckets.emplace_back(le == "+Inf" ? INFINITY : std::stod(le), value(line));
+    }
     if (!line.starts_with(prefix))
       continue;
     auto name_end = line.find('"', prefix.size());
@@ -217,10 +223,10 @@ scraped scrape_phases(uint16_t port) {
   return out;
 }
 
-// The median in ms of what a phase observed between two scrapes,
+// The quantile q in ms of what a histogram observed between two scrapes,
 // interpolated inside its bucket; -1 when nothing was observed.
-double phase_p50_ms(const std::vector<std::pair<double, double>>& before,
-                    const std::vector<std::pair<double, double>>& after) {
+double histogram_ms(const std::vector<std::pair<double, double>>& before,
+                    const std::vector<std::pair<double, double>>& after, double q = 0.5) {
   if (after.empty() || before.size() != after.size())
     return -1;
   double total = after.back().second - before.back().second;
@@ -229,9 +235,9 @@ double phase_p50_ms(const std::vector<std::pair<double, double>>& before,
   double lower = 0, below = 0;
   for (size_t i = 0; i < after.size(); ++i) {
     double upto = after[i].second - before[i].second;
-    if (upto >= total / 2) {
+    if (upto >= total * q) {
       double upper = std::isinf(after[i].first) ? lower : after[i].first;
-      double share = upto > below ? (total / 2 - below) / (upto - below) : 0;
+      double share = upto > below ? (total * q - below) / (upto - below) : 0;
       return 1000 * (lower + share * (upper - lower));
     }
     lower = after[i].first;
@@ -418,11 +424,12 @@ int main(int argc, char** argv) {
         std::printf("(phases, p50 ms from the turn's start:");
         for (auto name : {"routed", "context", "evidence", "model_called", "first_token"})
           std::printf(" %s %.2f", name,
-                      phase_p50_ms(phases_before.phases[name], phases_after.phases[name]));
+                      histogram_ms(phases_before.phases[name], phases_after.phases[name]));
         auto commits = phases_after.commits - phases_before.commits;
         if (commits > 0)
-          std::printf("; store commits: %.0f, mean %.2f ms", commits,
-                      1000 * (phases_after.commit_seconds - phases_before.commit_seconds) / commits);
+          std::printf("; store commits: %.0f, mean %.2f ms, p99 %.2f ms", commits,
+                      1000 * (phases_after.commit_seconds - phases_before.commit_seconds) / commits,
+                      histogram_ms(phases_before.commit_buckets, phases_after.commit_buckets, 0.99));
         std::printf(")\n");
       }
       if (feed)
