@@ -94,28 +94,37 @@ bool is_valid_utf8(std::string_view s) {
 void append_json_string(std::string& out, std::string_view s) {
   out.reserve(out.size() + s.size() + 2);
   out += '"';
-  size_t i = 0;
+  // Bytes that stay as they are (printable ASCII but the quote and the
+  // backslash, and well-formed UTF-8) are appended as runs, not one by one.
+  size_t i = 0, run = 0;
+  auto end_run = [&] { out.append(s.data() + run, i - run); };
   while (i < s.size()) {
     auto c = static_cast<unsigned char>(s[i]);
+    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+      ++i;
+      continue;
+    }
     if (c >= 0x80) {
       size_t consumed;
-      if (utf8_sequence(s, i, consumed) == 0)
+      bool valid = utf8_sequence(s, i, consumed) != 0;
+      if (!valid) {
+        end_run();
         out += replacement_char;
-      else
-        out.append(s.data() + i, consumed);
+        run = i + consumed;
+      }
       i += consumed;
       continue;
     }
+    end_run();
     if (c == '"')
       out += "\\\"";
     else if (c == '\\')
       out += "\\\\";
-    else if (c < 0x20)
-      append_escaped_control(out, c);
     else
-      out += static_cast<char>(c);
-    ++i;
+      append_escaped_control(out, c);
+    run = ++i;
   }
+  end_run();
   out += '"';
 }
 
