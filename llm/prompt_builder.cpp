@@ -123,9 +123,14 @@ struct parts {
   std::vector<size_t> window_tokens;
   size_t question_tokens = 0;
 
-  static size_t sum(const std::vector<part>& ps) {
-    size_t n = 0;
-    for (auto& p : ps)
+  // The tokens of a list between its opening and closing lines (none when
+  // the list is empty: the section is left out).
+  static size_t framed_tokens(const part& open, const std::vector<part>& items,
+                              const part& close) {
+    if (items.empty())
+      return 0;
+    size_t n = open.tokens + close.tokens;
+    for (auto& p : items)
       n += p.tokens;
     return n;
   }
@@ -135,12 +140,9 @@ struct parts {
     size_t n = head.tokens + summary_text.tokens;
     if (!profile.text.empty() || !memories.empty())
       n += f.user_memory_open.tokens + profile.tokens + f.user_memory_close.tokens;
-    if (!memories.empty())
-      n += f.memories_open.tokens + sum(memories) + f.memories_close.tokens;
-    if (!episodes.empty())
-      n += f.episodes_open.tokens + sum(episodes) + f.episodes_close.tokens;
-    if (!doc_text.empty())
-      n += f.documents_open.tokens + sum(doc_text) + f.documents_close.tokens;
+    n += framed_tokens(f.memories_open, memories, f.memories_close);
+    n += framed_tokens(f.episodes_open, episodes, f.episodes_close);
+    n += framed_tokens(f.documents_open, doc_text, f.documents_close);
     if (cite)
       n += f.output_rules.tokens;
     return n;
@@ -158,31 +160,24 @@ struct parts {
     std::string s;
     s.reserve(system_tokens() * 4 + 64);
     auto add = [&](const part& p) { s += p.text; };
+    auto add_framed = [&](const part& open, const std::vector<part>& items, const part& close) {
+      if (items.empty())
+        return;
+      add(open);
+      for (auto& p : items)
+        add(p);
+      add(close);
+    };
     add(head);
     if (!profile.text.empty() || !memories.empty()) {
       add(f.user_memory_open);
       add(profile);
-      if (!memories.empty()) {
-        add(f.memories_open);
-        for (auto& m : memories)
-          add(m);
-        add(f.memories_close);
-      }
+      add_framed(f.memories_open, memories, f.memories_close);
       add(f.user_memory_close);
     }
     add(summary_text);
-    if (!episodes.empty()) {
-      add(f.episodes_open);
-      for (auto& e : episodes)
-        add(e);
-      add(f.episodes_close);
-    }
-    if (!doc_text.empty()) {
-      add(f.documents_open);
-      for (auto& d : doc_text)
-        add(d);
-      add(f.documents_close);
-    }
+    add_framed(f.episodes_open, episodes, f.episodes_close);
+    add_framed(f.documents_open, doc_text, f.documents_close);
     if (cite)
       add(f.output_rules);
     return s;

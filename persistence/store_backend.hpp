@@ -230,4 +230,23 @@ turn_context read_turn_context(store_backend& db, const std::string& conversatio
 // Milliseconds since the epoch.
 int64_t now_ms();
 
+// Runs `work` under a savepoint of `db`'s open transaction: its writes stay
+// when it returns and are taken back when it throws. Answers the exception's
+// message ("" when none); a failing rollback (a broken connection) throws
+// on to the caller. The write batch runs each job this way, and a job may
+// nest it for writes that must not fail the job.
+template <class F>
+std::string in_savepoint(store_backend& db, F&& work) {
+  db.savepoint();
+  try {
+    work();
+    db.release_savepoint();
+    return {};
+  } catch (const std::exception& e) {
+    std::string what = e.what();
+    db.rollback_to_savepoint();
+    return what;
+  }
+}
+
 }  // namespace ragtor

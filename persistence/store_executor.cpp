@@ -99,16 +99,8 @@ void store_executor::run_batch(std::deque<job>& batch) {
   std::string batch_error;
   try {
     writer_->begin();
-    for (size_t i = 0; i < batch.size(); ++i) {
-      writer_->savepoint();
-      try {
-        batch[i].work(*writer_);
-        writer_->release_savepoint();
-      } catch (const std::exception& e) {
-        errors[i] = e.what();
-        writer_->rollback_to_savepoint();
-      }
-    }
+    for (size_t i = 0; i < batch.size(); ++i)
+      errors[i] = in_savepoint(*writer_, [&] { batch[i].work(*writer_); });
     writer_->commit();
   } catch (const std::exception& e) {
     batch_error = e.what();

@@ -89,14 +89,8 @@ void keep_for_recall(store_backend& db, const std::string& request_id,
                      const std::vector<episode_record>& episodes,
                      const std::vector<memory_record>& memories) {
   auto derived = [&](const char* what, auto write) {
-    db.savepoint();
-    try {
-      write();
-      db.release_savepoint();
-    } catch (const std::exception& e) {
-      db.rollback_to_savepoint();
-      lg->warn("store: turn {}: {} not stored: {}", request_id, what, e.what());
-    }
+    if (auto err = in_savepoint(db, write); !err.empty())
+      lg->warn("store: turn {}: {} not stored: {}", request_id, what, err);
   };
   if (!episodes.empty())
     derived("episode", [&] {

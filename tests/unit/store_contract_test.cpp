@@ -68,6 +68,25 @@ protected:
     return tx([&](store_backend& db) { return db.begin_turn(user, session, text, request_id, t); });
   }
 
+  // The episode of turn `t` (at the answer's seq) with `text` as given and
+  // no embedding (episode_of builds one as the store keeps it), committed
+  // on its own.
+  episode_record keep_episode(const turn_opened& t, const std::string& user, std::string text,
+                              int64_t at, std::string id = "") {
+    episode_record e;
+    e.id = std::move(id);
+    e.conversation_id = t.conversation_id;
+    e.user_id = user;
+    e.seq = t.seq + 1;
+    e.text = std::move(text);
+    e.created_at = at;
+    tx([&](store_backend& db) {
+      db.add_episode(e);
+      return 0;
+    });
+    return e;
+  }
+
   std::string assistant_turn(const std::string& conversation, const std::string& text,
                              const std::string& request_id, int64_t t, bool completed = true) {
     stored_message m;
@@ -162,38 +181,16 @@ TEST_P(store_contract, long_term_memories_dedupe_expire_and_delete) {
 TEST_P(store_contract, episodes_are_kept_per_user_newest_first_and_cleared) {
   auto a = user_turn("ann", "s1", "q1", "r1", 1);
   auto b = user_turn("bob", "s1", "q2", "r2", 2);
-  auto add = [&](const turn_opened& t, const std::string& user, std::string text, int64_t at) {
-    episode_record e;
-    e.conversation_id = t.conversation_id;
-    e.user_id = user;
-    e.seq = t.seq + 1;
-    e.text = std::move(text);
-    e.created_at = at;
-    tx([&](store_backend& db) {
-      db.add_episode(e);
-      return 0;
-    });
-  };
-  add(a, "ann", "first", 10);
-  add(a, "ann", "second", 20);
-  add(b, "bob", "other", 30);
+  keep_episode(a, "ann", "first", 10);
+  keep_episode(a, "ann", "second", 20);
+  keep_episode(b, "bob", "other", 30);
   auto eps = open_again()->recent_episodes("ann", 10);
   ASSERT_EQ(eps.size(), 2u);
   EXPECT_EQ(eps[0].text, "second");
   EXPECT_EQ(eps[0].seq, 2);
   // Texts by id, at once: in the order asked, "" for an id not there, and
   // an id with a quote and a backslash read as written.
-  episode_record odd;
-  odd.id = R"(we"ird\id)";
-  odd.conversation_id = b.conversation_id;
-  odd.user_id = "bob";
-  odd.seq = b.seq + 1;
-  odd.text = "odd one";
-  odd.created_at = 40;
-  tx([&](store_backend& db) {
-    db.add_episode(odd);
-    return 0;
-  });
+  auto odd = keep_episode(b, "bob", "odd one", 40, R"(we"ird\id)");
   EXPECT_EQ(db_->episode_texts({eps[1].id, "no-such-episode", odd.id, eps[0].id}),
             (std::vector<std::string>{"first", "", "odd one", "second"}));
   EXPECT_TRUE(db_->episode_texts({}).empty());
@@ -210,17 +207,7 @@ TEST_P(store_contract, episodes_are_kept_per_user_newest_first_and_cleared) {
 // the answer and the other stored.
 TEST_P(store_contract, a_savepoint_inside_a_job_takes_back_only_its_own_writes) {
   auto t = user_turn("ann", "s1", "I prefer tea", "r1", 1);
-  episode_record e;
-  e.id = "ep-taken";
-  e.conversation_id = t.conversation_id;
-  e.user_id = "ann";
-  e.seq = t.seq + 1;
-  e.text = "first";
-  e.created_at = 10;
-  tx([&](store_backend& db) {
-    db.add_episode(e);
-    return 0;
-  });
+  auto e = keep_episode(t, "ann", "first", 10, "ep-taken");
   stored_message answer;
   answer.conversation_id = t.conversation_id;
   answer.content = "noted";

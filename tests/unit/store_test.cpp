@@ -37,6 +37,24 @@ std::unique_ptr<sqlite_backend> open_migrated(const std::filesystem::path& p) {
   return db;
 }
 
+// A real store actor (worker threads and all) on a scratch SQLite file.
+struct live_store {
+  temp_db t;
+  caf::actor_system_config cfg;
+  caf::actor_system sys{registered(cfg)};
+  caf::expected<store_actor> store{spawn_store(sys, options(t))};
+
+  static caf::actor_system_config& registered(caf::actor_system_config& c) {
+    register_types(c);
+    return c;
+  }
+  static store_options options(const temp_db& t) {
+    store_options opts;
+    opts.sqlite_path = t.file();
+    return opts;
+  }
+};
+
 int64_t count_rows(const std::filesystem::path& p, const char* sql) {
   sqlite3* db = nullptr;
   sqlite3_open_v2(p.c_str(), &db, SQLITE_OPEN_READONLY, nullptr);
@@ -140,13 +158,10 @@ TEST(store_executor, a_failing_job_does_not_fail_its_batch) {
 }
 
 TEST(store_actor, answers_after_commit) {
-  temp_db t;
-  caf::actor_system_config cfg;
-  register_types(cfg);
-  caf::actor_system sys{cfg};
-  store_options opts;
-  opts.sqlite_path = t.file();
-  auto store = spawn_store(sys, opts);
+  live_store live;
+  auto& t = live.t;
+  auto& sys = live.sys;
+  auto& store = live.store;
   ASSERT_TRUE(store) << sys.render(store.error());
   caf::scoped_actor self{sys};
   turn_opened opened;
@@ -185,13 +200,10 @@ TEST(store_actor, answers_after_commit) {
 // them (here an episode id that is taken) leaves the answer and the other
 // stored.
 TEST(store_actor, an_answer_keeps_its_episode_and_memories_in_its_own_write) {
-  temp_db t;
-  caf::actor_system_config cfg;
-  register_types(cfg);
-  caf::actor_system sys{cfg};
-  store_options opts;
-  opts.sqlite_path = t.file();
-  auto store = spawn_store(sys, opts);
+  live_store live;
+  auto& t = live.t;
+  auto& sys = live.sys;
+  auto& store = live.store;
   ASSERT_TRUE(store) << sys.render(store.error());
   caf::scoped_actor self{sys};
   auto turn = [&](const std::string& request_id, const std::string& episode_id,
@@ -247,13 +259,10 @@ TEST(store_actor, an_answer_keeps_its_episode_and_memories_in_its_own_write) {
 // never answered (their store_done could no longer arrive), so requesters
 // waited for their own timeouts.
 TEST(store_actor, answers_every_queued_request_when_it_exits) {
-  temp_db t;
-  caf::actor_system_config cfg;
-  register_types(cfg);
-  caf::actor_system sys{cfg};
-  store_options opts;
-  opts.sqlite_path = t.file();
-  auto store = spawn_store(sys, opts);
+  live_store live;
+  auto& t = live.t;
+  auto& sys = live.sys;
+  auto& store = live.store;
   ASSERT_TRUE(store) << sys.render(store.error());
   caf::scoped_actor self{sys};
   constexpr int n = 200;
