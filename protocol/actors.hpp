@@ -170,7 +170,8 @@ using agent_pool_actor = caf::typed_actor<
     // Searches `query` with the agent of `worker_name` on the least busy
     // replica that serves its KB (this node's or another node's); an
     // attempt that fails, or whose node goes down, is retried once on
-    // another replica. The trace names the node that served it
+    // another replica, or on its own node once that is back within
+    // pool_cluster_settings::replica_wait. The trace names the node that served it
     // (`served_by`). With opts.local_only: this node only.
     caf::replies_to<atom::retrieve, std::string /*worker_name*/, std::string /*query*/,
                     std::string /*thread_id*/, retrieve_options>::with<retrieval_result>,
@@ -179,8 +180,11 @@ using agent_pool_actor = caf::typed_actor<
     caf::reacts_to<atom::peer_up, std::string /*node*/, caf::actor /*pool*/,
                    std::string /*kbs*/>,
     // Node `node` is suspect or down: its replicas are dropped and the
-    // queries in flight there retried elsewhere.
-    caf::reacts_to<atom::peer_down, std::string /*node*/>>::extend_with<status_api>;
+    // queries in flight there retried elsewhere (or, with no replica left,
+    // kept waiting for one to come back: pool_cluster_settings).
+    caf::reacts_to<atom::peer_down, std::string /*node*/>,
+    // Sent to itself: query `id`'s wait for a replica is over.
+    caf::reacts_to<atom::tick, uint64_t /*query id*/>>::extend_with<status_api>;
 
 // One per node: knowledge-base administration. Runs detached (its own
 // thread) because creating and ingesting write files and rebuild indexes;

@@ -104,7 +104,8 @@ struct remote_pool {
 };
 
 // A query handed to a replica: retried once elsewhere when that attempt
-// fails or its node goes down.
+// fails or its node goes down; with no replica left, it may wait for its
+// KB's lost node to come back (`waiting`).
 struct pool_query {
   caf::typed_response_promise<retrieval_result> rp;
   std::string worker_name;
@@ -114,8 +115,18 @@ struct pool_query {
   retrieve_options opts;
   std::string node;            // serving it now ("" = this node)
   uint64_t attempt = 0;        // answers of older attempts are ignored
+  uint64_t sent = 0;           // attempts made (at most max_attempts)
   std::set<std::string> tried; // nodes tried ("" = this node)
   caf::error last_error;
+  bool waiting = false;        // for a replica to come back
+  caf::actor_addr sent_to;     // the remote pool of the attempt in flight
+};
+
+// A node whose pool was dropped (suspect, down, connection lost): queries
+// of its KBs wait up to replica_wait after `at` for it to come back.
+struct lost_replica {
+  std::string kbs;
+  std::chrono::steady_clock::time_point at;
 };
 
 struct agent_pool_state {
@@ -126,6 +137,7 @@ struct agent_pool_state {
   reranker rr;
   pool_cluster_settings cluster;
   std::map<std::string, remote_pool> remotes;  // by node name
+  std::map<std::string, lost_replica> lost;    // by node name, until back
   std::unordered_map<uint64_t, pool_query> queries;  // in flight, by id
   uint64_t next_query = 0;
   uint64_t rotation = 0;  // round-robin among equally busy replicas
@@ -134,6 +146,7 @@ struct agent_pool_state {
   uint64_t served_locally = 0;
   uint64_t retried = 0;
   uint64_t attempts = 0;
+  uint64_t waited = 0;  // queries that waited for a replica to come back
 };
 
 }  // namespace
@@ -632,6 +645,18 @@ bool final_error(const caf::error& err) {
              || err.code() == static_cast<uint8_t>(errc::cancelled));
 }
 
+// At most this many attempts per query: the first, one on another replica,
+// one on a node that came back.
+constexpr uint64_t max_attempts = 3;
+
+std::string kb_name(const pool_query& q) {
+  return q.kb.empty() ? std::string{"default"} : q.kb;
+}
+
+caf::error unserved(const pool_query& q, const std::string& why) {
+  return make_error(errc::unavailable, "no node serving knowledge base \"" + kb_name(q) + "\" " + why);
+}
+
 // Attempt `attempt` of query `id` answered.
 void on_answer(pool_ptr self, uint64_t id, uint64_t attempt, caf::expected<retrieval_result> r) {
   auto& st = self->state;
@@ -643,8 +668,18 @@ void on_answer(pool_ptr self, uint64_t id, uint64_t attempt, caf::expected<retri
   if (node.empty()) {
     --st.local_in_flight;
   } else if (auto p = st.remotes.find(node); p != st.remotes.end()) {
-    --p->second.in_flight;
-    ++(r ? p->second.served : p->second.failed);
+    auto& remote = p->second;
+    remote.in_flight -= remote.in_flight > 0;  // 0: its handles were replaced
+    ++(r ? remote.served : remote.failed);
+    // Its proxy is dead: the connection was lost. Either the node is back
+    // already (new handles), and may be tried again, or the cluster's
+    // peer_down is on its way, and its KBs' queries may wait for it.
+    if (!r && r.error() == caf::sec::request_receiver_down) {
+      if (remote.pool.address() != q.sent_to)
+        q.tried.erase(node);
+      else
+        st.lost[node] = lost_replica{remote.kbs, steady::now()};
+    }
   }
   if (r) {
     if (node.empty()) {
@@ -653,15 +688,41 @@ void on_answer(pool_ptr self, uint64_t id, uint64_t attempt, caf::expected<retri
     }
     return finish(self, id, std::move(*r));
   }
+  bool again = !final_error(r.error()) && !q.opts.local_only && q.tried.size() < 2
+               && q.sent < max_attempts;
   if (!node.empty() || !final_error(r.error()))
     lg->warn("agent_pool: {} on {} failed ({}){}", q.worker_name,
                  node.empty() ? st.cluster.node : node, self->system().render(r.error()),
-                 q.tried.size() < 2 ? "; trying another replica" : "");
+                 again ? "; trying again" : "");
   q.last_error = std::move(r.error());
-  if (final_error(q.last_error) || q.opts.local_only || q.tried.size() >= 2)
+  if (!again)
     return finish(self, id, std::move(q.last_error));
   ++st.retried;
   dispatch(self, id);
+}
+
+// Query `id` has no replica left: when a node hosting its KB was lost less
+// than replica_wait ago, the query waits for that node to come back
+// (peer_up) until replica_wait after the loss, and true is returned.
+bool wait_for_replica(pool_ptr self, uint64_t id) {
+  auto& st = self->state;
+  auto& q = st.queries.at(id);
+  if (q.opts.local_only || q.sent >= max_attempts)
+    return false;
+  auto kb = kb_name(q);
+  auto now = steady::now();
+  auto until = now;
+  for (auto& [node, l] : st.lost)
+    if (list_has(l.kbs, kb))
+      until = std::max(until, l.at + st.cluster.replica_wait);
+  if (until <= now)
+    return false;
+  if (!q.waiting)
+    ++st.waited;
+  q.waiting = true;
+  q.node.clear();
+  self->delayed_send(self, until - now, atom::tick_v, id);
+  return true;
 }
 
 // Hands query `id` to the least busy replica of its KB not tried yet:
@@ -675,7 +736,7 @@ void dispatch(pool_ptr self, uint64_t id) {
   uint64_t remote_load = UINT64_MAX;
   if (!q.opts.local_only) {
     for (auto& [node, r] : st.remotes) {
-      if (q.tried.count(node) || !list_has(r.kbs, q.kb.empty() ? "default" : q.kb))
+      if (q.tried.count(node) || !list_has(r.kbs, kb_name(q)))
         continue;
       if (r.in_flight < remote_load) {
         idlest.clear();
@@ -689,16 +750,17 @@ void dispatch(pool_ptr self, uint64_t id) {
   if (!idlest.empty() && (!local || remote_load < st.local_in_flight))
     best = idlest[st.rotation++ % idlest.size()];
   if (best.empty() && !local) {
+    if (wait_for_replica(self, id))
+      return;
     if (q.last_error)
       return finish(self, id, std::move(q.last_error));
     if (!hosts_here(self, q.kb) && !q.tried.count(""))
-      return finish(self, id,
-                    make_error(errc::unavailable, "no node serving knowledge base \""
-                                                      + (q.kb.empty() ? "default" : q.kb)
-                                                      + "\" is reachable"));
+      return finish(self, id, unserved(q, "is reachable"));
     return finish(self, id, make_error(errc::unavailable, "no replica left to try"));
   }
   auto attempt = ++q.attempt;
+  ++q.sent;
+  q.waiting = false;
   q.node = best;
   q.tried.insert(best);
   ++st.attempts;
@@ -716,6 +778,7 @@ void dispatch(pool_ptr self, uint64_t id) {
   }
   auto& r = st.remotes[best];
   ++r.in_flight;
+  q.sent_to = r.pool.address();
   auto opts = q.opts;
   opts.local_only = true;
   tidy_request(self, r.pool, st.cluster.attempt_timeout, atom::retrieve_v, q.worker_name, q.query,
@@ -733,6 +796,10 @@ std::string pool_status(pool_ptr self) {
       .field("in_flight", static_cast<uint64_t>(st.queries.size()))
       .field("attempts", st.attempts)
       .field("retried", st.retried)
+      .field("waited_for_replica", st.waited)
+      .field("waiting", static_cast<uint64_t>(std::count_if(
+                            st.queries.begin(), st.queries.end(),
+                            [](auto& kv) { return kv.second.waiting; })))
       .field("served_locally", st.served_locally);
   w.key("agents").begin_array();
   for (auto& [key, agent] : st.agents)
@@ -806,14 +873,29 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
           return rp;
         },
         [=](atom::peer_up, const std::string& node, caf::actor& pool, const std::string& kbs) {
-          auto& r = self->state.remotes[node];
+          auto& st = self->state;
+          auto& r = st.remotes[node];
           r.pool = caf::actor_cast<agent_pool_actor>(pool);
           r.kbs = kbs;
+          st.lost.erase(node);
+          // Queries waiting for a replica of these KBs: this node, back
+          // (new handles), may be tried again.
+          std::vector<uint64_t> woken;
+          for (auto& [id, q] : st.queries)
+            if (q.waiting && list_has(kbs, kb_name(q)))
+              woken.push_back(id);
+          for (auto id : woken) {
+            st.queries.at(id).tried.erase(node);
+            dispatch(self, id);
+          }
         },
         [=](atom::peer_down, const std::string& node) {
           auto& st = self->state;
-          if (!st.remotes.erase(node))
+          auto r = st.remotes.find(node);
+          if (r == st.remotes.end())
             return;
+          st.lost[node] = lost_replica{r->second.kbs, steady::now()};
+          st.remotes.erase(r);
           // Queries in flight there: retried elsewhere now, not after
           // their timeout (a dead node's requests are never answered).
           std::vector<uint64_t> orphans;
@@ -832,6 +914,19 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
             ++st.retried;
             dispatch(self, id);
           }
+        },
+        [=](atom::tick, uint64_t id) {
+          // The wait is over (a later wait has its own tick).
+          auto i = self->state.queries.find(id);
+          if (i == self->state.queries.end() || !i->second.waiting
+              || wait_for_replica(self, id))
+            return;
+          auto& q = i->second;
+          if (q.last_error)
+            return finish(self, id, std::move(q.last_error));
+          auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(
+              self->state.cluster.replica_wait);
+          finish(self, id, unserved(q, "came back within " + std::to_string(wait.count()) + " ms"));
         },
         [=](atom::status) -> std::string { return pool_status(self); },
     };

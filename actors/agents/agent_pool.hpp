@@ -46,6 +46,10 @@ struct pool_cluster_settings {
   // How long one attempt on a replica may take before it is retried
   // elsewhere (a node that goes down is retried at once).
   caf::timespan attempt_timeout = std::chrono::seconds(30);
+  // A query whose KB has no replica left waits this long for one to come
+  // back, when a node hosting the KB was lost less than this ago (a lost
+  // connection is dialled again a heartbeat later); 0 = fail at once.
+  caf::timespan replica_wait = std::chrono::seconds(2);
 };
 
 // `workers`: workers per agent, i.e. how many queries of one (KB, agent

@@ -329,6 +329,9 @@ int run_serve(const serve_options& opts) {
   pcs.node = node;
   pcs.retrieval = list_has(cfg->cluster.roles, "retrieval");
   pcs.kbs = cfg->cluster.kbs;
+  // A lost connection is dialled again one heartbeat later, then two:
+  // both tries fall within failure_timeout_ms (at least 2 heartbeats).
+  pcs.replica_wait = std::chrono::milliseconds{cfg->cluster.failure_timeout_ms};
   auto pool = spawn_agent_pool(sys, *catalog, workers, rr, pcs);
   auto router = spawn_router(sys, rs, *catalog, llm);
 

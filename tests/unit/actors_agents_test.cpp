@@ -28,6 +28,7 @@
 #include "llm/research_judge.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
+#include "protocol/worker_name.hpp"
 #include "retrieval/agents.hpp"
 #include "retrieval/kb_catalog.hpp"
 
@@ -317,6 +318,161 @@ TEST_F(agent_concurrency, a_worker_waiting_for_a_remote_embedding_serves_other_q
       }
     }
   }
+}
+
+// A frontend-only pool (no agents of its own) with one retrieval node's
+// pool as its KB's only replica, as the cluster actor wires them: both
+// real pools in one actor system, the cluster's peer_up / peer_down sent
+// by hand. A lost connection is dialled again a heartbeat later, so a
+// query with no replica left waits for the lost node to come back rather
+// than answering at once with no documents.
+class pool_replicas : public agent_concurrency {
+protected:
+  pool_replicas() {
+    catalog->put(kb_catalog::build_snapshot("kb", demo_documents(), {}));
+    query = queries_from(*catalog->get("kb"), 1, 3).front();
+  }
+
+  ~pool_replicas() override {
+    for (auto& p : pools)
+      caf::anon_send_exit(p, caf::exit_reason::user_shutdown);
+  }
+
+  agent_pool_actor spawn_pool(const std::string& node, bool retrieval,
+                              caf::timespan replica_wait = std::chrono::seconds(60)) {
+    pool_cluster_settings pcs;
+    pcs.node = node;
+    pcs.retrieval = retrieval;
+    pcs.replica_wait = replica_wait;
+    auto p = spawn_agent_pool(sys, catalog, 1, {}, pcs);
+    pools.push_back(p);
+    return p;
+  }
+
+  void up(agent_pool_actor fe, agent_pool_actor node_pool) {
+    self->send(fe, atom::peer_up_v, std::string{"r1"}, caf::actor_cast<caf::actor>(node_pool),
+               std::string{"*"});
+  }
+
+  auto search(agent_pool_actor fe) {
+    return self->request(fe, reply_timeout, atom::retrieve_v,
+                         format_worker_name("kb", "hybrid_agent"), query, std::string{"t"},
+                         retrieve_options{});
+  }
+
+  // The node that served a search through `fe`, or the error's text.
+  template <class Handle>
+  std::string served(Handle&& h) {
+    std::string out;
+    h.receive(
+        [&](retrieval_result& r) {
+          out = r.retrieval_results.empty() ? "(no documents)" : "(nobody)";
+          for (auto& step : r.trace)
+            if (step.step == "served_by")
+              out = step.detail;
+        },
+        [&](caf::error& err) { out = "error: " + error_message(err); });
+    return out;
+  }
+
+  std::string status(agent_pool_actor p) {
+    std::string out;
+    self->request(p, reply_timeout, atom::status_v)
+        .receive([&](std::string& s) { out = s; },
+                 [&](caf::error& err) { out = sys.render(err); });
+    return out;
+  }
+
+  // Until `n` queries of `p` wait for a replica (its status, asked
+  // again as soon as it answers; a hang guard of 60 s).
+  void until_waiting(agent_pool_actor p, int n) {
+    auto want = "\"waiting\":" + std::to_string(n) + ",";
+    auto until = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+    while (status(p).find(want) == std::string::npos
+           && std::chrono::steady_clock::now() < until) {
+    }
+    ASSERT_NE(status(p).find(want), std::string::npos) << status(p);
+  }
+
+  // A pool of node r1 whose actor is gone, as a proxy is once its
+  // connection drops.
+  agent_pool_actor dead_pool() {
+    auto p = spawn_pool("r1", true);
+    self->monitor(p);
+    caf::anon_send_exit(p, caf::exit_reason::kill);
+    self->receive([](caf::down_msg&) {});
+    return p;
+  }
+
+  std::shared_ptr<kb_catalog> catalog = std::make_shared<kb_catalog>();
+  std::string query;
+  std::vector<agent_pool_actor> pools;
+};
+
+TEST_F(pool_replicas, a_query_waits_for_its_kbs_lost_node_to_come_back) {
+  auto fe = spawn_pool("fe", false);
+  auto r1 = spawn_pool("r1", true);
+  up(fe, r1);
+  EXPECT_EQ(served(search(fe)), "r1");
+  // The connection is lost: the cluster withdraws r1. A search sent now
+  // has no replica; it waits. r1 is announced again (a new connection,
+  // here the same pool) after the search, from the same sender, so the
+  // search is in the pool before it.
+  self->send(fe, atom::peer_down_v, std::string{"r1"});
+  auto pending = search(fe);
+  up(fe, r1);
+  EXPECT_EQ(served(std::move(pending)), "r1");
+  EXPECT_NE(status(fe).find("\"waited_for_replica\":1"), std::string::npos) << status(fe);
+}
+
+TEST_F(pool_replicas, a_dead_proxy_makes_the_query_wait_before_the_node_is_withdrawn) {
+  // The node's pool is gone (as a proxy is killed when its connection
+  // drops) before the cluster's peer_down reaches the frontend's pool:
+  // the attempt fails with request_receiver_down and the query waits for
+  // the node to come back, here restarted with a new pool.
+  auto fe = spawn_pool("fe", false);
+  up(fe, dead_pool());
+  auto pending = search(fe);
+  until_waiting(fe, 1);
+  up(fe, spawn_pool("r1", true));
+  EXPECT_EQ(served(std::move(pending)), "r1");
+  // Announced again before the failed attempt's answer arrives: the node
+  // is tried again at once with its new handles.
+  up(fe, dead_pool());
+  pending = search(fe);
+  up(fe, spawn_pool("r1", true));
+  EXPECT_EQ(served(std::move(pending)), "r1");
+}
+
+TEST_F(pool_replicas, without_a_node_back_in_time_the_query_fails_and_retries_are_bounded) {
+  // Waits are bounded by replica_wait after the loss...
+  auto fe = spawn_pool("fe", false, std::chrono::milliseconds(100));
+  auto r1 = spawn_pool("r1", true);
+  up(fe, r1);
+  EXPECT_EQ(served(search(fe)), "r1");
+  self->send(fe, atom::peer_down_v, std::string{"r1"});
+  EXPECT_EQ(served(search(fe)),
+            "error: no node serving knowledge base \"kb\" came back within 100 ms");
+  // ... and a node that was never lost is not waited for (0 = fail at once).
+  auto at_once = spawn_pool("fe2", false, caf::timespan{0});
+  up(at_once, r1);
+  self->send(at_once, atom::peer_down_v, std::string{"r1"});
+  EXPECT_EQ(served(search(at_once)),
+            "error: no node serving knowledge base \"kb\" is reachable");
+  // A node that keeps coming back and failing is tried at most 3 times:
+  // its proxy dead each time (a pool that was killed).
+  auto fe3 = spawn_pool("fe3", false);
+  up(fe3, dead_pool());
+  auto pending = search(fe3);
+  for (int i = 0; i < 2; ++i) {
+    until_waiting(fe3, 1);
+    up(fe3, dead_pool());
+  }
+  auto answer = served(std::move(pending));
+  EXPECT_EQ(answer.rfind("error: ", 0), 0u) << answer;
+  auto st = status(fe3);
+  EXPECT_NE(st.find("\"attempts\":3,"), std::string::npos) << st;
+  EXPECT_NE(st.find("\"waiting\":0,"), std::string::npos) << st;
 }
 
 // A language model that answers deep research's verdict requests from a

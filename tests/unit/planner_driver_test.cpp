@@ -140,6 +140,7 @@ agent_pool_actor spawn_pool(caf::actor_system& sys, retrieval_agent_actor agent)
         },
         [](atom::peer_up, const std::string&, caf::actor&, const std::string&) {},
         [](atom::peer_down, const std::string&) {},
+        [](atom::tick, uint64_t) {},
         [](atom::status) { return std::string{"{}"}; },
     };
   });
