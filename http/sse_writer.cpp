@@ -1,6 +1,8 @@
 #include "http/sse_writer.hpp"
 
 #include <cstdio>
+#include <memory>
+#include <utility>
 #include <string>
 
 #include <boost/asio/as_tuple.hpp>
@@ -33,6 +35,49 @@ net::awaitable<bool> write_with_deadline(net::ip::tcp::socket& sock, std::string
   } catch (const boost::system::system_error&) {
     co_return false;
   }
+}
+
+// Writes `data` at once when the socket takes all of it (the usual case:
+// an SSE chunk is small and the client keeps reading), else the rest with
+// a deadline. The socket is in non-blocking mode (write_sse_as).
+net::awaitable<bool> write_now_or_wait(net::ip::tcp::socket& sock, std::string_view data,
+                                       std::chrono::seconds timeout) {
+  boost::system::error_code ec;
+  auto n = sock.write_some(net::buffer(data), ec);
+  if (!ec && n == data.size())
+    co_return true;
+  if (ec && ec != net::error::would_block && ec != net::error::try_again)
+    co_return false;
+  co_return co_await write_with_deadline(sock, data.substr(ec ? 0 : n), timeout);
+}
+
+using steady = std::chrono::steady_clock;
+
+// One heartbeat timer per stream instead of one per wait for events: it
+// fires `every` after the latest write and, if nothing was written since,
+// marks a ping due and wakes the writer's pending receive (cancel() ends
+// it with channel_cancelled). Shared with the timer's handler, which runs
+// on the writer's strand and touches nothing once the writer is `over`.
+struct heartbeat {
+  explicit heartbeat(net::any_io_executor ex) : timer{std::move(ex)} {}
+  net::steady_timer timer;
+  steady::time_point last_write = steady::now();
+  bool due = false;
+  bool over = false;
+};
+
+void arm(std::shared_ptr<heartbeat> hb, event_channel& ch, std::chrono::seconds every) {
+  hb->timer.expires_at(hb->last_write + every);
+  hb->timer.async_wait([hb, &ch, every](boost::system::error_code ec) {
+    if (ec || hb->over)
+      return;
+    if (steady::now() >= hb->last_write + every) {
+      hb->due = true;
+      hb->last_write = steady::now();
+      ch.cancel();
+    }
+    arm(hb, ch, every);
+  });
 }
 
 // Written by hand rather than by a Beast serializer: the header never
@@ -108,9 +153,25 @@ net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch,
   // waiting in the channel, and the last chunk ends the body. One write
   // (and one deadline timer) per burst instead of one per batch — a turn
   // with an instant model is a handful of writes, not twenty.
+  //
+  // A write goes straight to the socket when it takes it all, and waiting
+  // for events needs no timer of its own (heartbeat): a slow model's
+  // stream is one small write per token, and a deadline timer and a
+  // parallel wait per token cost more than the write itself.
   std::string out{sse_head};
   if (send_retry)
     append_chunk(out, "retry: " + std::to_string(timing.retry.count()) + "\n\n");
+  boost::system::error_code nb;
+  sock.non_blocking(true, nb);  // for write_now_or_wait; async operations are unaffected
+  auto hb = std::make_shared<heartbeat>(co_await net::this_coro::executor);
+  arm(hb, ch, timing.heartbeat);
+  struct end_heartbeat {
+    std::shared_ptr<heartbeat> hb;
+    ~end_heartbeat() {
+      hb->over = true;
+      hb->timer.cancel();
+    }
+  } ending{hb};
   std::string frames;
   bool first = true;
   for (;;) {
@@ -121,18 +182,14 @@ net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch,
       done = format(frames, batch) || done;
       ++taken;
     };
-    if (!first) {
-      std::optional<event_batch> batch;
-      try {
-        batch = co_await next_batch(ch, timing.heartbeat);
-      } catch (const boost::system::system_error&) {
-        co_return false;  // channel closed: the client went away
-      }
-      if (batch)
-        take(*batch);
-      else
-        frames = ": ping\n\n";
+    if (!first && !hb->due) {
+      auto [ec, batch] = co_await ch.async_receive(net::as_tuple(net::use_awaitable));
+      if (!ec)
+        take(batch);
+      else if (!hb->due)
+        co_return false;  // channel closed or cancelled: the client went away
     }
+    bool ping = std::exchange(hb->due, false);
     first = false;
     while (!done && !closed
            && ch.try_receive([&](boost::system::error_code ec, event_batch batch) {
@@ -141,11 +198,14 @@ net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch,
     }
     if (closed)
       co_return false;
+    if (ping && frames.empty())
+      frames = ": ping\n\n";
     append_chunk(out, frames);
     if (done)
       out += "0\r\n\r\n";
-    if (!out.empty() && !co_await write_with_deadline(sock, out, timing.write_timeout))
+    if (!out.empty() && !co_await write_now_or_wait(sock, out, timing.write_timeout))
       co_return false;
+    hb->last_write = steady::now();
     out.clear();
     if (done)
       co_return true;
