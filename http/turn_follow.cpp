@@ -1,5 +1,6 @@
 #include "http/turn_follow.hpp"
 
+#include <algorithm>
 #include <random>
 
 #include <boost/asio/co_spawn.hpp>
@@ -104,8 +105,16 @@ net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_acto
   auto sink = spawn_sink(ctx.sys, ch, turn);
   caf::anon_send(turn, atom::subscribe_v, sink, after);
   caf::anon_send(turn, atom::demand_v, sink, static_cast<int32_t>(ctx.settings.initial_credit));
-  std::function<void()> grant_one = [turn, sink] {
-    caf::anon_send(turn, atom::demand_v, sink, int32_t{1});
+  // Credit goes back in steps of half the initial credit, not one message
+  // per batch written: the turn still has the other half to send with
+  // meanwhile, and a slow model's stream (one batch per token) costs the
+  // turn's actor one message per token instead of two.
+  auto step = std::max<int32_t>(1, static_cast<int32_t>(ctx.settings.initial_credit) / 2);
+  std::function<void()> grant = [turn, sink, step, owed = int32_t{0}]() mutable {
+    if (++owed < step)
+      return;
+    caf::anon_send(turn, atom::demand_v, sink, owed);
+    owed = 0;
   };
 
   // Watch the socket: a client that goes away ends the writer at once.
@@ -113,7 +122,7 @@ net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_acto
   auto finished = std::make_shared<bool>(false);
   net::co_spawn(executor, watch_disconnect(sock, ch, finished), net::detached);
 
-  bool done = co_await write(*ch, grant_one);
+  bool done = co_await write(*ch, grant);
   *finished = true;
   if (!done && hangup == on_hangup::cancel)
     caf::anon_send(turn, atom::cancel_v);
