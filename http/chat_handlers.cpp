@@ -45,15 +45,13 @@ net::awaitable<bool> collect_json(handler_context& ctx, exchange& ex, event_chan
                                   const chat_request& req) {
   chat_reply reply;
   while (!reply.done()) {
-    std::optional<event_batch> batch;
+    event_batch batch;
     try {
-      batch = co_await next_batch(ch, ctx.settings.turn_timeout);
+      batch = co_await next_batch(ch);
     } catch (const boost::system::system_error&) {
       co_return false;
     }
-    if (!batch)
-      continue;
-    for (auto& ev : *batch)
+    for (auto& ev : batch)
       reply.add(ev);
     if (!reply.done())
       batch_received();

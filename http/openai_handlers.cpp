@@ -178,15 +178,13 @@ handler_result openai_chat(handler_context& ctx, exchange& ex) {
   turn_writer collect = [&](event_channel& ch,
                             const std::function<void()>& taken) -> net::awaitable<bool> {
     while (!outcome.done()) {
-      std::optional<event_batch> batch;
+      event_batch batch;
       try {
-        batch = co_await next_batch(ch, settings.turn_timeout);
+        batch = co_await next_batch(ch);
       } catch (const boost::system::system_error&) {
         co_return false;  // the client went away
       }
-      if (!batch)
-        continue;
-      for (auto& ev : *batch)
+      for (auto& ev : batch)
         outcome.add(ev);
       if (!outcome.done())
         taken();

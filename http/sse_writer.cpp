@@ -114,21 +114,8 @@ net::awaitable<bool> write_sse_chunk(net::ip::tcp::socket& sock, std::string_vie
   co_return co_await write_with_deadline(sock, chunk, timeout);
 }
 
-net::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
-                                                      std::chrono::seconds timeout) {
-  net::steady_timer timer{co_await net::this_coro::executor};
-  timer.expires_after(timeout);
-  // as_tuple: a closed or cancelled channel completes the wait at once
-  // (operator|| waits for the first *success*, so an error would otherwise
-  // wait for the timer).
-  auto r = co_await (ch.async_receive(net::as_tuple(net::use_awaitable))
-                     || timer.async_wait(net::as_tuple(net::use_awaitable)));
-  if (r.index() == 1)
-    co_return std::nullopt;
-  auto& [ec, batch] = std::get<0>(r);
-  if (ec)
-    throw boost::system::system_error{ec};
-  co_return std::move(batch);
+net::awaitable<event_batch> next_batch(event_channel& ch) {
+  co_return co_await ch.async_receive(net::use_awaitable);
 }
 
 net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,

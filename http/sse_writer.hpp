@@ -9,7 +9,6 @@
 
 #include <chrono>
 #include <functional>
-#include <optional>
 #include <string_view>
 #include <vector>
 
@@ -25,10 +24,10 @@ using event_batch = std::vector<stream_event>;
 using event_channel =
     boost::asio::experimental::concurrent_channel<void(boost::system::error_code, event_batch)>;
 
-// Receives the next batch, or nullopt after `timeout` of silence; throws
-// when the channel was closed.
-boost::asio::awaitable<std::optional<event_batch>> next_batch(event_channel& ch,
-                                                              std::chrono::seconds timeout);
+// Receives the next batch; throws when the channel was closed or
+// cancelled (the client went away). No timer: a turn ends itself on its
+// own timeout, with error + done.
+boost::asio::awaitable<event_batch> next_batch(event_channel& ch);
 
 struct sse_timing {
   std::chrono::seconds heartbeat;      // ": ping" after this much silence
