@@ -316,6 +316,35 @@ TEST(openai_client, timeouts_first_token_and_idle) {
   EXPECT_TRUE(fake.wait_for_stat("streams_aborted", 1)) << "the stalled connection was closed";
 }
 
+TEST(openai_client, the_idle_deadline_follows_the_tokens) {
+  // The idle deadline moves as tokens come: an answer that takes 1.6 idle
+  // timeouts, a token every tenth of one, completes; and an idle timeout
+  // shorter than what is left of the first-token timeout cuts a stall at
+  // the idle timeout, not at the first-token one (which is beyond
+  // wait()'s 20 s).
+  fake_openai fake{
+      R"({"rules":[{"match":"steady","reply":"a b c d e f g h i j k l m n o p",)"
+      R"("token_delay_ms":100},)"
+      R"({"match":"stall","reply":"a b c d","fault":"stall","fault_after_tokens":1}]})"};
+  auto cfg = config_for(fake);
+  cfg.first_token_timeout = 60s;
+  cfg.idle_timeout = 1s;
+  cfg.max_retries = 0;
+  llm::openai_client client{cfg};
+  collector steady;
+  client.stream_chat(ask("steady please"), steady.callbacks());
+  auto r = steady.wait();
+  ASSERT_FALSE(r.error) << r.error->message;
+  EXPECT_EQ(r.text(), "a b c d e f g h i j k l m n o p");
+
+  collector stall;
+  client.stream_chat(ask("stall please"), stall.callbacks());
+  auto r2 = stall.wait();
+  ASSERT_TRUE(r2.error);
+  EXPECT_EQ(r2.error->kind, failure::timeout_idle) << r2.error->message;
+  EXPECT_EQ(r2.text(), "a ");
+}
+
 TEST(openai_client, connection_refused_is_a_connect_failure) {
   uint16_t closed_port;
   {
