@@ -657,6 +657,17 @@ caf::error unserved(const pool_query& q, const std::string& why) {
   return make_error(errc::unavailable, "no node serving knowledge base \"" + kb_name(q) + "\" " + why);
 }
 
+// The ids of the queries `pick` selects, collected before any is acted on
+// (dispatching or finishing one changes the map).
+template <class Pick>
+std::vector<uint64_t> queries_where(const agent_pool_state& st, Pick pick) {
+  std::vector<uint64_t> ids;
+  for (auto& [id, q] : st.queries)
+    if (pick(q))
+      ids.push_back(id);
+  return ids;
+}
+
 // Attempt `attempt` of query `id` answered.
 void on_answer(pool_ptr self, uint64_t id, uint64_t attempt, caf::expected<retrieval_result> r) {
   auto& st = self->state;
@@ -797,9 +808,8 @@ std::string pool_status(pool_ptr self) {
       .field("attempts", st.attempts)
       .field("retried", st.retried)
       .field("waited_for_replica", st.waited)
-      .field("waiting", static_cast<uint64_t>(std::count_if(
-                            st.queries.begin(), st.queries.end(),
-                            [](auto& kv) { return kv.second.waiting; })))
+      .field("waiting", static_cast<uint64_t>(
+                            queries_where(st, [](const pool_query& q) { return q.waiting; }).size()))
       .field("served_locally", st.served_locally);
   w.key("agents").begin_array();
   for (auto& [key, agent] : st.agents)
@@ -880,10 +890,8 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
           st.lost.erase(node);
           // Queries waiting for a replica of these KBs: this node, back
           // (new handles), may be tried again.
-          std::vector<uint64_t> woken;
-          for (auto& [id, q] : st.queries)
-            if (q.waiting && list_has(kbs, kb_name(q)))
-              woken.push_back(id);
+          auto woken = queries_where(
+              st, [&](const pool_query& q) { return q.waiting && list_has(kbs, kb_name(q)); });
           for (auto id : woken) {
             st.queries.at(id).tried.erase(node);
             dispatch(self, id);
@@ -898,10 +906,7 @@ agent_pool_actor spawn_agent_pool(caf::actor_system& sys, std::shared_ptr<kb_cat
           st.remotes.erase(r);
           // Queries in flight there: retried elsewhere now, not after
           // their timeout (a dead node's requests are never answered).
-          std::vector<uint64_t> orphans;
-          for (auto& [id, q] : st.queries)
-            if (q.node == node)
-              orphans.push_back(id);
+          auto orphans = queries_where(st, [&](const pool_query& q) { return q.node == node; });
           for (auto id : orphans) {
             auto& q = st.queries.at(id);
             q.last_error = make_error(errc::unavailable, "node " + node + " went down");

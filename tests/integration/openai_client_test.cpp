@@ -93,13 +93,18 @@ llm::chat_params ask(std::string question) {
   return p;
 }
 
+// One streamed call of `question`, waited for (collector::wait).
+stream_outcome streamed(llm::openai_client& client, std::string question) {
+  collector c;
+  client.stream_chat(ask(std::move(question)), c.callbacks());
+  return c.wait();
+}
+
 TEST(openai_client, streams_a_completion_with_usage_and_reuses_the_connection) {
   fake_openai fake{R"({"default":{"reply":"Tea is brewed with salt in Quellin."}})"};
   llm::openai_client client{config_for(fake)};
   for (int i = 0; i < 3; ++i) {
-    collector c;
-    client.stream_chat(ask("How is tea brewed?"), c.callbacks());
-    auto r = c.wait();
+    auto r = streamed(client, "How is tea brewed?");
     ASSERT_FALSE(r.error) << r.error->message;
     ASSERT_TRUE(r.done);
     EXPECT_EQ(r.text(), "Tea is brewed with salt in Quellin.");
@@ -236,18 +241,14 @@ TEST(openai_client, tool_calls_round_trip_over_the_wire) {
 TEST(openai_client, retries_429_and_500_only_before_the_first_token) {
   fake_openai fake{R"({"default":{"reply":"fine now","fault":"http_429","fault_times":1}})"};
   llm::openai_client client{config_for(fake)};
-  collector c;
-  client.stream_chat(ask("q"), c.callbacks());
-  auto r = c.wait();
+  auto r = streamed(client, "q");
   ASSERT_FALSE(r.error) << r.error->message;
   EXPECT_EQ(r.text(), "fine now");
   EXPECT_EQ(fake.stat("chat_requests"), 2) << "one 429, one success";
 
   fake.set_script(R"({"default":{"fault":"http_500"}})");
   fake.reset_stats();
-  collector c2;
-  client.stream_chat(ask("q"), c2.callbacks());
-  auto r2 = c2.wait();
+  auto r2 = streamed(client, "q");
   ASSERT_TRUE(r2.error);
   EXPECT_EQ(r2.error->kind, failure::http_status);
   EXPECT_EQ(r2.error->http_status, 500);
@@ -262,9 +263,7 @@ TEST(openai_client, failures_after_the_first_token_are_never_retried) {
     fake_openai fake{std::string{R"({"default":{"reply":"one two three four five six",)"}
                      + R"("fault":")" + fault + R"(","fault_after_tokens":2}})"};
     llm::openai_client client{config_for(fake)};
-    collector c;
-    client.stream_chat(ask("q"), c.callbacks());
-    auto r = c.wait();
+    auto r = streamed(client, "q");
     ASSERT_TRUE(r.error) << fault;
     EXPECT_EQ(r.error->kind, failure::protocol) << fault;
     EXPECT_TRUE(r.error->after_first_token) << fault;
@@ -276,16 +275,12 @@ TEST(openai_client, failures_after_the_first_token_are_never_retried) {
 TEST(openai_client, missing_done_after_finish_reason_is_complete_but_a_cut_stream_is_not) {
   fake_openai fake{R"({"default":{"reply":"all of it","fault":"no_done"}})"};
   llm::openai_client client{config_for(fake)};
-  collector c;
-  client.stream_chat(ask("q"), c.callbacks());
-  auto r = c.wait();
+  auto r = streamed(client, "q");
   ASSERT_FALSE(r.error) << r.error->message;
   EXPECT_EQ(r.done->text, "all of it");
 
   fake.set_script(R"({"default":{"fault":"close_before_headers"}})");
-  collector c2;
-  client.stream_chat(ask("q"), c2.callbacks());
-  auto r2 = c2.wait();
+  auto r2 = streamed(client, "q");
   ASSERT_TRUE(r2.error);
   EXPECT_EQ(r2.error->kind, failure::connect);
   EXPECT_EQ(r2.error->attempts, 3);
@@ -300,15 +295,11 @@ TEST(openai_client, timeouts_first_token_and_idle) {
   cfg.idle_timeout = 300ms;
   cfg.max_retries = 0;
   llm::openai_client client{cfg};
-  collector slow;
-  client.stream_chat(ask("slow please"), slow.callbacks());
-  auto r = slow.wait();
+  auto r = streamed(client, "slow please");
   ASSERT_TRUE(r.error);
   EXPECT_EQ(r.error->kind, failure::timeout_first_token) << r.error->message;
 
-  collector stall;
-  client.stream_chat(ask("stall please"), stall.callbacks());
-  auto r2 = stall.wait();
+  auto r2 = streamed(client, "stall please");
   ASSERT_TRUE(r2.error);
   EXPECT_EQ(r2.error->kind, failure::timeout_idle) << r2.error->message;
   EXPECT_TRUE(r2.error->after_first_token);
@@ -331,15 +322,11 @@ TEST(openai_client, the_idle_deadline_follows_the_tokens) {
   cfg.idle_timeout = 1s;
   cfg.max_retries = 0;
   llm::openai_client client{cfg};
-  collector steady;
-  client.stream_chat(ask("steady please"), steady.callbacks());
-  auto r = steady.wait();
+  auto r = streamed(client, "steady please");
   ASSERT_FALSE(r.error) << r.error->message;
   EXPECT_EQ(r.text(), "a b c d e f g h i j k l m n o p");
 
-  collector stall;
-  client.stream_chat(ask("stall please"), stall.callbacks());
-  auto r2 = stall.wait();
+  auto r2 = streamed(client, "stall please");
   ASSERT_TRUE(r2.error);
   EXPECT_EQ(r2.error->kind, failure::timeout_idle) << r2.error->message;
   EXPECT_EQ(r2.text(), "a ");
@@ -357,9 +344,7 @@ TEST(openai_client, connection_refused_is_a_connect_failure) {
   cfg.max_retries = 1;
   cfg.backoff_base = 1ms;
   llm::openai_client client{cfg};
-  collector c;
-  client.stream_chat(ask("q"), c.callbacks());
-  auto r = c.wait();
+  auto r = streamed(client, "q");
   ASSERT_TRUE(r.error);
   EXPECT_EQ(r.error->kind, failure::connect);
   EXPECT_EQ(r.error->attempts, 2);
@@ -410,9 +395,7 @@ TEST(openai_client, https_with_peer_verification) {
   cfg.ca_file = fake_openai_cert();
   {
     llm::openai_client client{cfg};
-    collector c;
-    client.stream_chat(ask("q"), c.callbacks());
-    auto r = c.wait();
+    auto r = streamed(client, "q");
     ASSERT_FALSE(r.error) << r.error->message;
     EXPECT_EQ(r.text(), "over TLS");
   }
@@ -421,9 +404,7 @@ TEST(openai_client, https_with_peer_verification) {
   auto strict = config_for(fake);
   strict.max_retries = 0;
   llm::openai_client client{strict};
-  collector c;
-  client.stream_chat(ask("q"), c.callbacks());
-  auto r = c.wait();
+  auto r = streamed(client, "q");
   ASSERT_TRUE(r.error);
   EXPECT_EQ(r.error->kind, failure::connect);
   EXPECT_NE(r.error->message.find("certificate"), std::string::npos) << r.error->message;
@@ -435,9 +416,7 @@ TEST(openai_client, total_and_connect_timeouts) {
   auto cfg = config_for(fake);
   cfg.total_timeout = 400ms;  // the answer would take ~1 s; tokens flow, so no idle timeout
   llm::openai_client client{cfg};
-  collector c;
-  client.stream_chat(ask("q"), c.callbacks());
-  auto r = c.wait();
+  auto r = streamed(client, "q");
   ASSERT_TRUE(r.error);
   EXPECT_EQ(r.error->kind, failure::timeout_total) << r.error->message;
   EXPECT_TRUE(r.error->after_first_token);
@@ -460,9 +439,7 @@ TEST(openai_client, total_and_connect_timeouts) {
   silent.connect_timeout = 300ms;
   silent.max_retries = 0;
   llm::openai_client quiet{silent};
-  collector c2;
-  quiet.stream_chat(ask("q"), c2.callbacks());
-  auto r2 = c2.wait();
+  auto r2 = streamed(quiet, "q");
   ::close(fd);
   ASSERT_TRUE(r2.error);
   EXPECT_EQ(r2.error->kind, failure::timeout_connect) << r2.error->message;
