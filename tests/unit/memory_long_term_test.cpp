@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -160,6 +161,45 @@ TEST(episodic_recall, vectors_rank_by_their_dot_product) {
     ASSERT_EQ(got.size(), std::min<size_t>(8, plain.size())) << dims;
     for (size_t i = 0; i < got.size(); ++i) {
       EXPECT_EQ(got[i], plain[i].second) << dims << " rank " << i;
+    }
+  }
+}
+
+// Memory ranking keeps only the best `limit` in order: the same items, in
+// the same order, as sorting every item stably by shared terms, then
+// newest — with many ties on both (few distinct terms, few timestamps).
+TEST(recall_cache, the_best_memories_come_in_a_stable_order) {
+  std::mt19937 rng{11};
+  const char* words[] = {"tea", "green", "coffee", "bergen", "peanuts", "oolong"};
+  std::uniform_int_distribution<int> word{0, 5}, count{1, 3}, stamp{0, 3};
+  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{200}}) {
+    std::vector<std::shared_ptr<const term_list>> held;
+    std::vector<term_item> items;
+    for (size_t i = 0; i < n; ++i) {
+      std::string content = "i like";
+      for (int k = count(rng); k > 0; --k)
+        content += std::string{" "} + words[word(rng)] + " " + std::to_string(i);
+      held.push_back(memory_terms(content));
+      items.push_back({held.back().get(), stamp(rng)});
+    }
+    std::string question = "what about green tea or coffee in bergen?";
+    auto q = memory_terms(question);
+    std::vector<std::tuple<int, int64_t, size_t>> all;
+    for (size_t i = 0; i < n; ++i) {
+      std::vector<uint64_t> shared;
+      std::set_intersection(q->begin(), q->end(), items[i].terms->begin(),
+                            items[i].terms->end(), std::back_inserter(shared));
+      all.emplace_back(static_cast<int>(shared.size()), items[i].created_at, i);
+    }
+    std::stable_sort(all.begin(), all.end(), [](auto& a, auto& b) {
+      return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) > std::get<0>(b)
+                                              : std::get<1>(a) > std::get<1>(b);
+    });
+    for (size_t limit : {size_t{1}, size_t{5}, size_t{300}}) {
+      auto got = rank_by_terms(question, items, limit);
+      ASSERT_EQ(got.size(), std::min(limit, n)) << n << " / " << limit;
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(got[i], std::get<2>(all[i])) << n << " / " << limit << " rank " << i;
     }
   }
 }
