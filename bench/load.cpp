@@ -69,6 +69,7 @@ namespace {
 
 struct stream_stats {
   bool ok = false;
+  std::string why;  // a failed stream: what went wrong, first thing seen
   double ttft_ms = -1;
   std::vector<double> gaps_ms;
   size_t tokens = 0;
@@ -80,8 +81,10 @@ net::awaitable<void> one_stream(uint16_t port, std::string body, stream_stats& o
   s.expires_after(std::chrono::seconds(120));
   auto [cec] = co_await s.async_connect(tcp::endpoint{net::ip::make_address("127.0.0.1"), port},
                                         tuple_awaitable);
-  if (cec)
+  if (cec) {
+    out.why = "connect: " + cec.message();
     co_return;
+  }
   http::request<http::string_body> req{http::verb::post, "/api/v1/chat/stream", 11};
   req.set(http::field::host, "127.0.0.1");
   req.set(http::field::content_type, "application/json");
@@ -89,14 +92,19 @@ net::awaitable<void> one_stream(uint16_t port, std::string body, stream_stats& o
   req.prepare_payload();
   auto start = steady::now();
   auto [wec, wn] = co_await http::async_write(s, req, tuple_awaitable);
-  if (wec)
+  if (wec) {
+    out.why = "request write: " + wec.message();
     co_return;
+  }
   beast::flat_buffer buffer;
   http::response_parser<http::buffer_body> p;
   p.body_limit(boost::none);
   auto [hec, hn] = co_await http::async_read_header(s, buffer, p, tuple_awaitable);
-  if (hec || p.get().result_int() != 200)
+  if (hec || p.get().result_int() != 200) {
+    out.why = hec ? "response header: " + hec.message()
+                  : "HTTP " + std::to_string(p.get().result_int());
     co_return;
+  }
   std::array<char, 8192> buf;
   std::string pending;
   auto last = start;
@@ -105,8 +113,10 @@ net::awaitable<void> one_stream(uint16_t port, std::string body, stream_stats& o
     p.get().body().data = buf.data();
     p.get().body().size = buf.size();
     auto [rec, n] = co_await http::async_read_some(s, buffer, p, tuple_awaitable);
-    if (rec && rec != http::error::need_buffer)
+    if (rec && rec != http::error::need_buffer) {
+      out.why = "stream read: " + rec.message();
       break;
+    }
     pending.append(buf.data(), buf.size() - p.get().body().size);
     for (auto end = pending.find("\n\n"); end != std::string::npos; end = pending.find("\n\n")) {
       auto event = pending.substr(0, end);
@@ -120,6 +130,14 @@ net::awaitable<void> one_stream(uint16_t port, std::string body, stream_stats& o
         last = now;
         ++out.tokens;
       } else if (event.find("\"status\":\"error\"") != std::string::npos) {
+        if (!error) {
+          // The error event's code ("code":"…").
+          auto at = event.find("\"code\":\"");
+          auto code = at == std::string::npos
+                          ? std::string{"?"}
+                          : event.substr(at + 8, event.find('"', at + 8) - (at + 8));
+          out.why = "error event: " + code;
+        }
         error = true;
       } else if (event.find("\"status\":\"done\"") != std::string::npos) {
         done = true;
@@ -127,6 +145,8 @@ net::awaitable<void> one_stream(uint16_t port, std::string body, stream_stats& o
     }
   }
   out.ok = done && !error && out.tokens > 0;
+  if (!out.ok && out.why.empty())
+    out.why = !done ? "ended without done" : "no tokens";
 }
 
 // One client: a turn, or turns one after another until `until` (a
@@ -395,9 +415,12 @@ int main(int argc, char** argv) {
              model_cpu = cpu_seconds(fake.pid) - model_cpu0, client_cpu = self_cpu() - client_cpu0;
       std::vector<double> ttft, gaps;
       size_t ok = 0, delivered = 0, turns = 0;
+      std::map<std::string, size_t> failures;  // why streams failed, counted
       for (auto& client : stats)
         for (auto& s : client) {
           ++turns;
+          if (!s.ok)
+            ++failures[s.why];
           if (s.ok) {
             ++ok;
             ttft.push_back(s.ttft_ms);
@@ -430,6 +453,15 @@ int main(int argc, char** argv) {
           std::printf("; store commits: %.0f, mean %.2f ms, p99 %.2f ms", commits,
                       1000 * (phases_after.commit_seconds - phases_before.commit_seconds) / commits,
                       histogram_ms(phases_before.commit_buckets, phases_after.commit_buckets, 0.99));
+        std::printf(")\n");
+      }
+      if (!failures.empty()) {
+        std::printf("(failed streams:");
+        const char* sep = " ";
+        for (auto& [why, count] : failures) {
+          std::printf("%s%zu %s", sep, count, why.c_str());
+          sep = "; ";
+        }
         std::printf(")\n");
       }
       if (feed)
