@@ -357,6 +357,9 @@ __attribute__((target("avx2,fma"))) double dot_avx2(const double* q, const float
 }
 #endif
 
+// Written out: gcc's own vectorisation of the plain loop went through the
+// stack and stalled on every step (docs/performance.md, "A per-user recall
+// index").
 double dot_sse2(const double* q, const float* v, size_t n) {
   double acc[4] = {0, 0, 0, 0};
   size_t d = 0;
@@ -407,8 +410,9 @@ std::vector<size_t> rank_vectors(const std::vector<float>& q,
     }
   };
   // The question converted to double once, not once per stored vector;
-  // the dot products with FMA where the CPU has it (4x the SSE2 loop:
-  // docs/performance.md, "Recall's ranking in fewer instructions").
+  // the dot products with FMA where the CPU has it (half the time of the
+  // SSE2 loop per call: docs/performance.md, "Recall's ranking in fewer
+  // instructions").
   static const dot_fn dot_of = pick_dot();
   const std::vector<double> qd(q.begin(), q.end());
   std::vector<std::pair<double, size_t>> scored;
