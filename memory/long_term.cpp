@@ -434,7 +434,8 @@ std::vector<size_t> rank_vectors(const std::vector<float>& q,
                       return a.first != b.first ? a.first > b.first : a.second < b.second;
                     });
   std::vector<size_t> out;
-  for (size_t i = 0; i < scored.size() && i < limit; ++i)
+  out.reserve(keep);
+  for (size_t i = 0; i < keep; ++i)
     out.push_back(scored[i].second);
   return out;
 }

@@ -100,6 +100,28 @@ stream_outcome streamed(llm::openai_client& client, std::string question) {
   return c.wait();
 }
 
+// config_for with these timeouts and no retries (a timeout is the answer).
+llm::endpoint_config timeouts_for(const fake_openai& fake, std::chrono::milliseconds first_token,
+                                  std::chrono::milliseconds idle) {
+  auto c = config_for(fake);
+  c.first_token_timeout = first_token;
+  c.idle_timeout = idle;
+  c.max_retries = 0;
+  return c;
+}
+
+// "stall please" against a rule that stalls after one token ("a "): the
+// idle timeout ends it after that token.
+stream_outcome stalled_after_a_token(llm::openai_client& client) {
+  auto r = streamed(client, "stall please");
+  EXPECT_TRUE(r.error);
+  if (r.error) {
+    EXPECT_EQ(r.error->kind, failure::timeout_idle) << r.error->message;
+  }
+  EXPECT_EQ(r.text(), "a ");
+  return r;
+}
+
 TEST(openai_client, streams_a_completion_with_usage_and_reuses_the_connection) {
   fake_openai fake{R"({"default":{"reply":"Tea is brewed with salt in Quellin."}})"};
   llm::openai_client client{config_for(fake)};
@@ -290,20 +312,14 @@ TEST(openai_client, timeouts_first_token_and_idle) {
   fake_openai fake{
       R"({"rules":[{"match":"slow","first_token_delay_ms":3000},)"
       R"({"match":"stall","reply":"a b c d","fault":"stall","fault_after_tokens":1}]})"};
-  auto cfg = config_for(fake);
-  cfg.first_token_timeout = 300ms;
-  cfg.idle_timeout = 300ms;
-  cfg.max_retries = 0;
-  llm::openai_client client{cfg};
+  llm::openai_client client{timeouts_for(fake, 300ms, 300ms)};
   auto r = streamed(client, "slow please");
   ASSERT_TRUE(r.error);
   EXPECT_EQ(r.error->kind, failure::timeout_first_token) << r.error->message;
 
-  auto r2 = streamed(client, "stall please");
+  auto r2 = stalled_after_a_token(client);
   ASSERT_TRUE(r2.error);
-  EXPECT_EQ(r2.error->kind, failure::timeout_idle) << r2.error->message;
   EXPECT_TRUE(r2.error->after_first_token);
-  EXPECT_EQ(r2.text(), "a ");
   EXPECT_TRUE(fake.wait_for_stat("streams_aborted", 1)) << "the stalled connection was closed";
 }
 
@@ -317,19 +333,12 @@ TEST(openai_client, the_idle_deadline_follows_the_tokens) {
       R"({"rules":[{"match":"steady","reply":"a b c d e f g h i j k l m n o p",)"
       R"("token_delay_ms":100},)"
       R"({"match":"stall","reply":"a b c d","fault":"stall","fault_after_tokens":1}]})"};
-  auto cfg = config_for(fake);
-  cfg.first_token_timeout = 60s;
-  cfg.idle_timeout = 1s;
-  cfg.max_retries = 0;
-  llm::openai_client client{cfg};
+  llm::openai_client client{timeouts_for(fake, 60s, 1s)};
   auto r = streamed(client, "steady please");
   ASSERT_FALSE(r.error) << r.error->message;
   EXPECT_EQ(r.text(), "a b c d e f g h i j k l m n o p");
 
-  auto r2 = streamed(client, "stall please");
-  ASSERT_TRUE(r2.error);
-  EXPECT_EQ(r2.error->kind, failure::timeout_idle) << r2.error->message;
-  EXPECT_EQ(r2.text(), "a ");
+  stalled_after_a_token(client);
 }
 
 TEST(openai_client, connection_refused_is_a_connect_failure) {
