@@ -56,6 +56,9 @@ struct held_rows {
   int64_t epoch = 0;
   int64_t read_at = 0;              // when they were last read whole
   int64_t valid_until = INT64_MAX;  // the first expiry among them
+  // The store's mark of the newest row read (store_backend.hpp, `after`):
+  // 0 on a store without one, where rows read again are told by their ids.
+  int64_t mark = 0;
   std::vector<row_ptr> rows;
   size_t bytes = 0;
 
@@ -117,11 +120,14 @@ struct held_rows {
   }
 
   // The ids of the rows created from `from` on (the newest end: what a
-  // read from since() finds again). A set, not a scan per row read: with
-  // turns a second apart, a user's newest ten seconds hold ten rows of
-  // each kind, and with an instant model (bench_load) a hundred.
+  // read from since() finds again), where the store cannot leave them out
+  // by the mark. A set, not a scan per row read: with turns a second
+  // apart, a user's newest ten seconds hold ten rows of each kind, and
+  // with an instant model (bench_load) a hundred.
   std::unordered_set<std::string_view> ids_from(int64_t from) const {
     std::unordered_set<std::string_view> ids;
+    if (mark > 0)
+      return ids;  // the store returns only rows past the mark
     for (auto& r : rows) {
       if (r->created_at < from)
         break;
@@ -203,9 +209,10 @@ size_t recall_dims() {
 
 // The newest episodes with their vectors: the keys, and the vectors
 // remembered for them; else one read of the vectors (which remembers them).
-std::vector<episode_row> read_episodes(store_backend& db, const std::string& user_id) {
+std::vector<episode_row> read_episodes(store_backend& db, const std::string& user_id,
+                                       int64_t& mark) {
   std::vector<episode_row> rows;
-  auto keys = db.recent_episode_keys(user_id, max_rows);
+  auto keys = db.recent_episode_keys(user_id, max_rows, store_backend::all_time, &mark);
   for (auto& k : keys) {
     auto v = remembered_episode_embedding(k.id);
     if (!v)
@@ -215,6 +222,9 @@ std::vector<episode_row> read_episodes(store_backend& db, const std::string& use
   }
   if (rows.size() == keys.size())
     return rows;
+  // Read apart from the keys (a row may commit in between): no mark, the
+  // next turn tells the rows it reads again by their ids.
+  mark = 0;
   rows.clear();
   for (auto& e : db.recent_episodes(user_id, max_rows, false)) {
     auto v = std::make_shared<const std::vector<float>>(
@@ -233,9 +243,10 @@ struct recall_index::impl {
   lru_map<held_rows<episode_row>> episodes;
   std::atomic<uint64_t> held{0}, added{0}, read{0};
 
-  // The user's rows brought up to date: `read_new(have, from, fresh)` puts
-  // the rows created since `from` that `have` does not hold into `fresh`
-  // (false: they cannot be added, read whole), `read_all` reads them whole.
+  // The user's rows brought up to date: `read_new(have, from, fresh, mark)`
+  // puts the rows created since `from` that `have` does not hold into
+  // `fresh` (false: they cannot be added, read whole), `read_all(mark)`
+  // reads them whole; both move the store's mark on (`after`).
   template <class Row, class ReadNew, class ReadAll>
   std::shared_ptr<const held_rows<Row>> refresh(lru_map<held_rows<Row>>& map,
                                                 const std::string& user_id, int64_t epoch,
@@ -243,7 +254,8 @@ struct recall_index::impl {
     if (auto have = map.find(user_id); have && have->current(epoch, now)) {
       auto from = have->since();
       std::vector<Row> fresh;
-      if (read_new(*have, from, fresh)) {
+      auto mark = have->mark;
+      if (read_new(*have, from, fresh, mark)) {
         if (fresh.empty()) {
           ++held;
           return have;
@@ -251,6 +263,7 @@ struct recall_index::impl {
         auto next = std::make_shared<held_rows<Row>>();
         next->epoch = have->epoch;
         next->read_at = have->read_at;
+        next->mark = mark;
         next->merge(*have, std::move(fresh));
         map.put(user_id, next);
         ++added;
@@ -260,7 +273,7 @@ struct recall_index::impl {
     auto next = std::make_shared<held_rows<Row>>();
     next->epoch = epoch;
     next->read_at = now;
-    next->set(read_all());
+    next->set(read_all(next->mark));
     map.put(user_id, next);
     ++read;
     return next;
@@ -306,16 +319,17 @@ std::vector<std::string> recall_index::memories(store_backend& db, const std::st
                                                 size_t limit, std::optional<int64_t> epoch) {
   auto held = impl_->refresh(
       impl_->memories, user_id, epoch ? *epoch : db.recall_epoch(user_id), now,
-      [&](const held_rows<memory_row>& have, int64_t since, std::vector<memory_row>& fresh) {
+      [&](const held_rows<memory_row>& have, int64_t since, std::vector<memory_row>& fresh,
+          int64_t& mark) {
         auto held_ids = have.ids_from(since);
-        for (auto& m : db.list_memories(user_id, now, since))
+        for (auto& m : db.list_memories(user_id, now, since, &mark))
           if (!held_ids.contains(m.id))
             fresh.push_back(memory_row_of(std::move(m)));
         return true;
       },
-      [&] {
+      [&](int64_t& mark) {
         std::vector<memory_row> out;
-        for (auto& m : db.list_memories(user_id, now))
+        for (auto& m : db.list_memories(user_id, now, store_backend::all_time, &mark))
           out.push_back(memory_row_of(std::move(m)));
         return out;
       });
@@ -337,11 +351,12 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
                                                 std::optional<int64_t> epoch) {
   auto held = impl_->refresh(
       impl_->episodes, user_id, epoch ? *epoch : db.recall_epoch(user_id), now,
-      [&](const held_rows<episode_row>& have, int64_t since, std::vector<episode_row>& fresh) {
+      [&](const held_rows<episode_row>& have, int64_t since, std::vector<episode_row>& fresh,
+          int64_t& mark) {
         // New episodes written by this process have their vectors
         // remembered; one written elsewhere makes the rows read whole.
         auto held_ids = have.ids_from(since);
-        for (auto& k : db.recent_episode_keys(user_id, max_rows, since)) {
+        for (auto& k : db.recent_episode_keys(user_id, max_rows, since, &mark)) {
           if (held_ids.contains(k.id))
             continue;
           auto v = remembered_episode_embedding(k.id);
@@ -352,7 +367,7 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
         }
         return true;
       },
-      [&] { return read_episodes(db, user_id); });
+      [&](int64_t& mark) { return read_episodes(db, user_id, mark); });
   const auto& rows = held->rows;
   std::vector<const std::vector<float>*> vectors(rows.size(), nullptr);
   bool any = false;

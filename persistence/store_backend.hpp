@@ -127,17 +127,27 @@ public:
   // vectors it remembers by id (memory/long_term.hpp) from these. With
   // `since_ms`, only those created at or after it (what is new since a
   // user's recall index was read: persistence/recall_index.hpp).
+  //
+  // `after` (here and in list_memories): a mark of the rows a caller holds
+  // already. A backend whose row ids follow commit order — SQLite's rowid:
+  // one writer at a time, and a new row's rowid is above every row present
+  // — leaves out the rows at or below *after and raises *after to the
+  // newest row it returns. A backend without such an order (PostgreSQL,
+  // whose writers commit in any order) leaves *after as it is: 0 tells
+  // the caller to recognise the rows it holds by their ids.
   virtual std::vector<episode_record> recent_episode_keys(const std::string& user_id,
                                                           int32_t limit,
-                                                          int64_t since_ms = all_time) = 0;
+                                                          int64_t since_ms = all_time,
+                                                          int64_t* after = nullptr) = 0;
   // The texts of these episodes, in the order of `ids` ("" for one that
   // is not there): recall reads the few it keeps at once (one round trip
   // on PostgreSQL).
   virtual std::vector<std::string> episode_texts(const std::vector<std::string>& ids) = 0;
   // The newest 200 unexpired memories (with `since_ms`, only those created
-  // at or after it).
+  // at or after it; `after`: as for recent_episode_keys).
   virtual std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms,
-                                                   int64_t since_ms = all_time) = 0;
+                                                   int64_t since_ms = all_time,
+                                                   int64_t* after = nullptr) = 0;
   virtual int64_t delete_memories(const std::string& user_id, const std::string& id) = 0;
   // The user's recall epoch (0 when never bumped): every write that removes
   // or changes a memory or an episode of the user rather than adding a

@@ -527,8 +527,10 @@ bool pg_backend::add_memory(const memory_record& m) {
   return false;
 }
 
+// PostgreSQL's rows have no commit order to mark (store_backend.hpp):
+// `after` is left as it is.
 std::vector<memory_record> pg_backend::list_memories(const std::string& user_id, int64_t now,
-                                                     int64_t since) {
+                                                     int64_t since, int64_t* /*after*/) {
   auto r = run(
       "SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
       "COALESCE(expires_at, 0) FROM memories WHERE user_id = $1 AND created_at >= $3 AND "
@@ -602,7 +604,8 @@ episode_record episode_key(const Result& r, int row, const std::string& user_id)
 }  // namespace
 
 std::vector<episode_record> pg_backend::recent_episode_keys(const std::string& user_id,
-                                                            int32_t limit, int64_t since) {
+                                                            int32_t limit, int64_t since,
+                                                            int64_t* /*after*/) {
   auto r = run("SELECT id, conversation_id, seq, created_at FROM episodes WHERE user_id = $1 "
                "AND created_at >= $3 ORDER BY created_at DESC, id LIMIT $2",
                {user_id, std::to_string(limit), std::to_string(since)});

@@ -67,10 +67,12 @@ public:
   std::vector<episode_record> recent_episodes(const std::string& user_id, int32_t limit,
                                               bool texts = true) override;
   std::vector<episode_record> recent_episode_keys(const std::string& user_id, int32_t limit,
-                                                  int64_t since_ms = all_time) override;
+                                                  int64_t since_ms = all_time,
+                                                  int64_t* after = nullptr) override;
   std::vector<std::string> episode_texts(const std::vector<std::string>& ids) override;
   std::vector<memory_record> list_memories(const std::string& user_id, int64_t now_ms,
-                                           int64_t since_ms = all_time) override;
+                                           int64_t since_ms = all_time,
+                                           int64_t* after = nullptr) override;
   int64_t recall_epoch(const std::string& user_id) override;
   int64_t delete_memories(const std::string& user_id, const std::string& id) override;
   void set_core_memory(const std::string& user_id, const std::string& profile_json,

@@ -528,16 +528,21 @@ bool sqlite_backend::add_memory(const memory_record& m) {
   return true;
 }
 
+// `after` (store_backend.hpp): rowids follow commit order here. The
+// rowid is in every index entry, so rows at or below the mark are passed
+// over in the index without reading them.
 std::vector<memory_record> sqlite_backend::list_memories(const std::string& user_id, int64_t now,
-                                                         int64_t since) {
+                                                         int64_t since, int64_t* after) {
   auto st = prepare(
       "SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
-      "COALESCE(expires_at, 0) FROM memories WHERE user_id = ? AND created_at >= ? AND "
-      "(expires_at IS NULL OR expires_at = 0 OR expires_at > ?) "
+      "COALESCE(expires_at, 0), rowid FROM memories WHERE user_id = ? AND created_at >= ? AND "
+      "rowid > ? AND (expires_at IS NULL OR expires_at = 0 OR expires_at > ?) "
       "ORDER BY created_at DESC, id LIMIT 200");
-  st.bind(user_id).bind(since).bind(now);
+  st.bind(user_id).bind(since).bind(after ? *after : int64_t{0}).bind(now);
   std::vector<memory_record> out;
   while (st.step()) {
+    if (after)
+      *after = std::max(*after, st.integer(6));
     memory_record m;
     m.id = st.text(0);
     m.user_id = user_id;
@@ -636,13 +641,16 @@ std::vector<episode_record> sqlite_backend::recent_episodes(const std::string& u
 }
 
 std::vector<episode_record> sqlite_backend::recent_episode_keys(const std::string& user_id,
-                                                                int32_t limit, int64_t since) {
+                                                                int32_t limit, int64_t since,
+                                                                int64_t* after) {
   auto st = prepare(
-      "SELECT id, conversation_id, seq, created_at FROM episodes WHERE user_id = ? AND "
-      "created_at >= ? ORDER BY created_at DESC, id LIMIT ?");
-  st.bind(user_id).bind(since).bind(int64_t{limit});
+      "SELECT id, conversation_id, seq, created_at, rowid FROM episodes WHERE user_id = ? AND "
+      "created_at >= ? AND rowid > ? ORDER BY created_at DESC, id LIMIT ?");
+  st.bind(user_id).bind(since).bind(after ? *after : int64_t{0}).bind(int64_t{limit});
   std::vector<episode_record> out;
   while (st.step()) {
+    if (after)
+      *after = std::max(*after, st.integer(4));
     out.push_back(episode_key(st, user_id));
     out.back().created_at = st.integer(3);
   }

@@ -4,6 +4,7 @@
 // a missing DSN fails instead of skipping.
 #include <cstdlib>
 #include <filesystem>
+#include <set>
 
 #include <gtest/gtest.h>
 
@@ -508,6 +509,71 @@ TEST_P(store_contract, a_users_recall_rows_held_between_turns_follow_every_write
   }
   EXPECT_EQ(fresh.stats().read, 2u);
   EXPECT_EQ(fresh.stats().held, 2u);
+}
+
+// The mark of rows held (store_backend.hpp, `after`): on SQLite only rows
+// committed past it come back, whatever their stamp, also once another
+// user's newest row was deleted (its rowid is given again); on PostgreSQL
+// there is no mark and every row in the time window comes back.
+TEST_P(store_contract, rows_past_a_mark_are_those_committed_after_it) {
+  auto eve = user_turn("eve", "s1", "q", "r1", 1);
+  auto bob = user_turn("bob", "s1", "q", "r2", 2);
+  auto add = [&](const turn_opened& t, const std::string& user, int64_t at) {
+    return keep_episode(t, user, "turn at " + std::to_string(at), at, new_id()).id;
+  };
+  auto memory = [&](const std::string& user, const std::string& content, int64_t at) {
+    tx([&](store_backend& db) {
+      memory_record m;
+      m.user_id = user;
+      m.kind = "preference";
+      m.content = content;
+      m.created_at = at;
+      return db.add_memory(m);
+    });
+  };
+  auto first = add(eve, "eve", 1000);
+  memory("eve", "I like tea", 1000);
+  int64_t episodes_mark = 0, memories_mark = 0;
+  ASSERT_EQ(db_->recent_episode_keys("eve", 200, store_backend::all_time, &episodes_mark).size(),
+            1u);
+  ASSERT_EQ(db_->list_memories("eve", 5000, store_backend::all_time, &memories_mark).size(), 1u);
+  bool marked = GetParam() == "sqlite";
+  EXPECT_EQ(episodes_mark > 0, marked);
+  EXPECT_EQ(memories_mark > 0, marked);
+
+  // Another user's newest rows, deleted: their rowids are given again.
+  auto bobs = add(bob, "bob", 1001);
+  memory("bob", "I like coffee", 1001);
+  tx([&](store_backend& db) { return db.delete_conversation(bob.conversation_id); });
+  EXPECT_EQ(tx([&](store_backend& db) { return db.delete_memories("bob", ""); }), 1);
+  // Eve's next rows: one stamped after the held one, one before it.
+  auto later = add(eve, "eve", 1002);
+  auto earlier = add(eve, "eve", 999);
+  memory("eve", "I like green tea", 1002);
+  memory("eve", "I like black tea", 999);
+
+  std::set<std::string> ids, contents;
+  auto mark = episodes_mark;
+  for (auto& k : db_->recent_episode_keys("eve", 200, 0, &mark))
+    ids.insert(k.id);
+  auto memory_mark = memories_mark;
+  for (auto& m : db_->list_memories("eve", 5000, 0, &memory_mark))
+    contents.insert(m.content);
+  if (marked) {
+    EXPECT_EQ(ids, (std::set<std::string>{later, earlier}));
+    EXPECT_EQ(contents, (std::set<std::string>{"I like green tea", "I like black tea"}));
+    EXPECT_GT(mark, episodes_mark);
+    EXPECT_GT(memory_mark, memories_mark);
+    // Past the new mark: nothing.
+    EXPECT_TRUE(db_->recent_episode_keys("eve", 200, 0, &mark).empty());
+    EXPECT_TRUE(db_->list_memories("eve", 5000, 0, &memory_mark).empty());
+  } else {
+    EXPECT_EQ(ids, (std::set<std::string>{first, later, earlier}));
+    EXPECT_EQ(contents.size(), 3u);
+    EXPECT_EQ(mark, 0);
+    EXPECT_EQ(memory_mark, 0);
+  }
+  EXPECT_EQ(ids.count(bobs), 0u);
 }
 
 TEST_P(store_contract, summaries_are_written_only_against_the_version_they_were_computed_from) {
