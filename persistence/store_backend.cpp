@@ -12,13 +12,18 @@ namespace ragtor {
 std::string new_id() {
   thread_local std::mt19937_64 rng{std::random_device{}()};
   static constexpr char hex[] = "0123456789abcdef";
-  std::string id;
-  id.reserve(32);
-  for (int i = 0; i < 2; ++i) {
-    auto x = rng();
-    for (int j = 0; j < 16; ++j, x >>= 4)
-      id += hex[x & 0xf];
-  }
+  std::string id(32, '0');
+  // 12 hex digits of milliseconds, most significant first, so that ids
+  // sort in the order they were made.
+  auto t = static_cast<uint64_t>(now_ms());
+  for (int i = 11; i >= 0; --i, t >>= 4)
+    id[i] = hex[t & 0xf];
+  // 80 random bits.
+  auto x = rng(), y = rng();
+  for (int i = 12; i < 28; ++i, x >>= 4)
+    id[i] = hex[x & 0xf];
+  for (int i = 28; i < 32; ++i, y >>= 4)
+    id[i] = hex[y & 0xf];
   return id;
 }
 

@@ -210,7 +210,13 @@ public:
                                int64_t now_ms) = 0;
 };
 
-// A random 128-bit id as 32 hex characters.
+// A new row's id: 32 hex characters, the time in milliseconds (12) then
+// 80 random bits (20). Ids made later sort later, so a row's insert lands
+// at the right end of its table's id index, as rows are made, instead of
+// on a random leaf: a commit writes a few index pages, not one per row.
+// With 300,000 rows, 33 inserts per commit (one group commit at 64
+// streams), the WAL took 196 KiB per commit against 352 KiB with 128
+// random bits (docs/performance.md).
 std::string new_id();
 
 // Episodic recall through the store (memory/long_term.hpp): the user's 200

@@ -511,6 +511,28 @@ TEST_P(store_contract, a_users_recall_rows_held_between_turns_follow_every_write
   EXPECT_EQ(fresh.stats().held, 2u);
 }
 
+// Row ids: 32 hex digits, later ones sorting later (each table's id index
+// grows at its right end), distinct within one millisecond.
+TEST(row_ids, are_hex_sort_by_time_and_do_not_repeat) {
+  std::set<std::string> ids;
+  auto before = now_ms();
+  auto first = new_id();
+  auto after = now_ms();
+  for (int i = 0; i < 20000; ++i) {
+    auto id = new_id();
+    ASSERT_EQ(id.size(), 32u);
+    ASSERT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
+    ids.insert(id);
+  }
+  EXPECT_EQ(ids.size(), 20000u);
+  auto stamped = std::stoll(first.substr(0, 12), nullptr, 16);
+  EXPECT_GE(stamped, before) << "the first 12 digits are the time in milliseconds";
+  EXPECT_LE(stamped, after);
+  while (now_ms() <= after) {
+  }
+  EXPECT_LT(first, new_id()) << "an id made in a later millisecond sorts after";
+}
+
 // The mark of rows held (store_backend.hpp, `after`): on SQLite only rows
 // committed past it come back, whatever their stamp, also once another
 // user's newest row was deleted (its rowid is given again); on PostgreSQL
