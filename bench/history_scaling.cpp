@@ -7,7 +7,8 @@
 // related to the question and the recalled episodes. SQLite on disk; the
 // histories are written once in one transaction straight through the
 // backend (set-up, not measured). Prints p50/p99 per user and the ratio to
-// the user with no history. Never asserts.
+// the user with no history; then what the writer's group commit of 11
+// turns costs as the database grows. Never asserts.
 //
 //   build/bench/bench_history_scaling [--turns 100000] [--samples 300] [--recall-cache-mb 16]
 //       [--recall-index-mb 16] [--postgres DSN]
@@ -120,6 +121,38 @@ void write_history(store_backend& db, const std::string& user, size_t turns) {
   db.commit();
 }
 
+// What the writer's group commit costs with this many rows stored: commits
+// of `per_commit` whole turns (both messages, the episode with its vector,
+// a memory: what the store writes for a turn) by a user of their own, each
+// timed with its COMMIT (on disk: WAL + fsync). Returns ms per commit.
+std::vector<double> time_commits(store_backend& db, const std::string& user, int commits,
+                                 int per_commit) {
+  std::vector<double> ms;
+  for (int c = 0; c < commits; ++c) {
+    auto t0 = steady::now();
+    db.begin();
+    for (int k = 0; k < per_commit; ++k) {
+      auto i = static_cast<size_t>(c * per_commit + k);
+      auto at = now_ms();
+      auto q = question_of(i), a = answer_of(i);
+      auto opened = db.begin_turn(user, "w" + std::to_string(k), q, "w" + std::to_string(i), at);
+      stored_message m;
+      m.conversation_id = opened.conversation_id;
+      m.seq = opened.seq + 1;
+      m.role = "assistant";
+      m.content = a;
+      m.request_id = "w" + std::to_string(i);
+      m.created_at_ms = at;
+      db.finish_turn(m, at);
+      add_turn_rows(db, user, opened.conversation_id, opened.seq + 1, episode_text(q, a),
+                    "I prefer plan " + std::to_string(i), at);
+    }
+    db.commit();
+    ms.push_back(std::chrono::duration<double, std::milli>(steady::now() - t0).count());
+  }
+  return ms;
+}
+
 struct user_case {
   std::string user;
   size_t turns;
@@ -160,6 +193,12 @@ int main(int argc, char** argv) {
   const char* backend_name = dsn.empty() ? "SQLite" : "PostgreSQL";
   auto run_id = new_id().substr(0, 8);
 
+  // The writer's commits as the database grows: 11 turns a commit is what
+  // a group commit holds at 64 sustained streams (docs/performance.md).
+  constexpr int commits_per_size = 40, turns_per_commit = 11;
+  std::vector<std::pair<size_t, std::vector<double>>> commit_ms;
+  size_t stored_turns = 0;
+
   std::vector<user_case> users;
   for (size_t n : {size_t{0}, size_t{200}, size_t{10000}, max_turns})
     if (n <= max_turns && (users.empty() || users.back().turns < n || n == 0))
@@ -178,6 +217,12 @@ int main(int argc, char** argv) {
       db.commit();
       u.conversation = opened.conversation_id;
       u.seq = opened.seq;
+      stored_turns += u.turns;
+      if (commit_ms.empty() || u.turns > 0)
+        commit_ms.emplace_back(stored_turns, time_commits(db, "writer-" + run_id + "-"
+                                                                   + std::to_string(u.turns),
+                                                          commits_per_size, turns_per_commit));
+      stored_turns += commits_per_size * turns_per_commit;
       std::printf("set-up: %-12s %7zu turns written in %.1f s\n", u.user.c_str(), u.turns,
                   std::chrono::duration<double>(steady::now() - t0).count());
     }
@@ -316,6 +361,14 @@ int main(int argc, char** argv) {
                                     : std::to_string(bench::percentile(added_ms[i], 0.5)).substr(0, 5)
                                           .c_str());
   }
+  std::printf("\nthe writer's commits as the database grows (%s, %d commits of %d turns each, "
+              "timed from BEGIN to COMMIT done)\n| turns stored | commit p50 ms | p99 ms | p50 / "
+              "the first |\n|---|---|---|---|\n",
+              backend_name, commits_per_size, turns_per_commit);
+  for (auto& [turns, v] : commit_ms)
+    std::printf("| %zu | %.2f | %.2f | %.2f |\n", turns, bench::percentile(v, 0.5),
+                bench::percentile(v, 0.99),
+                bench::percentile(v, 0.5) / bench::percentile(commit_ms.front().second, 0.5));
   caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
   std::filesystem::remove_all(dir);
   return failed ? 1 : 0;
