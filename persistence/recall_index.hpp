@@ -12,7 +12,12 @@
 // the user's rows again. New rows are read from `created_at >=` the newest
 // held minus a margin for rows committed after a newer one and for clocks
 // that differ between nodes, and the rows are read whole again after a
-// while in any case (both below).
+// while in any case (both below). On SQLite the store also leaves out the
+// rows at or below the newest rowid held (rowids follow commit order:
+// store_backend.hpp, `after`), so the rows of that margin are not read
+// again every turn; elsewhere they are told by their ids. (A `VACUUM` run
+// while serving may renumber rowids: rows added since would be missed by
+// recall, not by the store, until the user's rows are read whole again.)
 //
 // Owned by the store (one per database), used by its reader threads at
 // once; bounded by bytes, least recently used users dropped first.
