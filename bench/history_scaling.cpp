@@ -218,10 +218,9 @@ int main(int argc, char** argv) {
       u.conversation = opened.conversation_id;
       u.seq = opened.seq;
       stored_turns += u.turns;
-      if (commit_ms.empty() || u.turns > 0)
-        commit_ms.emplace_back(stored_turns, time_commits(db, "writer-" + run_id + "-"
-                                                                   + std::to_string(u.turns),
-                                                          commits_per_size, turns_per_commit));
+      commit_ms.emplace_back(stored_turns,
+                             time_commits(db, "writer-" + run_id + "-" + std::to_string(u.turns),
+                                          commits_per_size, turns_per_commit));
       stored_turns += commits_per_size * turns_per_commit;
       std::printf("set-up: %-12s %7zu turns written in %.1f s\n", u.user.c_str(), u.turns,
                   std::chrono::duration<double>(steady::now() - t0).count());
