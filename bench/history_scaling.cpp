@@ -97,27 +97,32 @@ std::string add_turn_rows(store_backend& db, const std::string& user,
   return e.id;
 }
 
+// One whole turn as the store writes it: the user's message, the answer
+// (request id `request`), then its episode and `memory`, stamped `at`.
+void write_turn(store_backend& db, const std::string& user, const std::string& session,
+                size_t i, const std::string& request, const std::string& memory, int64_t at) {
+  auto q = question_of(i), a = answer_of(i);
+  auto opened = db.begin_turn(user, session, q, request, at);
+  stored_message m;
+  m.conversation_id = opened.conversation_id;
+  m.seq = opened.seq + 1;
+  m.role = "assistant";
+  m.content = a;
+  m.request_id = request;
+  m.created_at_ms = at;
+  db.finish_turn(m, at);
+  add_turn_rows(db, user, opened.conversation_id, opened.seq + 1, episode_text(q, a), memory, at);
+}
+
 // Writes `turns` turns of user `user` (set-up, one transaction).
 void write_history(store_backend& db, const std::string& user, size_t turns) {
   auto now = now_ms();
   db.begin();
-  for (size_t i = 0; i < turns; ++i) {
-    auto t = now - static_cast<int64_t>(turns - i) * 1000;
-    auto session = "s" + std::to_string(i / turns_per_conversation);
-    auto q = question_of(i), a = answer_of(i);
-    auto opened = db.begin_turn(user, session, q, "r" + std::to_string(i), t);
-    stored_message m;
-    m.conversation_id = opened.conversation_id;
-    m.seq = opened.seq + 1;
-    m.role = "assistant";
-    m.content = a;
-    m.request_id = "r" + std::to_string(i);
-    m.created_at_ms = t;
-    db.finish_turn(m, t);
-    add_turn_rows(db, user, opened.conversation_id, opened.seq + 1, episode_text(q, a),
-                  "I prefer option " + std::to_string(i) + " for " + topics[i % std::size(topics)],
-                  t);
-  }
+  for (size_t i = 0; i < turns; ++i)
+    write_turn(db, user, "s" + std::to_string(i / turns_per_conversation), i,
+               "r" + std::to_string(i),
+               "I prefer option " + std::to_string(i) + " for " + topics[i % std::size(topics)],
+               now - static_cast<int64_t>(turns - i) * 1000);
   db.commit();
 }
 
@@ -133,19 +138,8 @@ std::vector<double> time_commits(store_backend& db, const std::string& user, int
     db.begin();
     for (int k = 0; k < per_commit; ++k) {
       auto i = static_cast<size_t>(c * per_commit + k);
-      auto at = now_ms();
-      auto q = question_of(i), a = answer_of(i);
-      auto opened = db.begin_turn(user, "w" + std::to_string(k), q, "w" + std::to_string(i), at);
-      stored_message m;
-      m.conversation_id = opened.conversation_id;
-      m.seq = opened.seq + 1;
-      m.role = "assistant";
-      m.content = a;
-      m.request_id = "w" + std::to_string(i);
-      m.created_at_ms = at;
-      db.finish_turn(m, at);
-      add_turn_rows(db, user, opened.conversation_id, opened.seq + 1, episode_text(q, a),
-                    "I prefer plan " + std::to_string(i), at);
+      write_turn(db, user, "w" + std::to_string(k), i, "w" + std::to_string(i),
+                 "I prefer plan " + std::to_string(i), now_ms());
     }
     db.commit();
     ms.push_back(std::chrono::duration<double, std::milli>(steady::now() - t0).count());
