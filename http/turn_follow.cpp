@@ -8,12 +8,14 @@
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "http/connection_io.hpp"
 #include "http/handler_context.hpp"
+#include "protocol/event_feed.hpp"
 #include "protocol/stream_events.hpp"
 
 namespace ragtor::http {
@@ -24,34 +26,49 @@ namespace {
 
 constexpr size_t channel_capacity = 256;  // > initial credit: try_send never fails on "full"
 
-// Per-request bridge actor: hands event batches from the stream actor to the
-// connection's coroutine through a thread-safe channel. If the stream dies
-// without a `done` (e.g. a retry joined a turn that just ended), it ends
-// the client's stream itself with error + done.
-event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<event_channel> ch,
+// The connection's channel as the turn's in-process feed (event_feed).
+struct channel_feed final : event_feed {
+  explicit channel_feed(std::shared_ptr<event_channel> c) : ch(std::move(c)) {}
+  bool deliver(event_batch&& batch) override {
+    // try_send fails only if the connection closed the channel.
+    return ch->try_send(boost::system::error_code{}, std::move(batch));
+  }
+  std::shared_ptr<event_channel> ch;
+};
+
+// Per-request bridge actor: the turn's subscriber. A turn in this process
+// hands its batches to `feed` itself; one on another node sends them here
+// and they go into the same channel. If the stream dies without a `done`
+// (e.g. a retry joined a turn that just ended, or its node went down), it
+// ends the client's stream itself with error + done.
+event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<channel_feed> feed,
                             stream_actor stream) {
-  return sys.spawn([ch, stream](event_sink_actor::pointer self) -> event_sink_actor::behavior_type {
+  return sys.spawn([feed, stream](event_sink_actor::pointer self)
+                       -> event_sink_actor::behavior_type {
     self->monitor(stream);
     self->set_down_handler([=](caf::down_msg& dm) {
-      done_content partial;
-      partial.partial = true;
-      partial.finish_reason = "cancelled";
-      // A turn owned by another frontend whose node went away (the
-      // connection's proxies die with this reason).
-      bool node_lost = dm.reason == caf::exit_reason::remote_link_unreachable;
-      event_batch tail{
-          make_error_event("unavailable", node_lost
-                                              ? "the node running this turn went down"
-                                              : "the turn ended before it could be followed"),
-          make_done_event(partial)};
-      ch->try_send(boost::system::error_code{}, std::move(tail));
+      if (!feed->got_done) {
+        done_content partial;
+        partial.partial = true;
+        partial.finish_reason = "cancelled";
+        // A turn owned by another frontend whose node went away (the
+        // connection's proxies die with this reason).
+        bool node_lost = dm.reason == caf::exit_reason::remote_link_unreachable;
+        event_batch tail{
+            make_error_event("unavailable", node_lost
+                                                ? "the node running this turn went down"
+                                                : "the turn ended before it could be followed"),
+            make_done_event(partial)};
+        feed->deliver(std::move(tail));
+      }
       self->quit();
     });
     return {
         [=](atom::events, event_batch& batch) {
           bool last = !batch.empty() && batch.back().kind == event_kind::done;
-          // try_send fails only if the connection closed the channel.
-          if (!ch->try_send(boost::system::error_code{}, std::move(batch)) || last)
+          if (last)
+            feed->got_done = true;
+          if (!feed->deliver(std::move(batch)) || last)
             self->quit();
         },
     };
@@ -102,7 +119,14 @@ net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_acto
   ex.keep_alive = false;
   auto executor = co_await net::this_coro::executor;
   auto ch = std::make_shared<event_channel>(executor, channel_capacity);
-  auto sink = spawn_sink(ctx.sys, ch, turn);
+  auto feed = std::make_shared<channel_feed>(ch);
+  auto sink = spawn_sink(ctx.sys, feed, turn);
+  // Registered until the writer is done, however it ends.
+  struct feed_registration {
+    caf::actor_control_block* sink;
+    ~feed_registration() { unregister_local_feed(sink); }
+  } registration{caf::actor_cast<caf::actor_control_block*>(sink)};
+  register_local_feed(registration.sink, feed);
   caf::anon_send(turn, atom::subscribe_v, sink, after);
   caf::anon_send(turn, atom::demand_v, sink, static_cast<int32_t>(ctx.settings.initial_credit));
   // Credit goes back in steps of half the initial credit, not one message

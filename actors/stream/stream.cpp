@@ -21,6 +21,7 @@
 #include "llm/query_rewrite.hpp"
 #include "memory/long_term.hpp"
 #include "protocol/errc.hpp"
+#include "protocol/event_feed.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/kb_json.hpp"
 #include "protocol/stream_events.hpp"
@@ -100,6 +101,8 @@ std::deque<stream_event> replay_after(const std::vector<log_entry>& log, uint64_
 
 struct subscriber {
   event_sink_actor sink;
+  // The sink's in-process feed, if it has one: batches go there directly.
+  std::shared_ptr<event_feed> feed;
   int32_t credit = 0;  // event batches it can take
   std::deque<stream_event> pending;
   size_t pending_bytes = 0;
@@ -276,7 +279,12 @@ void flush(self_ptr self, subscriber& sub) {
   sub.pending_bytes = 0;
   --sub.credit;
   sub.got_done = batch.back().kind == event_kind::done;
-  self->send(sub.sink, atom::events_v, std::move(batch));
+  if (!sub.feed)
+    return self->send(sub.sink, atom::events_v, std::move(batch));
+  if (sub.got_done)
+    sub.feed->got_done = true;
+  // A reader that has gone drops it; its sink's exit removes `sub`.
+  sub.feed->deliver(std::move(batch));
 }
 
 // ragtor_turns_total{outcome} of a turn that ends now.
@@ -1116,6 +1124,7 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
           self->monitor(sink);
           subscriber sub;
           sub.sink = sink;
+          sub.feed = find_local_feed(caf::actor_cast<caf::actor_control_block*>(sink));
           // A late subscriber first gets what it missed.
           sub.pending = replay_after(st.log, after);
           for (auto& ev : sub.pending)

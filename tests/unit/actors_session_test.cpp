@@ -22,6 +22,7 @@
 #include "actors/store/store_actor.hpp"
 #include "persistence/store_backend.hpp"
 #include "protocol/errc.hpp"
+#include "protocol/event_feed.hpp"
 #include "protocol/type_ids.hpp"
 #include "tests/support/json.hpp"
 #include "tests/support/test_coordinator.hpp"
@@ -256,6 +257,59 @@ TEST_F(session_actors, turns_of_one_conversation_run_one_at_a_time_in_order) {
   EXPECT_EQ(h[3].request_id, "r2");
   for (size_t i = 0; i < h.size(); ++i)
     EXPECT_EQ(h[i].seq, static_cast<int64_t>(i + 1));
+}
+
+// A feed that keeps what it is handed, as the HTTP connection's channel
+// would; `open` false: the reader has gone.
+struct collecting_feed final : event_feed {
+  bool deliver(std::vector<stream_event>&& batch) override {
+    ++batches;
+    for (auto& e : batch)
+      got.events.push_back(std::move(e));
+    return open;
+  }
+  collected got;
+  int batches = 0;
+  bool open = true;
+};
+
+TEST_F(session_actors, a_subscriber_in_this_process_is_handed_its_batches_directly) {
+  self->send(sessions, atom::open_turn_v, turn("r1"));
+  sched.run();
+  auto ticket = take_ticket();
+  ASSERT_TRUE(ticket);
+  auto via_messages = std::make_shared<collected>();
+  auto sink = spawn_collector(sys, via_messages);
+  auto feed = std::make_shared<collecting_feed>();
+  auto* block = caf::actor_cast<caf::actor_control_block*>(sink);
+  register_local_feed(block, feed);
+  EXPECT_EQ(find_local_feed(block), feed);
+  caf::anon_send(ticket->stream, atom::subscribe_v, sink, uint64_t{0});
+  caf::anon_send(ticket->stream, atom::demand_v, sink, int32_t{1000});
+  ASSERT_TRUE(run_until([&] { return feed->got.done(); }));
+  unregister_local_feed(block);
+  EXPECT_FALSE(find_local_feed(block));
+  EXPECT_TRUE(via_messages->events.empty()) << "a batch went to the sink as a message";
+  EXPECT_TRUE(feed->got_done) << "done delivered without telling the sink";
+  auto& evs = feed->got.events;
+  ASSERT_GE(evs.size(), 3u);
+  EXPECT_EQ(evs.front().kind, event_kind::start);
+  for (size_t i = 0; i < evs.size(); ++i)
+    EXPECT_EQ(evs[i].seq, i + 1);
+  EXPECT_GT(feed->batches, 1);
+  auto h = history(ticket->conversation_id);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[1].content, feed->got.tokens());
+  EXPECT_TRUE(h[1].completed);
+  // Without a feed the next turn's subscriber gets messages, as a sink on
+  // another node does.
+  self->send(sessions, atom::open_turn_v, turn("r2"));
+  sched.run();
+  auto next = take_ticket();
+  ASSERT_TRUE(next);
+  auto events = subscribe(*next);
+  ASSERT_TRUE(run_until([&] { return events->done(); }));
+  EXPECT_EQ(events->events.front().kind, event_kind::start);
 }
 
 TEST_F(session_actors, a_cancelled_turn_ends_with_error_then_done_and_is_stored_partial) {
