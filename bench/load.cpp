@@ -344,8 +344,12 @@ int main(int argc, char** argv) {
   size_t max_level = *std::max_element(levels.begin(), levels.end());
   std::vector<std::string> env{
       "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
-      "RAGTOR_LLM__MODEL=fake-model", "RAGTOR_LLM__MAX_CONCURRENCY=" + std::to_string(max_level),
-      "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(max_level),
+      // Model calls in flight and queued: at least the defaults (16, 64),
+      // so that at one stream a summary or memory call of the turn before
+      // does not hold the only slot while the next turn waits for it.
+      "RAGTOR_LLM__MODEL=fake-model",
+      "RAGTOR_LLM__MAX_CONCURRENCY=" + std::to_string(std::max<size_t>(max_level, 16)),
+      "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(std::max<size_t>(max_level, 64)),
       // Admission ([server] max_streams, max_connections) sized for the
       // largest level: this measures streams served, not streams refused.
       "RAGTOR_SERVER__MAX_STREAMS=" + std::to_string(std::max<size_t>(max_level, 1024)),

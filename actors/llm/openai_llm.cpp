@@ -3,6 +3,7 @@
 #include "protocol/metrics.hpp"
 #include "actors/admin/measured.hpp"
 
+#include <algorithm>
 #include <deque>
 #include <mutex>
 #include <unordered_map>
@@ -347,11 +348,25 @@ void start_completion(self_ptr self, pending_completion p) {
       });
 }
 
+// Background work: a conversation summary, which nobody waits for.
+bool background(const std::variant<pending, pending_completion>& p) {
+  auto* c = std::get_if<pending_completion>(&p);
+  return c && c->req.purpose == "summary";
+}
+
+// A freed slot goes to the oldest call somebody waits for (an answer, or
+// a turn's routing, rewrite, planning call), and to background work only
+// when none is queued: at the limit, a summary of the turn before does
+// not hold up the next turn's answer.
 void start_next(self_ptr self) {
   auto& st = self->state;
   while (!st.queue.empty() && st.in_flight() < st.settings.max_concurrency) {
-    auto p = std::move(st.queue.front());
-    st.queue.pop_front();
+    auto next = std::find_if(st.queue.begin(), st.queue.end(),
+                             [](const auto& p) { return !background(p); });
+    if (next == st.queue.end())
+      next = st.queue.begin();
+    auto p = std::move(*next);
+    st.queue.erase(next);
     if (auto* gen = std::get_if<pending>(&p))
       start(self, std::move(*gen));
     else

@@ -5,15 +5,20 @@
 // window boundaries, merges, the periodic full regeneration, failures that
 // keep the old summary, single-flight on one node and optimistic versioning
 // across two (two summarizers sharing one database).
+#include <future>
+
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 #include <caf/scoped_actor.hpp>
+#include <caf/event_based_actor.hpp>
 #include <caf/send.hpp>
+#include <caf/typed_event_based_actor.hpp>
 
 #include "actors/llm/openai_llm.hpp"
 #include "actors/memory/summarizer.hpp"
 #include "actors/store/store_actor.hpp"
+#include "memory/summary.hpp"
 #include "llm/openai_client.hpp"
 #include "protocol/type_ids.hpp"
 #include "tests/support/fake_openai.hpp"
@@ -244,6 +249,66 @@ TEST_F(summarizer_test, one_node_runs_one_summary_per_conversation_at_a_time) {
   EXPECT_EQ(fake.stat("chat_requests"), 1);
   EXPECT_EQ(stored().version, 1);
   EXPECT_NE(status(s).find("\"busy\":1"), std::string::npos) << status(s);
+}
+
+// A summary is background work: with the model's slots full, an answer
+// queued after it gets the next free slot. One slot; a stalled answer
+// holds it while a summary and then another answer queue; cancelling the
+// stalled one frees the slot. All five messages come from one actor, so
+// the gateway sees them in this order.
+TEST_F(summarizer_test, a_queued_answer_goes_before_a_queued_summary) {
+  fake.set_script(
+      R"({"rules":[{"match":"hold on","reply":"late","first_token_delay_ms":20000},)"
+      R"({"match":"^Conversation to summarise","reply":"SUMMARY"},)"
+      R"({"match":"quick","reply":"ANSWER"}]})");
+  llm::endpoint_config ec;
+  ec.base_url = fake.base_url();
+  ec.model = "fake-model";
+  ec.max_retries = 0;
+  openai_llm_settings one_slot;
+  one_slot.max_concurrency = 1;
+  one_slot.max_queue = 4;
+  auto gateway = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec, 1), one_slot);
+  auto sink = sys.spawn([](token_sink_actor::pointer) -> token_sink_actor::behavior_type {
+    return {[](atom::token, const std::string&, const std::string&) {}};
+  });
+  std::vector<stored_message> old(12);
+  for (size_t i = 0; i < old.size(); ++i) {
+    old[i].role = i % 2 ? "assistant" : "user";
+    old[i].content = "message " + std::to_string(i);
+  }
+  auto summary = summary_request(summary_action::full, "", old, 4000, 200);
+  ASSERT_EQ(summary.messages.back().content.rfind("Conversation to summarise", 0), 0u);
+  auto question = [](std::string id, std::string text) {
+    generation_request r;
+    r.request_id = std::move(id);
+    r.question = std::move(text);
+    r.general = true;
+    return r;
+  };
+  auto finished = std::make_shared<std::promise<std::vector<std::string>>>();
+  auto watcher = sys.spawn([=](caf::event_based_actor* w) {
+    auto order = std::make_shared<std::vector<std::string>>();
+    auto note = [=](std::string what) {
+      order->push_back(std::move(what));
+      if (order->size() == 2)
+        finished->set_value(*order);
+    };
+    w->request(gateway, 60s, atom::generate_v, question("held", "hold on"), sink)
+        .then([](generation_result&) {}, [](caf::error&) {});
+    w->request(gateway, 30s, atom::complete_v, summary)
+        .then([=](completion_result& r) { note("summary:" + r.text); },
+              [=](caf::error& e) { note("summary failed: " + to_string(e)); });
+    w->request(gateway, 30s, atom::generate_v, question("next", "a quick one"), sink)
+        .then([=](generation_result& r) { note("answer:" + r.answer); },
+              [=](caf::error& e) { note("answer failed: " + to_string(e)); });
+    w->send(gateway, atom::cancel_v, std::string{"held"});
+  });
+  auto got = finished->get_future();
+  ASSERT_EQ(got.wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(got.get(), (std::vector<std::string>{"answer:ANSWER", "summary:SUMMARY"}));
+  for (auto& a : {caf::actor_cast<caf::actor>(gateway), caf::actor_cast<caf::actor>(sink), watcher})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(summarizer_test, without_a_model_the_summary_is_extractive) {
