@@ -345,8 +345,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> env{
       "RAGTOR_LLM__BASE_URL=http://127.0.0.1:" + std::to_string(fake.port) + "/v1",
       // Model calls in flight and queued: at least the defaults (16, 64),
-      // so that at one stream a summary or memory call of the turn before
-      // does not hold the only slot while the next turn waits for it.
+      // so that at one stream the summary the turn before asked for does
+      // not hold the only slot while the next turn waits for it.
       "RAGTOR_LLM__MODEL=fake-model",
       "RAGTOR_LLM__MAX_CONCURRENCY=" + std::to_string(std::max<size_t>(max_level, 16)),
       "RAGTOR_LLM__MAX_QUEUE=" + std::to_string(std::max<size_t>(max_level, 64)),

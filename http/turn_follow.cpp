@@ -65,10 +65,7 @@ event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<channel_feed
     });
     return {
         [=](atom::events, event_batch& batch) {
-          bool last = !batch.empty() && batch.back().kind == event_kind::done;
-          if (last)
-            feed->got_done = true;
-          if (!feed->deliver(std::move(batch)) || last)
+          if (!feed->hand_over(std::move(batch)) || feed->got_done)
             self->quit();
         },
     };

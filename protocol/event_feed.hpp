@@ -26,8 +26,16 @@ class event_feed {
   // quit would be).
   virtual bool deliver(std::vector<stream_event>&& batch) = 0;
 
-  // Set by the stream before it delivers the batch holding `done`: a sink
-  // that sees its turn end without it ends the client's stream itself.
+  // Delivers `batch`, marking got_done first when it holds `done`: what
+  // the stream and the sink (for batches from another node) both call.
+  bool hand_over(std::vector<stream_event>&& batch) {
+    if (!batch.empty() && batch.back().kind == event_kind::done)
+      got_done = true;
+    return deliver(std::move(batch));
+  }
+
+  // Set before the batch holding `done` is delivered: a sink that sees its
+  // turn end without it ends the client's stream itself.
   std::atomic<bool> got_done{false};
 };
 

@@ -281,10 +281,8 @@ void flush(self_ptr self, subscriber& sub) {
   sub.got_done = batch.back().kind == event_kind::done;
   if (!sub.feed)
     return self->send(sub.sink, atom::events_v, std::move(batch));
-  if (sub.got_done)
-    sub.feed->got_done = true;
   // A reader that has gone drops it; its sink's exit removes `sub`.
-  sub.feed->deliver(std::move(batch));
+  sub.feed->hand_over(std::move(batch));
 }
 
 // ragtor_turns_total{outcome} of a turn that ends now.
