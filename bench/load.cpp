@@ -23,6 +23,9 @@
 //                       after another for S seconds, instead of one turn
 //                       each opened at the same instant; req/s is then the
 //                       throughput at N concurrent streams)
+//       [--kb demo]  (the requests' kb_prefix; "general" answers without
+//                     retrieval, so the context read is on the first
+//                     token's path)
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -279,6 +282,7 @@ int main(int argc, char** argv) {
   std::vector<size_t> levels{1, 100, 1000};
   int tokens = 20, first_ms = 50, token_ms = 10, rounds = 1;
   std::string ragtor_bin;
+  std::string kb = "demo";  // the chat requests' kb_prefix
   bool floor = false;  // also measure bench_floor, the bare relay, in the same run
   bool console = false;  // also ragtor with the admin console's feed open
   // Each stream's turns continue one conversation across levels and rounds
@@ -306,6 +310,8 @@ int main(int argc, char** argv) {
       console = v == "1" || v == "on" || v == "true";
     } else if (a == "--seconds") {
       seconds = std::stod(v);
+    } else if (a == "--kb") {
+      kb = v;  // "general": no retrieval, the turn's context read is on the first token's path
     } else if (a == "--ragtor") {
       ragtor_bin = v;  // another build to measure (e.g. the previous commit's)
     }
@@ -392,7 +398,7 @@ int main(int argc, char** argv) {
                                  : "r" + std::to_string(n) + "_" + std::to_string(round) + "_"
                                        + std::to_string(pass);
         auto body = R"({"user_id":"load)" + std::to_string(i) + R"(","session_id":")" + session
-                    + R"(","kb_prefix":"demo","message":"How do I run the tests?"})";
+                    + R"(","kb_prefix":")" + kb + R"(","message":"How do I run the tests?"})";
         net::co_spawn(ioc, one_client(server->port, body, until, stats[i]), net::detached);
       }
       // Who was saturated: each process's CPU over the row (100 % = one
@@ -433,7 +439,7 @@ int main(int argc, char** argv) {
           delivered += s.tokens;
         }
       auto peak = peak_rss_kib(server->pid);
-      std::printf("| %s | %zu | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.0f | %zu | %.0f | %.1f "
+      std::printf("| %s | %zu | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f | %.0f | %zu | %.0f | %.1f "
                   "| %.2f | %.0f / %.0f / %.0f |\n",
                   pass == 0 ? "ragtor" : pass == 1 ? "ragtor+console" : "floor", n,
                   static_cast<double>(ok) / secs, pct(ttft, 0.5), pct(ttft, 0.99),
