@@ -397,6 +397,25 @@ dot_fn pick_dot() {
 std::vector<size_t> rank_vectors(const std::vector<float>& q,
                                  const std::vector<const std::vector<float>*>& vectors,
                                  size_t limit, double min_similarity) {
+  // A hashed question is sparse: "How do I run the tests?" sets about a
+  // dozen of the 256 dimensions. Then only those dimensions of each stored
+  // vector are read and multiplied, in order and in double (the very sum of
+  // the plain loop over all dimensions, whose other terms are zero), and
+  // only their cache lines are asked for ahead (docs/performance.md,
+  // "Recall ranks only the question's dimensions"). A dense question takes
+  // the vector loop below.
+  const std::vector<double> qd(q.begin(), q.end());
+  std::vector<uint32_t> nonzero;
+  for (size_t d = 0; d < q.size(); ++d)
+    if (q[d] != 0.0f)
+      nonzero.push_back(static_cast<uint32_t>(d));
+  const bool sparse = nonzero.size() * 4 <= q.size();
+  std::vector<uint32_t> lines;  // byte offsets of the cache lines those dimensions are in
+  if (sparse)
+    for (auto d : nonzero)
+      if (auto off = static_cast<uint32_t>(d * sizeof(float) / 64 * 64);
+          lines.empty() || lines.back() != off)
+        lines.push_back(off);
   // The vectors are separate 1 KiB blocks, rarely in cache: without asking
   // for the next one's lines ahead, each line was a wait on memory (~110
   // µs for 200 vectors; docs/performance.md, "A per-user recall index").
@@ -405,8 +424,15 @@ std::vector<size_t> rank_vectors(const std::vector<float>& q,
       __builtin_prefetch(vectors[i + 1]);
     if (i < vectors.size() && vectors[i]) {
       const auto* p = reinterpret_cast<const char*>(vectors[i]->data());
-      for (size_t off = 0, n = vectors[i]->size() * sizeof(float); off < n; off += 64)
-        __builtin_prefetch(p + off);
+      auto n = vectors[i]->size() * sizeof(float);
+      if (sparse) {
+        for (auto off : lines)
+          if (off < n)
+            __builtin_prefetch(p + off);
+      } else {
+        for (size_t off = 0; off < n; off += 64)
+          __builtin_prefetch(p + off);
+      }
     }
   };
   // The question converted to double once, not once per stored vector;
@@ -414,7 +440,6 @@ std::vector<size_t> rank_vectors(const std::vector<float>& q,
   // SSE2 loop per call: docs/performance.md, "Recall's ranking in fewer
   // instructions").
   static const dot_fn dot_of = pick_dot();
-  const std::vector<double> qd(q.begin(), q.end());
   std::vector<std::pair<double, size_t>> scored;
   scored.reserve(vectors.size());
   ask_for(0);
@@ -423,7 +448,16 @@ std::vector<size_t> rank_vectors(const std::vector<float>& q,
     if (!vectors[c])
       continue;
     const auto& v = *vectors[c];
-    double dot = dot_of(qd.data(), v.data(), std::min(qd.size(), v.size()));
+    double dot = 0;
+    if (sparse) {
+      for (auto d : nonzero) {
+        if (d >= v.size())
+          break;
+        dot += qd[d] * v[d];
+      }
+    } else {
+      dot = dot_of(qd.data(), v.data(), std::min(qd.size(), v.size()));
+    }
     if (dot >= min_similarity)
       scored.emplace_back(dot, c);
   }

@@ -125,11 +125,13 @@ TEST(episodic_recall, stored_embeddings_rank_exactly_as_embedding_the_texts) {
 // terms, episodes' vectors by id); remembered or not, the answers match.
 // Vectors are ranked by their dot product with the question, summed in
 // double: the same order and cut as a plain loop, for any length (a tail
-// that is not a multiple of four), ties by position.
+// that is not a multiple of four), ties by position; a sparse question (a
+// hashed one sets a few dimensions) the same, read only at its dimensions.
 TEST(episodic_recall, vectors_rank_by_their_dot_product) {
   std::mt19937 rng{7};
   std::uniform_real_distribution<float> unit{-1.0f, 1.0f};
-  for (size_t dims : {size_t{256}, size_t{7}, size_t{1}}) {
+  for (auto [dims, set] : {std::pair<size_t, size_t>{256, 256}, {7, 7}, {1, 1}, {256, 12},
+                           {256, 64}, {8, 1}}) {
     auto random = [&] {
       std::vector<float> v(dims);
       for (auto& x : v)
@@ -137,6 +139,10 @@ TEST(episodic_recall, vectors_rank_by_their_dot_product) {
       return v;
     };
     auto q = random();
+    // All but `set` dimensions of the question zero (spread, the last kept).
+    for (size_t d = 0; d < dims; ++d)
+      if (d % (dims / set) != 0 && d + 1 != dims)
+        q[d] = 0.0f;
     std::vector<std::vector<float>> stored;
     for (int i = 0; i < 50; ++i)
       stored.push_back(random());
@@ -158,9 +164,9 @@ TEST(episodic_recall, vectors_rank_by_their_dot_product) {
     std::stable_sort(plain.begin(), plain.end(),
                      [](auto& a, auto& b) { return a.first > b.first; });
     auto got = rank_vectors(q, ptrs, 8, 0.1);
-    ASSERT_EQ(got.size(), std::min<size_t>(8, plain.size())) << dims;
+    ASSERT_EQ(got.size(), std::min<size_t>(8, plain.size())) << dims << "/" << set;
     for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(got[i], plain[i].second) << dims << " rank " << i;
+      EXPECT_EQ(got[i], plain[i].second) << dims << "/" << set << " rank " << i;
     }
   }
 }
