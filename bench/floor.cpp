@@ -17,6 +17,7 @@
 #include <boost/asio/as_tuple.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
+#include "http/open_files.hpp"
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -157,6 +158,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "usage: bench_floor --upstream PORT\n");
     return 2;
   }
+  // A descriptor per client and per upstream connection, as ragtor raises
+  // its own (http/open_files.hpp): the hard limit too when run as root.
+  ragtor::http::raise_open_file_limit(uint64_t{1} << 20);
   net::io_context ioc{1};
   tcp::acceptor acceptor{ioc, tcp::endpoint{net::ip::make_address("127.0.0.1"), 0}};
   acceptor.listen(4096);

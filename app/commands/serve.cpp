@@ -39,6 +39,7 @@
 #include "app/commands/commands.hpp"
 #include "app/commands/load.hpp"
 #include "http/auth.hpp"
+#include "http/open_files.hpp"
 #include "http/server.hpp"
 #include "llm/openai_client.hpp"
 #include "pipeline/http_json.hpp"
@@ -134,19 +135,27 @@ llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
   return spawn_openai_llm(sys, std::move(client), os);
 }
 
-// Raises the soft limit of open files to the hard limit, so
-// server.max_connections (not the distribution's default of 1024) bounds
-// the connections.
-void raise_open_file_limit() {
-  rlimit lim{};
-  if (getrlimit(RLIMIT_NOFILE, &lim) != 0)
-    return;
-  if (lim.rlim_cur < lim.rlim_max) {
-    auto old = lim.rlim_cur;
-    lim.rlim_cur = lim.rlim_max;
-    if (setrlimit(RLIMIT_NOFILE, &lim) == 0)
-      lg->info("open file limit raised from {} to {}", old, lim.rlim_cur);
-  }
+// Raises the open-file limit to what the configured server needs: a
+// descriptor per client connection ([server] max_connections) and per
+// model connection ([llm] max_concurrency), and a margin for the listener,
+// the database, the cluster and logs. The soft limit goes to the hard one;
+// the hard one too when it is lower and the process may raise it (root).
+// When it stays lower, says what will fail.
+void raise_open_file_limit(const config& cfg) {
+  constexpr uint64_t margin = 256;
+  uint64_t want = 0;
+  if (cfg.server.max_connections > 0)
+    want = static_cast<uint64_t>(cfg.server.max_connections)
+           + static_cast<uint64_t>(std::max(cfg.llm.max_concurrency, 0)) + margin;
+  auto lim = http::raise_open_file_limit(want);
+  if (lim.soft != lim.soft_before || lim.hard != lim.hard_before)
+    lg->info("open file limit raised from {} (hard {}) to {} (hard {})", lim.soft_before,
+             lim.hard_before, lim.soft, lim.hard);
+  if (want > lim.soft)
+    lg->warn("open file limit {} is below the {} that [server] max_connections ({}) and [llm] "
+             "max_concurrency ({}) need: connections beyond it fail; raise the hard limit "
+             "(ulimit -Hn, systemd LimitNOFILE=) or lower max_connections",
+             lim.soft, want, cfg.server.max_connections, cfg.llm.max_concurrency);
 }
 
 // [cluster] node_name, or host name + ":" + the HTTP port.
@@ -240,7 +249,7 @@ int run_serve(const serve_options& opts) {
                  "[admin] enabled = false to turn them off\n";
     return 2;
   }
-  raise_open_file_limit();
+  raise_open_file_limit(*cfg);
   std::error_code fs_err;
   std::filesystem::create_directories(cfg->data_dir, fs_err);
   if (fs_err) {

@@ -548,5 +548,73 @@ TEST(accept_backoff, out_of_file_descriptors_the_listener_backs_off_and_recovers
   EXPECT_EQ(status, 200) << server.stderr_tail();
 }
 
+// The soft and hard open-file limits of a running process.
+std::pair<uint64_t, uint64_t> open_file_limits_of(int pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/limits"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("Max open files")) {
+      std::istringstream fields{line.substr(std::string_view{"Max open files"}.size())};
+      uint64_t soft = 0, hard = 0;
+      fields >> soft >> hard;
+      return {soft, hard};
+    }
+  return {0, 0};
+}
+
+// Whether this process may raise its hard limits (CAP_SYS_RESOURCE, bit
+// 24 of the effective capabilities; root in a container may lack it).
+bool may_raise_hard_limits() {
+  std::ifstream in{"/proc/self/status"};
+  std::string line;
+  while (std::getline(in, line))
+    if (line.starts_with("CapEff:"))
+      return (std::stoull(line.substr(7), nullptr, 16) >> 24) & 1;
+  return false;
+}
+
+// `serve` raises the open-file limit to what the configured server needs:
+// a descriptor per client connection ([server] max_connections) and per
+// model connection ([llm] max_concurrency), and 256 more. Above the hard
+// limit it raises that too when it may (root); otherwise it warns with
+// what is needed. Below it, only the soft limit goes up, as before.
+TEST(open_files, the_limit_is_raised_to_what_the_connections_need) {
+  struct started {
+    uint64_t soft, hard;
+    std::string log;
+  };
+  auto start = [](const std::string& max_connections) {
+    temp_dir tmp{"ragtor-nofile"};
+    ragtor_process server{{"/usr/bin/prlimit", "--nofile=256:512", ragtor_binary(), "serve",
+                           "--listen", "127.0.0.1:0", "--data-dir",
+                           (tmp.path() / "data").string()},
+                          "ragtor listening on http://",
+                          {{"RAGTOR_SERVER__MAX_CONNECTIONS", max_connections},
+                           {"RAGTOR_LLM__MAX_CONCURRENCY", "16"}}};
+    auto [soft, hard] = open_file_limits_of(server.pid());
+    return started{soft, hard, server.stderr_tail(1 << 16)};
+  };
+  // 100 + 16 + 256 = 372 fit under the hard limit of 512.
+  auto fits = start("100");
+  EXPECT_EQ(fits.soft, 512u) << fits.log;
+  EXPECT_EQ(fits.hard, 512u) << fits.log;
+  EXPECT_EQ(fits.log.find("is below the"), std::string::npos) << fits.log;
+  // 1000 + 16 + 256 = 1272 do not.
+  auto needs_more = start("1000");
+  if (may_raise_hard_limits()) {  // ragtor runs with the same capabilities
+    EXPECT_EQ(needs_more.soft, 1272u) << needs_more.log;
+    EXPECT_EQ(needs_more.hard, 1272u) << needs_more.log;
+  } else {
+    EXPECT_EQ(needs_more.soft, 512u) << needs_more.log;
+    EXPECT_EQ(needs_more.hard, 512u) << needs_more.log;
+    EXPECT_NE(needs_more.log.find("open file limit 512 is below the 1272"), std::string::npos)
+        << needs_more.log;
+  }
+  // No cap on connections: the soft limit to the hard one, nothing more.
+  auto no_cap = start("0");
+  EXPECT_EQ(no_cap.soft, 512u) << no_cap.log;
+  EXPECT_EQ(no_cap.hard, 512u) << no_cap.log;
+}
+
 }  // namespace
 }  // namespace ragtor::test
