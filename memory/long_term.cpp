@@ -410,9 +410,11 @@ std::vector<size_t> rank_vectors(const std::vector<float>& q,
     if (q[d] != 0.0f)
       nonzero.push_back(static_cast<uint32_t>(d));
   const bool sparse = nonzero.size() * 4 <= q.size();
-  std::vector<uint32_t> lines;  // byte offsets of the cache lines those dimensions are in
-  if (sparse)
-    for (auto d : nonzero)
+  // Byte offsets of the cache lines the dot products read: those of the
+  // question's dimensions (sparse), else all of its length.
+  std::vector<uint32_t> lines;
+  for (size_t d = 0; d < q.size(); ++d)
+    if (!sparse || q[d] != 0.0f)
       if (auto off = static_cast<uint32_t>(d * sizeof(float) / 64 * 64);
           lines.empty() || lines.back() != off)
         lines.push_back(off);
@@ -425,14 +427,9 @@ std::vector<size_t> rank_vectors(const std::vector<float>& q,
     if (i < vectors.size() && vectors[i]) {
       const auto* p = reinterpret_cast<const char*>(vectors[i]->data());
       auto n = vectors[i]->size() * sizeof(float);
-      if (sparse) {
-        for (auto off : lines)
-          if (off < n)
-            __builtin_prefetch(p + off);
-      } else {
-        for (size_t off = 0; off < n; off += 64)
+      for (auto off : lines)
+        if (off < n)
           __builtin_prefetch(p + off);
-      }
     }
   };
   // The question converted to double once, not once per stored vector;
