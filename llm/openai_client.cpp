@@ -25,6 +25,7 @@
 #include <boost/beast/ssl.hpp>
 
 #include "llm/base_url.hpp"
+#include "protocol/metrics.hpp"
 
 namespace ragtor::llm {
 
@@ -211,6 +212,74 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     return total_deadline <= phase_deadline ? failure::timeout_total : phase;
   }
 
+  static bool out_of_descriptors(const boost::system::error_code& ec) {
+    return ec == boost::system::errc::too_many_files_open
+           || ec == boost::system::errc::too_many_files_open_in_system;
+  }
+
+  // Opens `sock` for `protocol`. With no descriptor free (the open-file
+  // limit reached, as when every client stream holds one) it waits for one
+  // — streams that end free theirs — until `deadline`: a shortage here is
+  // a queue, not the model server's failure, so the connect timeout starts
+  // only once the socket is open.
+  net::awaitable<boost::system::error_code> open_socket(call_state& st, tcp::socket& sock,
+                                                        tcp protocol,
+                                                        clock_type::time_point deadline) {
+    bool counted = false;
+    for (;;) {
+      boost::system::error_code ec;
+      sock.close(ec);
+      sock.open(protocol, ec);
+      if (!out_of_descriptors(ec) || st.cancelled)
+        co_return ec;
+      auto wait = descriptor_wait();
+      if (clock_type::now() + wait >= deadline)
+        co_return ec;
+      if (!counted) {
+        counted = true;
+        metrics::global().llm_descriptor_waits.inc();
+      }
+      net::steady_timer timer{co_await net::this_coro::executor};
+      timer.expires_after(wait);
+      st.timer = &timer;
+      co_await timer.async_wait(tuple_awaitable);
+      st.timer = nullptr;
+      if (st.cancelled)
+        co_return net::error::operation_aborted;
+    }
+  }
+
+  // Connects `c` to the first of `endpoints` that accepts, each within the
+  // connect timeout (`phase` is set to the last one's deadline). It opens
+  // each socket itself: asio's range connect reports a socket it could not
+  // open as operation_aborted, which hid "too many open files" (issue 20).
+  net::awaitable<boost::system::error_code> connect_any(call_state& st, connection& c,
+                                                        const tcp::resolver::results_type& endpoints,
+                                                        clock_type::time_point total_deadline,
+                                                        clock_type::time_point& phase) {
+    boost::system::error_code ec = net::error::host_not_found;
+    for (const auto& entry : endpoints) {
+      ec = co_await open_socket(st, c.lowest().socket(), entry.endpoint().protocol(),
+                                total_deadline);
+      if (out_of_descriptors(ec) || st.cancelled)
+        co_return ec;
+      if (ec)
+        continue;
+      phase = clock_type::now() + cfg.connect_timeout;
+      c.lowest().expires_at(std::min(phase, total_deadline));
+      std::tie(ec) = co_await c.lowest().async_connect(entry.endpoint(), tuple_awaitable);
+      if (!ec || ec == beast::error::timeout || st.cancelled)
+        co_return ec;
+    }
+    co_return ec;
+  }
+
+  // 10-40 ms, jittered so that waiting calls do not retry in step.
+  std::chrono::milliseconds descriptor_wait() {
+    std::lock_guard lock{mx};
+    return std::chrono::milliseconds{std::uniform_int_distribution<int64_t>(10, 40)(rng)};
+  }
+
   net::awaitable<std::pair<std::unique_ptr<connection>, llm_error>> connect(
       call_state& st, clock_type::time_point total_deadline) {
     auto ex = co_await net::this_coro::executor;
@@ -235,9 +304,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       c->plain.emplace(ex);
     }
     auto phase = clock_type::now() + cfg.connect_timeout;
-    c->lowest().expires_at(std::min(phase, total_deadline));
     st.active = c.get();
-    auto [cec, ep] = co_await c->lowest().async_connect(results, tuple_awaitable);
+    auto cec = co_await connect_any(st, *c, results, total_deadline, phase);
     if (!cec && url.tls) {
       auto [hec] = co_await c->tls->async_handshake(ssl::stream_base::client, tuple_awaitable);
       cec = hec;

@@ -148,6 +148,10 @@ std::string render(const registry& r, std::string_view extra) {
                 "Model calls waiting for a free slot of their gateway.");
   append_sample(out, "ragtor_llm_queue_depth", "",
                 static_cast<double>(r.llm_queue_depth.value()));
+  append_header(out, "ragtor_llm_descriptor_waits_total", "counter",
+                "Waits of model connects for a free file descriptor (the open-file limit reached).");
+  append_sample(out, "ragtor_llm_descriptor_waits_total", "",
+                static_cast<double>(r.llm_descriptor_waits.value()));
   append_header(out, "ragtor_store_commit_duration_seconds", "histogram",
                 "Time one store transaction (a group-commit batch) took.");
   append_histogram(out, "ragtor_store_commit_duration_seconds", "", r.store_commit_duration);

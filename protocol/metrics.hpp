@@ -126,6 +126,8 @@ struct registry {
   counter tokens_streamed;
   std::array<counter, 4> llm_requests;  // by llm_outcome
   gauge llm_queue_depth;
+  // Model connects that found no free file descriptor and waited for one.
+  counter llm_descriptor_waits;
   histogram store_commit_duration{
       {0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5}};
   histogram store_batch_size{{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}};

@@ -11,8 +11,13 @@
 #include <sys/socket.h>
 #include <unistd.h>
 #include <mutex>
+#include <thread>
+
+#include <fcntl.h>
+#include <sys/resource.h>
 
 #include "llm/openai_client.hpp"
+#include "protocol/metrics.hpp"
 #include "tests/support/fake_openai.hpp"
 #include "tests/support/json.hpp"
 
@@ -452,6 +457,82 @@ TEST(openai_client, total_and_connect_timeouts) {
   ::close(fd);
   ASSERT_TRUE(r2.error);
   EXPECT_EQ(r2.error->kind, failure::timeout_connect) << r2.error->message;
+}
+
+// Holds descriptors open until the process's open-file limit is reached
+// (lowered to 1,024 meanwhile, so that filling it is cheap), so the next
+// socket() fails with EMFILE; release() frees them and restores the limit.
+class descriptor_hog {
+public:
+  descriptor_hog() {
+    ::getrlimit(RLIMIT_NOFILE, &saved_);
+    rlimit low = saved_;
+    low.rlim_cur = std::min<rlim_t>(saved_.rlim_cur, 1024);
+    ::setrlimit(RLIMIT_NOFILE, &low);
+    for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+      fds_.push_back(fd);
+    if (errno != EMFILE)
+      throw std::runtime_error("filling the descriptor table stopped early");
+  }
+  ~descriptor_hog() { release(); }
+  void release() {
+    for (int fd : fds_)
+      ::close(fd);
+    if (!fds_.empty())
+      ::setrlimit(RLIMIT_NOFILE, &saved_);
+    fds_.clear();
+  }
+
+private:
+  rlimit saved_{};
+  std::vector<int> fds_;
+};
+
+TEST(openai_client, a_connect_without_a_free_descriptor_names_the_cause_or_waits_for_one) {
+  fake_openai fake{R"({"default":{"reply":"after the wait"}})"};
+  // Every call opens a connection; one call first, so that the client's
+  // resolver has its own descriptors before the table is full.
+  auto config = [&](std::chrono::milliseconds total_timeout) {
+    auto cfg = config_for(fake);
+    cfg.total_timeout = total_timeout;
+    cfg.max_retries = 0;
+    cfg.max_idle_connections = 0;
+    return cfg;
+  };
+  // No descriptor is freed before the call's total deadline: it fails and
+  // says why (asio's range connect used to report "Operation canceled").
+  {
+    llm::openai_client client{config(300ms)};
+    ASSERT_FALSE(streamed(client, "q").error);
+    descriptor_hog hog;
+    auto r = streamed(client, "q");
+    hog.release();
+    ASSERT_TRUE(r.error);
+    EXPECT_EQ(r.error->kind, failure::connect) << r.error->message;
+    EXPECT_NE(r.error->message.find("Too many open files"), std::string::npos)
+        << r.error->message;
+  }
+  // A descriptor freed while the call waits for one (the wait is not bound
+  // by the connect timeout, which is the model server's): it connects and
+  // the answer streams, without a retry.
+  auto slow = config(20s);
+  slow.connect_timeout = 100ms;
+  llm::openai_client client{slow};
+  ASSERT_FALSE(streamed(client, "q").error);
+  auto& waits = metrics::global().llm_descriptor_waits;
+  auto before = waits.value();
+  descriptor_hog hog;
+  collector c;
+  client.stream_chat(ask("q"), c.callbacks());
+  for (auto until = std::chrono::steady_clock::now() + 10s;
+       waits.value() == before && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(waits.value(), before + 1) << "the call never found the descriptors exhausted";
+  std::this_thread::sleep_for(300ms);  // held past the connect timeout (not a synchronisation)
+  hog.release();
+  auto r = c.wait();
+  ASSERT_FALSE(r.error) << r.error->message;
+  EXPECT_EQ(r.text(), "after the wait");
 }
 
 }  // namespace
