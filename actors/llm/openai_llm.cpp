@@ -98,6 +98,17 @@ struct call {
   bool general = false;
 };
 
+// Background work: a conversation summary, which nobody waits for.
+bool background_purpose(std::string_view purpose) { return purpose == "summary"; }
+
+// Slots background work may hold at once: all but a quarter of them (at
+// least one kept free when there are two or more), so that summaries
+// already running never take every slot from the next turn's answer.
+size_t background_cap(size_t max_concurrency) {
+  return max_concurrency < 2 ? max_concurrency
+                             : max_concurrency - std::max<size_t>(1, max_concurrency / 4);
+}
+
 struct openai_llm_state {
   static inline const char* name = "openai_llm";
   std::shared_ptr<llm::openai_client> client;
@@ -112,13 +123,21 @@ struct openai_llm_state {
     caf::typed_response_promise<completion_result> promise;
     std::string purpose;
     std::string request_id;  // the turn's; "" = none
+    bool background = false;  // a summary (counted in background_running)
   };
   std::unordered_map<std::string, completion_call> completions;  // "#n" -> call
+  size_t background_running = 0;  // completions in flight that are summaries
   uint64_t next_completion = 0;
   uint64_t generated = 0, failed = 0, cancelled = 0, refused = 0, completed_calls = 0;
   uint64_t prompt_tokens = 0, completion_tokens = 0;
 
   size_t in_flight() const { return calls.size() + completions.size(); }
+  // Forgets a completion in flight (answered or cancelled).
+  auto erase_completion(std::unordered_map<std::string, completion_call>::iterator i) {
+    if (i->second.background)
+      --background_running;
+    return completions.erase(i);
+  }
   // This gateway's share of ragtor_llm_queue_depth.
   int64_t reported_queue = 0;
   void sync_queue_gauge() {
@@ -281,7 +300,7 @@ void on_completion(self_ptr self, const std::string& id, upstream_event& ev) {
                  ev.text);
     c.promise.deliver(upstream_error(st.settings, ev));
   }
-  st.completions.erase(i);
+  st.erase_completion(i);
   start_next(self);
 }
 
@@ -331,6 +350,8 @@ void start_completion(self_ptr self, pending_completion p) {
   slot.promise = std::move(p.promise);
   slot.purpose = std::move(p.req.purpose);
   slot.request_id = std::move(p.req.request_id);
+  slot.background = background_purpose(slot.purpose);
+  st.background_running += slot.background;
   slot.handle = st.client->chat(
       std::move(params), [me, key](std::variant<llm::completion, llm::llm_error> r) {
         upstream_event ev;
@@ -348,23 +369,26 @@ void start_completion(self_ptr self, pending_completion p) {
       });
 }
 
-// Background work: a conversation summary, which nobody waits for.
+// Whether a queued call is background work.
 bool background(const std::variant<pending, pending_completion>& p) {
   auto* c = std::get_if<pending_completion>(&p);
-  return c && c->req.purpose == "summary";
+  return c && background_purpose(c->req.purpose);
 }
 
 // A freed slot goes to the oldest call somebody waits for (an answer, or
 // a turn's routing, rewrite, planning call), and to background work only
-// when none is queued: at the limit, a summary of the turn before does
-// not hold up the next turn's answer.
+// when none is queued and fewer than background_cap run: at the limit, a
+// summary of the turn before does not hold up the next turn's answer.
 void start_next(self_ptr self) {
   auto& st = self->state;
   while (!st.queue.empty() && st.in_flight() < st.settings.max_concurrency) {
     auto next = std::find_if(st.queue.begin(), st.queue.end(),
                              [](const auto& p) { return !background(p); });
-    if (next == st.queue.end())
+    if (next == st.queue.end()) {
+      if (st.background_running >= background_cap(st.settings.max_concurrency))
+        break;
       next = st.queue.begin();
+    }
     auto p = std::move(*next);
     st.queue.erase(next);
     if (auto* gen = std::get_if<pending>(&p))
@@ -406,7 +430,7 @@ size_t cancel_completions(self_ptr self, const std::string& id) {
       if (i->second.handle)
         i->second.handle->cancel();
       i->second.promise.deliver(make_error(errc::cancelled, "the turn was cancelled"));
-      i = st.completions.erase(i);
+      i = st.erase_completion(i);
       ++n;
     } else {
       ++i;
@@ -473,7 +497,9 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
         [=](atom::complete, completion_request& req) -> caf::result<completion_result> {
           auto& st = self->state;
           auto rp = self->make_response_promise<completion_result>();
-          if (st.in_flight() < st.settings.max_concurrency)
+          if (st.in_flight() < st.settings.max_concurrency
+              && (!background_purpose(req.purpose)
+                  || st.background_running < background_cap(st.settings.max_concurrency)))
             start_completion(self, pending_completion{std::move(req), rp});
           else if (st.queue.size() < st.settings.max_queue)
             st.queue.push_back(pending_completion{std::move(req), rp});
@@ -496,6 +522,7 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
               .field("refused", st.refused)
               .field("in_flight", static_cast<uint64_t>(st.in_flight()))
               .field("queued", static_cast<uint64_t>(st.queue.size()))
+              .field("background_in_flight", static_cast<uint64_t>(st.background_running))
               .field("prompt_tokens", st.prompt_tokens)
               .field("completion_tokens", st.completion_tokens)
               .end_object();

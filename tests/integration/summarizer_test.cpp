@@ -311,6 +311,60 @@ TEST_F(summarizer_test, a_queued_answer_goes_before_a_queued_summary) {
     caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
 }
 
+// Summaries already running never hold every slot: of two, one stays free
+// for answers. Two slow summaries and then an answer: the first summary
+// runs, the second waits for it, and the answer takes the free slot at
+// once (it used to wait behind both summaries).
+TEST_F(summarizer_test, running_summaries_leave_a_slot_for_answers) {
+  fake.set_script(
+      R"({"rules":[{"match":"^Conversation to summarise","reply":"SUMMARY",)"
+      R"("first_token_delay_ms":1500},{"match":"quick","reply":"ANSWER"}]})");
+  llm::endpoint_config ec;
+  ec.base_url = fake.base_url();
+  ec.model = "fake-model";
+  ec.max_retries = 0;
+  openai_llm_settings two_slots;
+  two_slots.max_concurrency = 2;
+  two_slots.max_queue = 4;
+  auto gateway = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec, 1), two_slots);
+  auto sink = sys.spawn([](token_sink_actor::pointer) -> token_sink_actor::behavior_type {
+    return {[](atom::token, const std::string&, const std::string&) {}};
+  });
+  std::vector<stored_message> old(12);
+  for (size_t i = 0; i < old.size(); ++i) {
+    old[i].role = i % 2 ? "assistant" : "user";
+    old[i].content = "message " + std::to_string(i);
+  }
+  auto summary = summary_request(summary_action::full, "", old, 4000, 200);
+  generation_request quick;
+  quick.request_id = "quick";
+  quick.question = "a quick one";
+  quick.general = true;
+  auto finished = std::make_shared<std::promise<std::vector<std::string>>>();
+  auto watcher = sys.spawn([=](caf::event_based_actor* w) {
+    auto order = std::make_shared<std::vector<std::string>>();
+    auto note = [=](std::string what) {
+      order->push_back(std::move(what));
+      if (order->size() == 3)
+        finished->set_value(*order);
+    };
+    for (int i = 0; i < 2; ++i)
+      w->request(gateway, 30s, atom::complete_v, summary)
+          .then([=](completion_result& r) { note("summary:" + r.text); },
+                [=](caf::error& e) { note("summary failed: " + to_string(e)); });
+    w->request(gateway, 30s, atom::generate_v, quick, sink)
+        .then([=](generation_result& r) { note("answer:" + r.answer); },
+              [=](caf::error& e) { note("answer failed: " + to_string(e)); });
+  });
+  auto got = finished->get_future();
+  ASSERT_EQ(got.wait_for(60s), std::future_status::ready);
+  EXPECT_EQ(got.get(),
+            (std::vector<std::string>{"answer:ANSWER", "summary:SUMMARY", "summary:SUMMARY"}));
+  EXPECT_EQ(fake.stat("chat_requests"), 3);
+  for (auto& a : {caf::actor_cast<caf::actor>(gateway), caf::actor_cast<caf::actor>(sink), watcher})
+    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
 TEST_F(summarizer_test, without_a_model_the_summary_is_extractive) {
   auto s = summarizer(false);
   grow_to(8);
