@@ -221,6 +221,11 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
                            std::pair{"read", recall.read}})
     metrics::append_sample(extra, "ragtor_recall_lookups_total",
                            std::string{"served=\""} + served + "\"", static_cast<double>(n));
+  metrics::append_header(extra, "ragtor_recall_rows_read_again_total", "counter",
+                         "Recall rows read again that were held already (a store without a "
+                         "mark of the rows held: PostgreSQL).");
+  metrics::append_sample(extra, "ragtor_recall_rows_read_again_total", "",
+                         static_cast<double>(recall.read_again));
   co_await reply_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8",
                       metrics::render(metrics::global(), extra));
 }

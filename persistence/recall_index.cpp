@@ -222,15 +222,27 @@ std::vector<episode_row> read_episodes(store_backend& db, const std::string& use
   }
   if (rows.size() == keys.size())
     return rows;
-  // Read apart from the keys (a row may commit in between): no mark, the
-  // next turn tells the rows it reads again by their ids.
-  mark = 0;
   rows.clear();
   for (auto& e : db.recent_episodes(user_id, max_rows, false)) {
     auto v = std::make_shared<const std::vector<float>>(
         e.embedding.size() == recall_dims() ? std::move(e.embedding) : episode_embedding(e.text));
     rows.push_back(
         {std::move(e.id), std::move(e.conversation_id), e.seq, e.created_at, std::move(v)});
+  }
+  // The rows were read apart from their keys, and one may have committed
+  // in between. The keys read again, now that the vectors are remembered,
+  // give the mark when they are all among the rows read (the rows are then
+  // exactly those up to it); else no mark, and the next turn tells the
+  // rows it reads again by their ids.
+  if (mark > 0) {
+    std::unordered_set<std::string_view> read;
+    for (auto& r : rows)
+      read.insert(r.id);
+    int64_t again_mark = 0;
+    auto again = db.recent_episode_keys(user_id, max_rows, store_backend::all_time, &again_mark);
+    bool all_read =
+        std::all_of(again.begin(), again.end(), [&](auto& k) { return read.contains(k.id); });
+    mark = all_read ? again_mark : 0;
   }
   return rows;
 }
@@ -241,7 +253,7 @@ struct recall_index::impl {
   explicit impl(size_t budget) : memories{budget / 2}, episodes{budget - budget / 2} {}
   lru_map<held_rows<memory_row>> memories;
   lru_map<held_rows<episode_row>> episodes;
-  std::atomic<uint64_t> held{0}, added{0}, read{0};
+  std::atomic<uint64_t> held{0}, added{0}, read{0}, read_again{0};
 
   // The user's rows brought up to date: `read_new(have, from, fresh, mark)`
   // puts the rows created since `from` that `have` does not hold into
@@ -308,6 +320,7 @@ recall_index::counters recall_index::process_stats() {
     sum.held += c.held;
     sum.added += c.added;
     sum.read += c.read;
+    sum.read_again += c.read_again;
     sum.users += c.users;
     sum.bytes += c.bytes;
   }
@@ -322,9 +335,12 @@ std::vector<std::string> recall_index::memories(store_backend& db, const std::st
       [&](const held_rows<memory_row>& have, int64_t since, std::vector<memory_row>& fresh,
           int64_t& mark) {
         auto held_ids = have.ids_from(since);
-        for (auto& m : db.list_memories(user_id, now, since, &mark))
-          if (!held_ids.contains(m.id))
+        for (auto& m : db.list_memories(user_id, now, since, &mark)) {
+          if (held_ids.contains(m.id))
+            ++impl_->read_again;
+          else
             fresh.push_back(memory_row_of(std::move(m)));
+        }
         return true;
       },
       [&](int64_t& mark) {
@@ -357,8 +373,10 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
         // remembered; one written elsewhere makes the rows read whole.
         auto held_ids = have.ids_from(since);
         for (auto& k : db.recent_episode_keys(user_id, max_rows, since, &mark)) {
-          if (held_ids.contains(k.id))
+          if (held_ids.contains(k.id)) {
+            ++impl_->read_again;
             continue;
+          }
           auto v = remembered_episode_embedding(k.id);
           if (!v)
             return false;
@@ -391,6 +409,7 @@ recall_index::counters recall_index::stats() const {
   c.held = impl_->held;
   c.added = impl_->added;
   c.read = impl_->read;
+  c.read_again = impl_->read_again;
   auto [mu, mb] = impl_->memories.size();
   auto [eu, eb] = impl_->episodes.size();
   c.users = mu + eu;

@@ -492,6 +492,16 @@ TEST_P(store_contract, a_users_recall_rows_held_between_turns_follow_every_write
   episode(b, "Does the lighthouse open at night?", "Only in summer.", 1020);
   set_recall_cache_budget(16u << 20);
   EXPECT_EQ(check(9500, "an episode written elsewhere"), (counts{7, 0, 1}));
+  // Read whole apart from their keys (no vector was remembered): on a
+  // store with a mark (SQLite) the index keeps one, so the next turn reads
+  // only the row past it rather than its newest ten seconds again.
+  auto again_before = index.stats().read_again;
+  episode(b, "Is the harbour lantern lit all night?", "Until dawn.", 1021);
+  EXPECT_EQ(check(9500, "a turn after a whole read"), (counts{7, 1, 0}));
+  if (GetParam() == "sqlite")
+    EXPECT_EQ(index.stats().read_again, again_before) << "rows held were read again";
+  else
+    EXPECT_GT(index.stats().read_again, again_before) << "PostgreSQL has no mark";
 
   // Held rows are read whole again after a while in any case.
   EXPECT_EQ(check(9500 + recall_index::reread_after_ms, "held too long"), (counts{6, 0, 2}));
