@@ -9,7 +9,6 @@
 #include <map>
 #include <chrono>
 
-#include <malloc.h>
 
 #include <simdjson.h>
 
@@ -24,6 +23,7 @@
 #include "http/connection_io.hpp"
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
+#include "http/heap_sampler.hpp"
 #include "http/sse_writer.hpp"
 #include "persistence/recall_index.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
@@ -191,14 +191,15 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
                            static_cast<double>(n));
   // Memory that RSS alone does not explain: what the allocator hands out
   // (live objects), what it keeps free, and SQLite's share (page caches).
-  auto heap = mallinfo2();
+  // Read on a thread of its own (http/heap_sampler.hpp).
+  auto heap = co_await await_from_any_thread<heap_figures>(
+      [](auto complete) { sample_heap(std::move(complete)); });
   metrics::append_header(extra, "ragtor_heap_in_use_bytes", "gauge",
                          "Heap bytes allocated and not freed (glibc mallinfo2, all arenas).");
-  metrics::append_sample(extra, "ragtor_heap_in_use_bytes", "",
-                         static_cast<double>(heap.uordblks + heap.hblkhd));
+  metrics::append_sample(extra, "ragtor_heap_in_use_bytes", "", heap.in_use);
   metrics::append_header(extra, "ragtor_heap_free_bytes", "gauge",
                          "Heap bytes freed but kept by the allocator (glibc mallinfo2).");
-  metrics::append_sample(extra, "ragtor_heap_free_bytes", "", static_cast<double>(heap.fordblks));
+  metrics::append_sample(extra, "ragtor_heap_free_bytes", "", heap.free);
   metrics::append_header(extra, "ragtor_sqlite_memory_bytes", "gauge",
                          "Heap bytes held by SQLite, page caches included.");
   metrics::append_sample(extra, "ragtor_sqlite_memory_bytes", "",

@@ -339,6 +339,9 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
   EXPECT_GE(lookups("read"), 2);
   EXPECT_GE(sample(after, "ragtor_recall_index_users"), 2);
   EXPECT_GT(sample(after, "ragtor_recall_index_bytes"), 0);
+  // The heap, read on the sampler's thread: a live server has some in use.
+  EXPECT_GT(sample(after, "ragtor_heap_in_use_bytes"), 1 << 20);
+  EXPECT_GE(sample(after, "ragtor_heap_free_bytes"), 0);
 
   // Valid exposition format, per Prometheus' own checker.
   temp_dir tmp{"metrics"};
