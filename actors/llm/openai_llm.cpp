@@ -410,6 +410,24 @@ caf::error at_limit(self_ptr self) {
                                           + " waiting); retry later");
 }
 
+// Whether the queue has room for a call: when it is full, a call somebody
+// waits for takes the place of the newest queued summary, which is refused
+// as overloaded (the summarizer tries again at a later turn).
+bool make_room(self_ptr self, bool foreground) {
+  auto& st = self->state;
+  if (st.queue.size() < st.settings.max_queue)
+    return true;
+  if (!foreground)
+    return false;
+  auto last = std::find_if(st.queue.rbegin(), st.queue.rend(),
+                           [](const auto& p) { return background(p); });
+  if (last == st.queue.rend())
+    return false;
+  std::get<pending_completion>(*last).promise.deliver(at_limit(self));
+  st.queue.erase(std::next(last).base());
+  return true;
+}
+
 // Cancels the completions of turn `id`, queued or in flight (their
 // upstream connections close now); answers how many.
 size_t cancel_completions(self_ptr self, const std::string& id) {
@@ -455,7 +473,7 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
           auto rp = self->make_response_promise<generation_result>();
           if (st.in_flight() < st.settings.max_concurrency)
             start(self, pending{std::move(req), std::move(sink), rp});
-          else if (st.queue.size() < st.settings.max_queue)
+          else if (make_room(self, true))
             st.queue.push_back(pending{std::move(req), std::move(sink), rp});
           else
             rp.deliver(at_limit(self));
@@ -501,7 +519,7 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
               && (!background_purpose(req.purpose)
                   || st.background_running < background_cap(st.settings.max_concurrency)))
             start_completion(self, pending_completion{std::move(req), rp});
-          else if (st.queue.size() < st.settings.max_queue)
+          else if (make_room(self, !background_purpose(req.purpose)))
             st.queue.push_back(pending_completion{std::move(req), rp});
           else
             rp.deliver(at_limit(self));

@@ -5,6 +5,7 @@
 // window boundaries, merges, the periodic full regeneration, failures that
 // keep the old summary, single-flight on one node and optimistic versioning
 // across two (two summarizers sharing one database).
+#include <functional>
 #include <future>
 
 #include <gtest/gtest.h>
@@ -20,6 +21,7 @@
 #include "actors/store/store_actor.hpp"
 #include "memory/summary.hpp"
 #include "llm/openai_client.hpp"
+#include "protocol/errc.hpp"
 #include "protocol/type_ids.hpp"
 #include "tests/support/fake_openai.hpp"
 
@@ -251,118 +253,153 @@ TEST_F(summarizer_test, one_node_runs_one_summary_per_conversation_at_a_time) {
   EXPECT_NE(status(s).find("\"busy\":1"), std::string::npos) << status(s);
 }
 
-// A summary is background work: with the model's slots full, an answer
-// queued after it gets the next free slot. One slot; a stalled answer
-// holds it while a summary and then another answer queue; cancelling the
-// stalled one frees the slot. All five messages come from one actor, so
-// the gateway sees them in this order.
-TEST_F(summarizer_test, a_queued_answer_goes_before_a_queued_summary) {
-  fake.set_script(
-      R"({"rules":[{"match":"hold on","reply":"late","first_token_delay_ms":20000},)"
-      R"({"match":"^Conversation to summarise","reply":"SUMMARY"},)"
-      R"({"match":"quick","reply":"ANSWER"}]})");
-  llm::endpoint_config ec;
-  ec.base_url = fake.base_url();
-  ec.model = "fake-model";
-  ec.max_retries = 0;
-  openai_llm_settings one_slot;
-  one_slot.max_concurrency = 1;
-  one_slot.max_queue = 4;
-  auto gateway = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec, 1), one_slot);
-  auto sink = sys.spawn([](token_sink_actor::pointer) -> token_sink_actor::behavior_type {
-    return {[](atom::token, const std::string&, const std::string&) {}};
-  });
-  std::vector<stored_message> old(12);
-  for (size_t i = 0; i < old.size(); ++i) {
-    old[i].role = i % 2 ? "assistant" : "user";
-    old[i].content = "message " + std::to_string(i);
+// The model gateway's order between answers and summaries. Each test runs
+// a gateway of its own; the fake model answers "hold on" after 20 s,
+// summaries after `summary_ms` and "quick" at once.
+class gateway_order_test : public summarizer_test {
+protected:
+  using note_fn = std::function<void(std::string)>;
+
+  ~gateway_order_test() override {
+    for (auto& a : actors)
+      caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
   }
-  auto summary = summary_request(summary_action::full, "", old, 4000, 200);
-  ASSERT_EQ(summary.messages.back().content.rfind("Conversation to summarise", 0), 0u);
-  auto question = [](std::string id, std::string text) {
+
+  llm_actor gateway(size_t slots, size_t queue, int summary_ms = 0) {
+    fake.set_script(
+        R"({"rules":[{"match":"hold on","reply":"late","first_token_delay_ms":20000},)"
+        R"({"match":"^Conversation to summarise","reply":"SUMMARY","first_token_delay_ms":)"
+        + std::to_string(summary_ms) + R"(},{"match":"quick","reply":"ANSWER"}]})");
+    llm::endpoint_config ec;
+    ec.base_url = fake.base_url();
+    ec.model = "fake-model";
+    ec.max_retries = 0;
+    openai_llm_settings limits;
+    limits.max_concurrency = slots;
+    limits.max_queue = queue;
+    auto g = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec, 1), limits);
+    actors.push_back(caf::actor_cast<caf::actor>(g));
+    sink = sys.spawn([](token_sink_actor::pointer) -> token_sink_actor::behavior_type {
+      return {[](atom::token, const std::string&, const std::string&) {}};
+    });
+    actors.push_back(caf::actor_cast<caf::actor>(sink));
+    return g;
+  }
+
+  // What the summarizer asks for twelve older messages.
+  static completion_request summary() {
+    std::vector<stored_message> old(12);
+    for (size_t i = 0; i < old.size(); ++i) {
+      old[i].role = i % 2 ? "assistant" : "user";
+      old[i].content = "message " + std::to_string(i);
+    }
+    auto r = summary_request(summary_action::full, "", old, 4000, 200);
+    EXPECT_EQ(r.messages.back().content.rfind("Conversation to summarise", 0), 0u);
+    return r;
+  }
+
+  static generation_request question(std::string id, std::string text) {
     generation_request r;
     r.request_id = std::move(id);
     r.question = std::move(text);
     r.general = true;
     return r;
-  };
-  auto finished = std::make_shared<std::promise<std::vector<std::string>>>();
-  auto watcher = sys.spawn([=](caf::event_based_actor* w) {
-    auto order = std::make_shared<std::vector<std::string>>();
-    auto note = [=](std::string what) {
-      order->push_back(std::move(what));
-      if (order->size() == 2)
-        finished->set_value(*order);
-    };
-    w->request(gateway, 60s, atom::generate_v, question("held", "hold on"), sink)
-        .then([](generation_result&) {}, [](caf::error&) {});
-    w->request(gateway, 30s, atom::complete_v, summary)
+  }
+
+  // Sends from one actor (the gateway sees the messages in the order
+  // sent); the first `n` outcomes noted, in the order they came.
+  std::vector<std::string> outcomes_in_order(
+      size_t n, std::function<void(caf::event_based_actor*, note_fn)> send) {
+    auto finished = std::make_shared<std::promise<std::vector<std::string>>>();
+    actors.push_back(sys.spawn([=](caf::event_based_actor* w) {
+      auto order = std::make_shared<std::vector<std::string>>();
+      send(w, [=](std::string what) {
+        order->push_back(std::move(what));
+        if (order->size() == n)
+          finished->set_value(*order);
+      });
+    }));
+    auto got = finished->get_future();
+    if (got.wait_for(60s) != std::future_status::ready) {
+      ADD_FAILURE() << "the calls did not end in time";
+      return {};
+    }
+    return got.get();
+  }
+
+  static std::string failure(const char* what, const caf::error& e) {
+    return std::string{what}
+           + (code_of(e) == errc::overloaded ? " refused" : " failed: " + to_string(e));
+  }
+
+  // Asks for the summary, noting "summary:TEXT" or its failure.
+  static void ask_summary(caf::event_based_actor* w, const llm_actor& g, note_fn note) {
+    w->request(g, 30s, atom::complete_v, summary())
         .then([=](completion_result& r) { note("summary:" + r.text); },
-              [=](caf::error& e) { note("summary failed: " + to_string(e)); });
-    w->request(gateway, 30s, atom::generate_v, question("next", "a quick one"), sink)
+              [=](caf::error& e) { note(failure("summary", e)); });
+  }
+
+  // Asks the question, noting "answer:TEXT" or its failure.
+  void ask(caf::event_based_actor* w, const llm_actor& g, generation_request q, note_fn note) {
+    w->request(g, 30s, atom::generate_v, std::move(q), sink)
         .then([=](generation_result& r) { note("answer:" + r.answer); },
-              [=](caf::error& e) { note("answer failed: " + to_string(e)); });
-    w->send(gateway, atom::cancel_v, std::string{"held"});
+              [=](caf::error& e) { note(failure("answer", e)); });
+  }
+
+  // Holds a slot with an answer the model delays (until cancelled).
+  void hold(caf::event_based_actor* w, const llm_actor& g) {
+    w->request(g, 60s, atom::generate_v, question("held", "hold on"), sink)
+        .then([](generation_result&) {}, [](caf::error&) {});
+  }
+
+  token_sink_actor sink;
+  std::vector<caf::actor> actors;
+};
+
+// A summary is background work: with the model's slots full, an answer
+// queued after it gets the next free slot. One slot; a stalled answer
+// holds it while a summary and then another answer queue; cancelling the
+// stalled one frees the slot.
+TEST_F(gateway_order_test, a_queued_answer_goes_before_a_queued_summary) {
+  auto g = gateway(1, 4);
+  auto got = outcomes_in_order(2, [&, g](caf::event_based_actor* w, note_fn note) {
+    hold(w, g);
+    ask_summary(w, g, note);
+    ask(w, g, question("next", "a quick one"), note);
+    w->send(g, atom::cancel_v, std::string{"held"});
   });
-  auto got = finished->get_future();
-  ASSERT_EQ(got.wait_for(60s), std::future_status::ready);
-  EXPECT_EQ(got.get(), (std::vector<std::string>{"answer:ANSWER", "summary:SUMMARY"}));
-  for (auto& a : {caf::actor_cast<caf::actor>(gateway), caf::actor_cast<caf::actor>(sink), watcher})
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+  EXPECT_EQ(got, (std::vector<std::string>{"answer:ANSWER", "summary:SUMMARY"}));
 }
 
 // Summaries already running never hold every slot: of two, one stays free
 // for answers. Two slow summaries and then an answer: the first summary
 // runs, the second waits for it, and the answer takes the free slot at
 // once (it used to wait behind both summaries).
-TEST_F(summarizer_test, running_summaries_leave_a_slot_for_answers) {
-  fake.set_script(
-      R"({"rules":[{"match":"^Conversation to summarise","reply":"SUMMARY",)"
-      R"("first_token_delay_ms":1500},{"match":"quick","reply":"ANSWER"}]})");
-  llm::endpoint_config ec;
-  ec.base_url = fake.base_url();
-  ec.model = "fake-model";
-  ec.max_retries = 0;
-  openai_llm_settings two_slots;
-  two_slots.max_concurrency = 2;
-  two_slots.max_queue = 4;
-  auto gateway = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec, 1), two_slots);
-  auto sink = sys.spawn([](token_sink_actor::pointer) -> token_sink_actor::behavior_type {
-    return {[](atom::token, const std::string&, const std::string&) {}};
+TEST_F(gateway_order_test, running_summaries_leave_a_slot_for_answers) {
+  auto g = gateway(2, 4, 1500);
+  auto got = outcomes_in_order(3, [&, g](caf::event_based_actor* w, note_fn note) {
+    ask_summary(w, g, note);
+    ask_summary(w, g, note);
+    ask(w, g, question("quick", "a quick one"), note);
   });
-  std::vector<stored_message> old(12);
-  for (size_t i = 0; i < old.size(); ++i) {
-    old[i].role = i % 2 ? "assistant" : "user";
-    old[i].content = "message " + std::to_string(i);
-  }
-  auto summary = summary_request(summary_action::full, "", old, 4000, 200);
-  generation_request quick;
-  quick.request_id = "quick";
-  quick.question = "a quick one";
-  quick.general = true;
-  auto finished = std::make_shared<std::promise<std::vector<std::string>>>();
-  auto watcher = sys.spawn([=](caf::event_based_actor* w) {
-    auto order = std::make_shared<std::vector<std::string>>();
-    auto note = [=](std::string what) {
-      order->push_back(std::move(what));
-      if (order->size() == 3)
-        finished->set_value(*order);
-    };
-    for (int i = 0; i < 2; ++i)
-      w->request(gateway, 30s, atom::complete_v, summary)
-          .then([=](completion_result& r) { note("summary:" + r.text); },
-                [=](caf::error& e) { note("summary failed: " + to_string(e)); });
-    w->request(gateway, 30s, atom::generate_v, quick, sink)
-        .then([=](generation_result& r) { note("answer:" + r.answer); },
-              [=](caf::error& e) { note("answer failed: " + to_string(e)); });
-  });
-  auto got = finished->get_future();
-  ASSERT_EQ(got.wait_for(60s), std::future_status::ready);
-  EXPECT_EQ(got.get(),
-            (std::vector<std::string>{"answer:ANSWER", "summary:SUMMARY", "summary:SUMMARY"}));
+  EXPECT_EQ(got, (std::vector<std::string>{"answer:ANSWER", "summary:SUMMARY", "summary:SUMMARY"}));
   EXPECT_EQ(fake.stat("chat_requests"), 3);
-  for (auto& a : {caf::actor_cast<caf::actor>(gateway), caf::actor_cast<caf::actor>(sink), watcher})
-    caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
+}
+
+// A full queue takes an answer in place of a queued summary, which is
+// refused (it used to refuse the answer). One slot held, room for one:
+// a summary queues, then an answer comes.
+TEST_F(gateway_order_test, a_full_queue_refuses_a_summary_rather_than_an_answer) {
+  auto g = gateway(1, 1);
+  auto got = outcomes_in_order(3, [&, g](caf::event_based_actor* w, note_fn note) {
+    hold(w, g);
+    ask_summary(w, g, note);
+    ask(w, g, question("next", "a quick one"), note);
+    // With the queue full of an answer, a summary is refused.
+    ask_summary(w, g, note);
+    w->send(g, atom::cancel_v, std::string{"held"});
+  });
+  EXPECT_EQ(got, (std::vector<std::string>{"summary refused", "summary refused", "answer:ANSWER"}));
 }
 
 TEST_F(summarizer_test, without_a_model_the_summary_is_extractive) {
