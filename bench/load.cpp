@@ -210,12 +210,14 @@ private:
 
 // From ragtor's /metrics: the ragtor_turn_phase_seconds buckets (per
 // phase, (upper bound, cumulative count) in the order of the exposition),
-// and the store's commits so far (their count and summed seconds: an
-// on-disk commit is the fsync target 1 of issue 20 compares with).
+// the store's commits so far (their count and summed seconds: an on-disk
+// commit is the fsync target 1 of issue 20 compares with), and the model
+// connects that waited for a free descriptor (the open-file limit).
 using phase_buckets = std::map<std::string, std::vector<std::pair<double, double>>>;
 struct scraped {
   phase_buckets phases;
   double commits = 0, commit_seconds = 0;
+  double descriptor_waits = 0;  // model connects that waited for a descriptor
   std::vector<std::pair<double, double>> commit_buckets;
 };
 
@@ -230,6 +232,8 @@ scraped scrape_phases(uint16_t port) {
       out.commits = value(line);
     if (line.starts_with(commit + "sum "))
       out.commit_seconds = value(line);
+    if (line.starts_with("ragtor_llm_descriptor_waits_total "))
+      out.descriptor_waits = value(line);
     if (line.starts_with(commit + "bucket{le=\"")) {
       auto le_at = commit.size() + 11;
       auto le = line.substr(le_at, line.find('"', le_at) - le_at);
@@ -463,6 +467,8 @@ int main(int argc, char** argv) {
           std::printf("; store commits: %.0f, mean %.2f ms, p99 %.2f ms", commits,
                       1000 * (phases_after.commit_seconds - phases_before.commit_seconds) / commits,
                       histogram_ms(phases_before.commit_buckets, phases_after.commit_buckets, 0.99));
+        if (auto waits = phases_after.descriptor_waits - phases_before.descriptor_waits; waits > 0)
+          std::printf("; model connects that waited for a free descriptor: %.0f", waits);
         std::printf(")\n");
       }
       if (!failures.empty()) {
