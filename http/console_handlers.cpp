@@ -183,10 +183,7 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
   metrics::append_sample(extra, "ragtor_active_sessions", "",
                          static_cast<double>(dir.count(ctx.sys, "session")));
   metrics::append_header(extra, "ragtor_actors", "gauge", "Live actors on this node by kind.");
-  std::map<std::string, size_t> kinds;
-  for (auto& e : dir.list(ctx.sys, ""))
-    ++kinds[e.kind];
-  for (auto& [kind, n] : kinds)
+  for (auto& [kind, n] : dir.kinds(ctx.sys))
     metrics::append_sample(extra, "ragtor_actors", "kind=\"" + kind + "\"",
                            static_cast<double>(n));
   // Memory that RSS alone does not explain: what the allocator hands out

@@ -26,16 +26,28 @@ actor_directory& actor_directory::instance() {
   return dir;
 }
 
+void actor_directory::per_system::uncount(const std::string& kind) {
+  if (auto k = kinds.find(kind); k != kinds.end() && --k->second == 0)
+    kinds.erase(k);
+}
+
 void actor_directory::add(const caf::actor_system& sys, directory_entry e) {
   std::lock_guard lock{mx_};
-  auto id = e.id;
-  systems_[&sys].actors.insert_or_assign(id, std::move(e));
+  auto& ps = systems_[&sys];
+  auto [i, added] = ps.actors.try_emplace(e.id);
+  if (!added)
+    ps.uncount(i->second.kind);
+  i->second = std::move(e);
+  ++ps.kinds[i->second.kind];
 }
 
 void actor_directory::remove(const caf::actor_system& sys, uint64_t id) {
   std::lock_guard lock{mx_};
   if (auto i = systems_.find(&sys); i != systems_.end())
-    i->second.actors.erase(id);
+    if (auto j = i->second.actors.find(id); j != i->second.actors.end()) {
+      i->second.uncount(j->second.kind);
+      i->second.actors.erase(j);
+    }
 }
 
 std::vector<directory_entry> actor_directory::list(const caf::actor_system& sys,
@@ -80,8 +92,15 @@ size_t actor_directory::count(const caf::actor_system& sys, std::string_view kin
     return 0;
   if (kind.empty())
     return i->second.actors.size();
-  return static_cast<size_t>(std::count_if(i->second.actors.begin(), i->second.actors.end(),
-                                           [&](auto& kv) { return kv.second.kind == kind; }));
+  auto k = i->second.kinds.find(kind);
+  return k == i->second.kinds.end() ? 0 : k->second;
+}
+
+std::map<std::string, size_t, std::less<>> actor_directory::kinds(
+    const caf::actor_system& sys) const {
+  std::lock_guard lock{mx_};
+  auto i = systems_.find(&sys);
+  return i == systems_.end() ? std::map<std::string, size_t, std::less<>>{} : i->second.kinds;
 }
 
 void actor_directory::set_node(const caf::actor_system& sys, std::string node) {

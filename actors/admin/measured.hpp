@@ -13,6 +13,7 @@
 #include <array>
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -75,7 +76,12 @@ public:
   // The first entry of `sys` with this kind and name.
   std::optional<directory_entry> find_named(const caf::actor_system& sys, std::string_view kind,
                                             std::string_view name) const;
+  // How many entries of `sys` have kind `kind` ("" = all), and the counts
+  // of every kind: kept as actors come and go, so /metrics and the node's
+  // status do not walk every entry (one per stream) under the lock that
+  // every spawn takes.
   size_t count(const caf::actor_system& sys, std::string_view kind) const;
+  std::map<std::string, size_t, std::less<>> kinds(const caf::actor_system& sys) const;
 
   // The node name status objects carry ("" until serve sets it: "local").
   void set_node(const caf::actor_system& sys, std::string node);
@@ -87,6 +93,8 @@ private:
   struct per_system {
     std::string node;
     std::unordered_map<uint64_t, directory_entry> actors;
+    std::map<std::string, size_t, std::less<>> kinds;  // entries by kind
+    void uncount(const std::string& kind);
   };
   mutable std::mutex mx_;
   std::unordered_map<const caf::actor_system*, per_system> systems_;

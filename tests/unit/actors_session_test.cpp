@@ -509,8 +509,24 @@ TEST_F(session_actors, sessions_stop_with_their_manager) {
   caf::anon_send_exit(watched[0], caf::exit_reason::user_shutdown);
   sched.run();
   EXPECT_EQ(actor_directory::instance().list(sys, "session").size(), 1u);
+  // The counts kept by kind follow the entries.
+  auto counted = [&] {
+    auto& dir = actor_directory::instance();
+    auto kinds = dir.kinds(sys);
+    size_t all = 0;
+    for (auto& [kind, n] : kinds) {
+      EXPECT_EQ(n, dir.list(sys, kind).size()) << kind;
+      EXPECT_EQ(dir.count(sys, kind), n) << kind;
+      all += n;
+    }
+    EXPECT_EQ(all, dir.list(sys, "").size());
+    return kinds.contains("session") ? kinds.at("session") : 0;
+  };
+  EXPECT_EQ(counted(), 1u);
   caf::anon_send_exit(sessions, caf::exit_reason::user_shutdown);
   sched.run();
   EXPECT_TRUE(actor_directory::instance().list(sys, "session").empty());
   EXPECT_TRUE(actor_directory::instance().list(sys, "session_manager").empty());
+  EXPECT_EQ(counted(), 0u);
+  EXPECT_EQ(actor_directory::instance().count(sys, "session_manager"), 0u);
 }
