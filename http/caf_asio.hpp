@@ -2,8 +2,7 @@
 // threads: `co_await async_request<R>(sys, handle, timeout, xs...)` spawns a
 // short-lived actor that sends the request and posts the reply (or error)
 // back to the awaiting coroutine's executor. The I/O thread never blocks on
-// an actor (no scoped_actor, no function_view). `await_from_any_thread`
-// does the same for a value another thread computes.
+// an actor (no scoped_actor, no function_view).
 #pragma once
 
 #include <memory>
@@ -21,39 +20,31 @@
 
 namespace ragtor::http {
 
-// Awaits the value that `start(complete)` hands to `complete` (copyable,
-// called once, from any thread): the coroutine resumes on its own executor.
-template <class T, class Start>
-boost::asio::awaitable<T> await_from_any_thread(Start start) {
+template <class R, class Handle, class... Ts>
+boost::asio::awaitable<caf::expected<R>> async_request(caf::actor_system& sys, Handle dest,
+                                                       caf::timespan timeout, Ts... xs) {
   namespace net = boost::asio;
   auto ex = co_await net::this_coro::executor;
-  auto initiate = [ex, &start](auto handler) mutable {
+  auto initiate = [&sys, dest, timeout, ex, xs...](auto handler) mutable {
     using handler_t = decltype(handler);
-    // Asio handlers are move-only; `complete` must be copyable.
+    // CAF handlers must be copyable, Asio handlers are move-only.
     auto h = std::make_shared<handler_t>(std::move(handler));
     auto work = std::make_shared<net::executor_work_guard<net::any_io_executor>>(ex);
-    start([h, work, ex](T result) {
+    auto complete = [h, work, ex](caf::expected<R> result) {
       net::post(ex, [h, work, result = std::move(result)]() mutable {
         (*h)(std::move(result));
         work->reset();
       });
-    });
-  };
-  co_return co_await net::async_initiate<decltype(net::use_awaitable), void(T)>(
-      std::move(initiate), net::use_awaitable);
-}
-
-template <class R, class Handle, class... Ts>
-boost::asio::awaitable<caf::expected<R>> async_request(caf::actor_system& sys, Handle dest,
-                                                       caf::timespan timeout, Ts... xs) {
-  return await_from_any_thread<caf::expected<R>>([&sys, dest, timeout, xs...](auto complete) {
+    };
     sys.spawn([dest, timeout, complete, xs...](caf::event_based_actor* self) mutable {
       self->request(dest, timeout, xs...)
           .then(
               [complete](R& value) mutable { complete(caf::expected<R>{std::move(value)}); },
               [complete](caf::error& err) mutable { complete(caf::expected<R>{std::move(err)}); });
     });
-  });
+  };
+  co_return co_await net::async_initiate<decltype(net::use_awaitable), void(caf::expected<R>)>(
+      std::move(initiate), net::use_awaitable);
 }
 
 }  // namespace ragtor::http

@@ -23,7 +23,6 @@
 #include "http/connection_io.hpp"
 #include "http/handler_context.hpp"
 #include "http/handlers.hpp"
-#include "http/heap_sampler.hpp"
 #include "http/sse_writer.hpp"
 #include "persistence/recall_index.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
@@ -188,15 +187,23 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
                            static_cast<double>(n));
   // Memory that RSS alone does not explain: what the allocator hands out
   // (live objects), what it keeps free, and SQLite's share (page caches).
-  // Read on a thread of its own (http/heap_sampler.hpp).
-  auto heap = co_await await_from_any_thread<heap_figures>(
-      [](auto complete) { sample_heap(std::move(complete)); });
-  metrics::append_header(extra, "ragtor_heap_in_use_bytes", "gauge",
-                         "Heap bytes allocated and not freed (glibc mallinfo2, all arenas).");
-  metrics::append_sample(extra, "ragtor_heap_in_use_bytes", "", heap.in_use);
-  metrics::append_header(extra, "ragtor_heap_free_bytes", "gauge",
-                         "Heap bytes freed but kept by the allocator (glibc mallinfo2).");
-  metrics::append_sample(extra, "ragtor_heap_free_bytes", "", heap.free);
+  // Read by the heap sampler's own thread (http/heap_sampler.hpp).
+  auto heap = co_await async_request<std::string>(ctx.sys, ctx.heap, store_timeout,
+                                                  atom::status_v);
+  if (heap) {
+    simdjson::dom::parser parser;
+    simdjson::dom::element doc;
+    uint64_t in_use = 0, free = 0;
+    if (!parser.parse(*heap).get(doc) && !doc["in_use"].get(in_use)
+        && !doc["free"].get(free)) {
+      metrics::append_header(extra, "ragtor_heap_in_use_bytes", "gauge",
+                             "Heap bytes allocated and not freed (glibc mallinfo2, all arenas).");
+      metrics::append_sample(extra, "ragtor_heap_in_use_bytes", "", static_cast<double>(in_use));
+      metrics::append_header(extra, "ragtor_heap_free_bytes", "gauge",
+                             "Heap bytes freed but kept by the allocator (glibc mallinfo2).");
+      metrics::append_sample(extra, "ragtor_heap_free_bytes", "", static_cast<double>(free));
+    }
+  }
   metrics::append_header(extra, "ragtor_sqlite_memory_bytes", "gauge",
                          "Heap bytes held by SQLite, page caches included.");
   metrics::append_sample(extra, "ragtor_sqlite_memory_bytes", "",

@@ -63,6 +63,7 @@ struct handler_context {
   store_actor store;
   flight_counter chats;  // chat requests in flight
   std::shared_ptr<key_cache> keys;  // the API keys; null with auth off
+  status_api heap;  // http/heap_sampler.hpp, for /metrics
 };
 
 // How long a handler waits for the store and other quick actor calls.

@@ -28,6 +28,8 @@
 #include "http/caf_asio.hpp"
 #include "http/connection_io.hpp"
 #include "http/handler_context.hpp"
+#include "http/heap_sampler.hpp"
+#include "protocol/log_throttle.hpp"
 #include "http/handlers.hpp"
 #include "http/request_target.hpp"
 #include "http/routes.hpp"
@@ -91,21 +93,6 @@ net::awaitable<void> write_error(beast::tcp_stream& stream, unsigned status, std
                           deadline);
 }
 
-// Logs at most once per second per call site (accept errors, refusals).
-class log_throttle {
-public:
-  bool allow() {
-    auto now = std::chrono::steady_clock::now().time_since_epoch().count();
-    auto last = last_.load(std::memory_order_relaxed);
-    if (now - last < std::chrono::steady_clock::duration{std::chrono::seconds(1)}.count())
-      return false;
-    return last_.compare_exchange_strong(last, now);
-  }
-
-private:
-  std::atomic<std::chrono::steady_clock::rep> last_{std::numeric_limits<long long>::min() / 2};
-};
-
 // Why a request was refused before its handler ran.
 struct auth_result {
   unsigned status = 0;  // 0: allowed
@@ -162,7 +149,8 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
 
   impl(caf::actor_system& s, server_settings st, session_manager_actor sm, store_actor sa)
-      : handler_context{s, std::move(st), std::move(sm), std::move(sa), {}, nullptr},
+      : handler_context{s, std::move(st), std::move(sm), std::move(sa), {}, nullptr,
+                        spawn_heap_sampler(s)},
         ioc(settings.io_threads) {
     if (settings.api_keys)
       keys = std::make_shared<key_cache>();
@@ -692,6 +680,8 @@ void server::stop() {
   im.settings.pool = nullptr;
   im.settings.catalog.reset();
   im.settings.kb_exists = nullptr;
+  caf::anon_send_exit(im.heap, caf::exit_reason::user_shutdown);
+  im.heap = nullptr;
 }
 
 }  // namespace ragtor::http
