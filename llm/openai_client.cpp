@@ -225,7 +225,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   net::awaitable<boost::system::error_code> open_socket(call_state& st, tcp::socket& sock,
                                                         tcp protocol,
                                                         clock_type::time_point deadline) {
-    bool counted = false;
+    std::optional<clock_type::time_point> since;  // when this connect began to wait
     for (;;) {
       boost::system::error_code ec;
       sock.close(ec);
@@ -233,12 +233,15 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       if (!out_of_descriptors(ec) || st.cancelled)
         co_return ec;
       auto wait = descriptor_wait();
-      if (clock_type::now() + wait >= deadline)
+      auto now = clock_type::now();
+      if (now + wait >= deadline)
         co_return ec;
-      if (!counted) {
-        counted = true;
+      if (!since) {
+        since = now;
         metrics::global().llm_descriptor_waits.inc();
       }
+      if (cfg.on_descriptor_wait)
+        cfg.on_descriptor_wait(std::chrono::duration_cast<std::chrono::milliseconds>(now - *since));
       net::steady_timer timer{co_await net::this_coro::executor};
       timer.expires_after(wait);
       st.timer = &timer;

@@ -69,6 +69,10 @@ struct endpoint_config {
   size_t max_idle_connections = 16;
   bool verify_tls = true;
   std::string ca_file;  // extra trusted CA certificates (PEM), e.g. a private CA
+  // Called on the client's I/O thread each time a connect finds no file
+  // descriptor free (the open-file limit reached) and waits for one, with
+  // how long that connect has waited so far; ragtor logs it.
+  std::function<void(std::chrono::milliseconds waited)> on_descriptor_wait;
 };
 
 struct stream_callbacks {

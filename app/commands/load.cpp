@@ -4,10 +4,12 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <memory>
 
 #include "llm/openai_client.hpp"
 #include "llm/openai_embedder.hpp"
 #include "protocol/log.hpp"
+#include "protocol/log_throttle.hpp"
 
 namespace ragtor {
 
@@ -68,6 +70,16 @@ llm::endpoint_config endpoint_of(const config& cfg, std::string base_url, std::s
   ec.idle_timeout = std::chrono::seconds{cfg.llm.idle_timeout_s};
   ec.total_timeout = std::chrono::seconds{cfg.llm.total_timeout_s};
   ec.max_retries = cfg.llm.max_retries;
+  // At the open-file limit model calls wait for a descriptor: say so, at
+  // most once a second per endpoint.
+  auto throttle = std::make_shared<log_throttle>();
+  ec.on_descriptor_wait = [throttle, url = ec.base_url](std::chrono::milliseconds waited) {
+    if (throttle->allow())
+      log::get("llm").warn(
+          "llm {}: no file descriptor free for a model connection (the open-file limit); "
+          "a call has waited {} ms (ragtor_llm_descriptor_waits_total)",
+          url, waited.count());
+  };
   return ec;
 }
 

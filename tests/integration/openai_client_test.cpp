@@ -10,8 +10,8 @@
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
+#include <atomic>
 #include <mutex>
-#include <thread>
 
 #include <fcntl.h>
 #include <sys/resource.h>
@@ -515,8 +515,16 @@ TEST(openai_client, a_connect_without_a_free_descriptor_names_the_cause_or_waits
   // A descriptor freed while the call waits for one (the wait is not bound
   // by the connect timeout, which is the model server's): it connects and
   // the answer streams, without a retry.
+  // The client reports each wait; the descriptors are freed once the call
+  // has waited longer than its connect timeout.
   auto slow = config(20s);
   slow.connect_timeout = 100ms;
+  auto past_connect_timeout = std::make_shared<std::promise<void>>();
+  auto told = std::make_shared<std::atomic<bool>>(false);
+  slow.on_descriptor_wait = [=](std::chrono::milliseconds waited) {
+    if (waited > 150ms && !told->exchange(true))
+      past_connect_timeout->set_value();
+  };
   llm::openai_client client{slow};
   ASSERT_FALSE(streamed(client, "q").error);
   auto& waits = metrics::global().llm_descriptor_waits;
@@ -524,11 +532,9 @@ TEST(openai_client, a_connect_without_a_free_descriptor_names_the_cause_or_waits
   descriptor_hog hog;
   collector c;
   client.stream_chat(ask("q"), c.callbacks());
-  for (auto until = std::chrono::steady_clock::now() + 10s;
-       waits.value() == before && std::chrono::steady_clock::now() < until;)
-    std::this_thread::sleep_for(1ms);
+  ASSERT_EQ(past_connect_timeout->get_future().wait_for(10s), std::future_status::ready)
+      << "the call never waited for a descriptor past its connect timeout";
   ASSERT_EQ(waits.value(), before + 1) << "the call never found the descriptors exhausted";
-  std::this_thread::sleep_for(300ms);  // held past the connect timeout (not a synchronisation)
   hog.release();
   auto r = c.wait();
   ASSERT_FALSE(r.error) << r.error->message;
