@@ -352,6 +352,18 @@ protected:
         .then([](generation_result&) {}, [](caf::error&) {});
   }
 
+  // Holds the only slot, asks a summary and then an answer (then, with
+  // `more`, whatever it asks), then frees the slot.
+  void behind_a_held_slot(caf::event_based_actor* w, const llm_actor& g, note_fn note,
+                          const std::function<void()>& more = {}) {
+    hold(w, g);
+    ask_summary(w, g, note);
+    ask(w, g, question("next", "a quick one"), note);
+    if (more)
+      more();
+    w->send(g, atom::cancel_v, std::string{"held"});
+  }
+
   token_sink_actor sink;
   std::vector<caf::actor> actors;
 };
@@ -363,10 +375,7 @@ protected:
 TEST_F(gateway_order_test, a_queued_answer_goes_before_a_queued_summary) {
   auto g = gateway(1, 4);
   auto got = outcomes_in_order(2, [&, g](caf::event_based_actor* w, note_fn note) {
-    hold(w, g);
-    ask_summary(w, g, note);
-    ask(w, g, question("next", "a quick one"), note);
-    w->send(g, atom::cancel_v, std::string{"held"});
+    behind_a_held_slot(w, g, note);
   });
   EXPECT_EQ(got, (std::vector<std::string>{"answer:ANSWER", "summary:SUMMARY"}));
 }
@@ -392,12 +401,8 @@ TEST_F(gateway_order_test, running_summaries_leave_a_slot_for_answers) {
 TEST_F(gateway_order_test, a_full_queue_refuses_a_summary_rather_than_an_answer) {
   auto g = gateway(1, 1);
   auto got = outcomes_in_order(3, [&, g](caf::event_based_actor* w, note_fn note) {
-    hold(w, g);
-    ask_summary(w, g, note);
-    ask(w, g, question("next", "a quick one"), note);
-    // With the queue full of an answer, a summary is refused.
-    ask_summary(w, g, note);
-    w->send(g, atom::cancel_v, std::string{"held"});
+    // With the queue full of an answer, a second summary is refused.
+    behind_a_held_slot(w, g, note, [&] { ask_summary(w, g, note); });
   });
   EXPECT_EQ(got, (std::vector<std::string>{"summary refused", "summary refused", "answer:ANSWER"}));
 }
