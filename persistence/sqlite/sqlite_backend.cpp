@@ -108,13 +108,13 @@ sqlite_backend::sqlite_backend(const std::filesystem::path& path) {
   exec("PRAGMA journal_mode=WAL");
   exec("PRAGMA synchronous=FULL");
   exec("PRAGMA foreign_keys=ON");
-  // Statement journals (a statement's undo inside a larger transaction,
-  // e.g. an episode insert in a group commit) and temporary b-trees stay
-  // in memory. On the default (files) a statement journal past 64 KiB
-  // became a file created in /var/tmp and unlinked again, several times a
-  // second under load: two metadata operations for ext4's journal that
-  // the next fdatasync had to commit too (docs/performance.md, "Statement
-  // journals in memory").
+  // A write job runs in a savepoint inside its batch's transaction, so the
+  // pages it changes are kept for its rollback (SQLite's statement
+  // journal). Past 64 KiB (16 pages) that journal became a file created
+  // and unlinked in /var/tmp, several times a second under load: two
+  // metadata operations that ext4's journal, and so the next fdatasync,
+  // had to commit too. It stays in memory, as do temporary b-trees
+  // (docs/performance.md, "Statement journals in memory").
   exec("PRAGMA temp_store=MEMORY");
 }
 

@@ -100,6 +100,49 @@ TEST(store_backend, sqlite_data_survives_reopening) {
   EXPECT_EQ(h[0].content, "persist me");
 }
 
+// The files SQLite has open in /var/tmp (or $SQLITE_TMPDIR): statement
+// journals and temporary b-trees, unlinked as soon as they are created.
+std::vector<std::string> sqlite_temp_files() {
+  std::vector<std::string> out;
+  for (auto& fd : std::filesystem::directory_iterator("/proc/self/fd")) {
+    std::error_code ec;
+    auto target = std::filesystem::read_symlink(fd.path(), ec).string();
+    if (!ec && target.find("etilqs_") != std::string::npos)
+      out.push_back(target);
+  }
+  return out;
+}
+
+// A write job runs in a savepoint inside its batch's transaction, so every
+// page it changes is kept for its rollback. A job that changed more than
+// 16 pages (64 KiB) wrote them to a temporary file created and unlinked in
+// /var/tmp, several times a second under load; they stay in memory.
+TEST(store_backend, a_large_job_in_a_batch_keeps_its_rollback_in_memory) {
+  temp_db t;
+  auto db = open_migrated(t.file());
+  std::vector<std::string> convs;
+  db->begin();
+  for (int i = 0; i < 3000; ++i)
+    convs.push_back(db->begin_turn("u" + std::to_string(i), "s", "hello", "", 1).conversation_id);
+  db->commit();
+  db->begin();
+  db->savepoint();
+  // Answers in 40 conversations spread over the tables and indexes: far
+  // more than 16 of the pages that existed when the savepoint began.
+  for (int i = 0; i < 3000; i += 75) {
+    stored_message answer;
+    answer.conversation_id = convs[i];
+    answer.content = "an answer";
+    answer.completed = true;
+    db->finish_turn(answer, 2);
+  }
+  auto files = sqlite_temp_files();
+  db->release_savepoint();
+  db->commit();
+  EXPECT_TRUE(files.empty()) << files.front();
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), 3040);
+}
+
 TEST(store_executor, concurrent_writes_are_group_committed) {
   temp_db t;
   auto writer = open_migrated(t.file());
