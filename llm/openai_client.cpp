@@ -18,7 +18,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/ssl.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
@@ -64,7 +63,10 @@ std::string_view to_string(failure f) {
 namespace {
 
 constexpr auto tuple_awaitable = net::as_tuple(net::use_awaitable);
-using strand_type = net::strand<net::io_context::executor_type>;
+// The client runs its calls on one I/O thread, so a call needs no strand:
+// its handlers never run at once, and the strand's lock and reference
+// counts on every completion were a few per cent of a turn's CPU.
+using executor_type = net::io_context::executor_type;
 
 struct connection {
   std::optional<beast::tcp_stream> plain;
@@ -88,23 +90,23 @@ struct attempt {
 
 }  // namespace
 
-// One call: its strand, cancellation and the guarantee that exactly one
-// final callback runs.
+// One call: its executor (the client's one I/O thread), cancellation and
+// the guarantee that exactly one final callback runs.
 struct call_state : call_handle, std::enable_shared_from_this<call_state> {
-  explicit call_state(strand_type s) : strand(std::move(s)) {}
+  explicit call_state(executor_type e) : exec(std::move(e)) {}
 
-  strand_type strand;
+  executor_type exec;
   std::atomic<bool> finished{false};
-  bool cancelled = false;              // strand only
-  connection* active = nullptr;        // strand only
-  net::steady_timer* timer = nullptr;  // strand only (backoff)
+  bool cancelled = false;              // I/O thread only
+  connection* active = nullptr;        // I/O thread only
+  net::steady_timer* timer = nullptr;  // I/O thread only (backoff)
   std::function<void(llm_error)> on_cancel;
 
   // True for the first caller: it owns the final callback.
   bool finish() { return !finished.exchange(true); }
 
   void cancel() override {
-    net::post(strand, [self = shared_from_this()] { self->do_cancel(); });
+    net::post(exec, [self = shared_from_this()] { self->do_cancel(); });
   }
 
   void do_cancel() {
@@ -130,7 +132,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   net::io_context ioc;
   ssl::context ssl_ctx{ssl::context::tls_client};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
-  std::vector<std::thread> threads;
+  std::thread thread;
 
   std::mutex mx;
   std::vector<std::unique_ptr<connection>> idle;
@@ -156,7 +158,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   std::shared_ptr<call_state> new_call() {
-    auto st = std::make_shared<call_state>(net::make_strand(ioc));
+    auto st = std::make_shared<call_state>(ioc.get_executor());
     std::lock_guard lock{mx};
     if (calls.size() >= sweep_at) {
       std::erase_if(calls, [](auto& w) { return w.expired(); });
@@ -597,7 +599,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
 
   net::awaitable<void> run_stream(std::shared_ptr<call_state> st, std::string body,
                                   stream_callbacks cb) {
-    // No shared_from_this: the client's destructor joins the I/O threads
+    // No shared_from_this: the client's destructor joins the I/O thread
     // before the impl goes away, and frames left in the io_context must not
     // keep it alive.
     auto total_deadline = clock_type::now() + cfg.total_timeout;
@@ -635,7 +637,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
 
   net::awaitable<void> run_unary(std::shared_ptr<call_state> st, std::string path, std::string body,
                                  std::function<void(std::variant<std::string, llm_error>)> cb) {
-    // No shared_from_this: the client's destructor joins the I/O threads
+    // No shared_from_this: the client's destructor joins the I/O thread
     // before the impl goes away, and frames left in the io_context must not
     // keep it alive.
     auto total_deadline = clock_type::now() + cfg.total_timeout;
@@ -665,14 +667,13 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 };
 
-openai_client::openai_client(endpoint_config cfg, size_t io_threads)
+openai_client::openai_client(endpoint_config cfg)
     : impl_(std::make_shared<impl>(std::move(cfg))) {
   impl_->work.emplace(impl_->ioc.get_executor());
-  for (size_t i = 0; i < std::max<size_t>(io_threads, 1); ++i)
-    impl_->threads.emplace_back([i = impl_.get()] {
-      pthread_setname_np(pthread_self(), "llm-io");
-      i->ioc.run();
-    });
+  impl_->thread = std::thread{[i = impl_.get()] {
+    pthread_setname_np(pthread_self(), "llm-io");
+    i->ioc.run();
+  }};
 }
 
 openai_client::~openai_client() {
@@ -694,8 +695,7 @@ openai_client::~openai_client() {
     i->idle.clear();
   });
   impl_->ioc.stop();
-  for (auto& t : impl_->threads)
-    t.join();
+  impl_->thread.join();
 }
 
 const endpoint_config& openai_client::config() const {
@@ -706,7 +706,7 @@ std::shared_ptr<call_handle> openai_client::stream_chat(chat_params p, stream_ca
   auto st = impl_->new_call();
   st->on_cancel = cb.on_error;
   auto body = build_chat_body(impl_->cfg.model, p, true);
-  net::co_spawn(st->strand, impl_->run_stream(st, std::move(body), std::move(cb)), net::detached);
+  net::co_spawn(st->exec, impl_->run_stream(st, std::move(body), std::move(cb)), net::detached);
   return st;
 }
 
@@ -720,7 +720,7 @@ std::shared_ptr<call_handle> post_unary(openai_client::impl& im, std::string pat
                                         std::function<void(Result)> cb) {
   auto st = im.new_call();
   st->on_cancel = [cb](llm_error e) { cb(std::move(e)); };
-  net::co_spawn(st->strand,
+  net::co_spawn(st->exec,
                 im.run_unary(st, std::move(path), std::move(body),
                              [cb, parse](std::variant<std::string, llm_error> r) {
                                if (auto* e = std::get_if<llm_error>(&r))

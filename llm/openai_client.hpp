@@ -96,8 +96,8 @@ using rerank_result = std::variant<std::vector<rerank_hit>, llm_error>;
 class openai_client {
 public:
   // Fails (std::invalid_argument) on a malformed base_url.
-  explicit openai_client(endpoint_config cfg, size_t io_threads = 1);
-  ~openai_client();  // cancels every call in flight and joins the I/O threads
+  explicit openai_client(endpoint_config cfg);
+  ~openai_client();  // cancels every call in flight and joins the I/O thread
   openai_client(const openai_client&) = delete;
   openai_client& operator=(const openai_client&) = delete;
 

@@ -48,7 +48,7 @@ kb_build_options kb_build_options_of(const config& cfg) {
                     cfg.retrieval.embedding_base_url.empty() ? cfg.llm.base_url
                                                              : cfg.retrieval.embedding_base_url,
                     cfg.retrieval.embedding_model);
-    opts.embed = make_openai_embedder(std::make_shared<llm::openai_client>(ec, 1),
+    opts.embed = make_openai_embedder(std::make_shared<llm::openai_client>(ec),
                                       static_cast<size_t>(cfg.retrieval.embedding_batch));
   } else {
     opts.embed = make_hashed_embedder(cfg.retrieval.hashed_dims);

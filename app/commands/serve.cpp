@@ -87,7 +87,7 @@ reranker reranker_of(const config& cfg, llm_actor model) {
   auto ec = endpoint_of(cfg, cfg.retrieval.rerank_base_url, cfg.retrieval.rerank_model);
   ec.first_token_timeout = std::chrono::milliseconds{cfg.retrieval.rerank_timeout_ms};
   ec.total_timeout = ec.first_token_timeout;
-  rr.endpoint = std::make_shared<llm::openai_client>(ec, 1);
+  rr.endpoint = std::make_shared<llm::openai_client>(ec);
   lg->info("reranker: model \"{}\" at {}", cfg.retrieval.rerank_model,
                cfg.retrieval.rerank_base_url);
   return rr;
@@ -123,7 +123,7 @@ llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
   }
   auto ec = endpoint_of(cfg, cfg.llm.base_url, cfg.llm.model);
   ec.max_idle_connections = static_cast<size_t>(cfg.llm.max_concurrency);
-  auto client = std::make_shared<llm::openai_client>(ec, 1);
+  auto client = std::make_shared<llm::openai_client>(ec);
   openai_llm_settings os;
   os.model = cfg.llm.model;
   os.max_concurrency = static_cast<size_t>(cfg.llm.max_concurrency);

@@ -54,7 +54,7 @@ protected:
     ec.base_url = fake.base_url();
     ec.model = "fake-model";
     ec.max_retries = 0;
-    llm = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec, 1), {});
+    llm = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec), {});
   }
 
   ~summarizer_test() override {
@@ -277,7 +277,7 @@ protected:
     openai_llm_settings limits;
     limits.max_concurrency = slots;
     limits.max_queue = queue;
-    auto g = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec, 1), limits);
+    auto g = spawn_openai_llm(sys, std::make_shared<llm::openai_client>(ec), limits);
     actors.push_back(caf::actor_cast<caf::actor>(g));
     sink = sys.spawn([](token_sink_actor::pointer) -> token_sink_actor::behavior_type {
       return {[](atom::token, const std::string&, const std::string&) {}};
