@@ -19,7 +19,6 @@
 #include <boost/asio/ip/tcp.hpp>
 #include <boost/asio/redirect_error.hpp>
 #include <boost/asio/steady_timer.hpp>
-#include <boost/asio/strand.hpp>
 #include <boost/beast/core.hpp>
 #include <boost/beast/http.hpp>
 #include <caf/actor_system.hpp>
@@ -142,16 +141,25 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
   std::atomic<auth_clock::rep> last_miss_load{0};  // when an unknown key last caused a reload
   log_throttle accept_log, refuse_log, turn_log, cut_log;
 
-  // Declared after everything its handlers touch: they are destroyed with it.
-  net::io_context ioc;
+  // One io_context per I/O thread (server.io_threads): a connection lives
+  // on one of them, so its handlers never run at once without a strand
+  // (whose lock and executor reference counts were paid on every
+  // completion). The first also runs the acceptor and the key refresh.
+  // Declared after everything their handlers touch: they are destroyed
+  // with them.
+  std::vector<std::unique_ptr<net::io_context>> iocs;
+  size_t next_ioc = 0;  // the acceptor's thread only
   std::optional<tcp::acceptor> acceptor;
   std::vector<std::thread> threads;
-  std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
+  std::vector<net::executor_work_guard<net::io_context::executor_type>> work;
+
+  net::io_context& main_ioc() { return *iocs.front(); }
 
   impl(caf::actor_system& s, server_settings st, session_manager_actor sm, store_actor sa)
       : handler_context{s, std::move(st), std::move(sm), std::move(sa), {}, nullptr,
-                        spawn_heap_sampler(s)},
-        ioc(settings.io_threads) {
+                        spawn_heap_sampler(s)} {
+    for (int i = 0; i < std::max(1, settings.io_threads); ++i)
+      iocs.push_back(std::make_unique<net::io_context>(1));
     if (settings.api_keys)
       keys = std::make_shared<key_cache>();
   }
@@ -177,8 +185,8 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
       co_return;
     }
     co_await refresh_keys();
-    net::co_spawn(ioc, accept_loop(), net::detached);
-    net::steady_timer timer{ioc};
+    net::co_spawn(main_ioc(), accept_loop(), net::detached);
+    net::steady_timer timer{main_ioc()};
     while (accepting) {
       timer.expires_after(settings.key_refresh);
       boost::system::error_code ec;
@@ -286,10 +294,11 @@ struct server::impl : handler_context, std::enable_shared_from_this<server::impl
 
   net::awaitable<void> accept_loop() {
     auto self = shared_from_this();
-    net::steady_timer backoff{ioc};
+    net::steady_timer backoff{main_ioc()};
     while (accepting) {
       boost::system::error_code ec;
-      auto sock = co_await acceptor->async_accept(net::make_strand(ioc),
+      auto& home = *iocs[next_ioc++ % iocs.size()];
+      auto sock = co_await acceptor->async_accept(home.get_executor(),
                                                   net::redirect_error(net::use_awaitable, ec));
       if (ec) {
         if (!accepting || ec == net::error::operation_aborted)
@@ -622,7 +631,7 @@ caf::expected<uint16_t> server::start() {
   if (ec)
     return make_error(errc::invalid_request, "bad listen address \"" + im.settings.host + "\"");
   tcp::endpoint ep{addr, im.settings.port};
-  im.acceptor.emplace(im.ioc);
+  im.acceptor.emplace(im.main_ioc());
   im.acceptor->open(ep.protocol(), ec);
   if (!ec)
     im.acceptor->set_option(net::socket_base::reuse_address(true), ec);
@@ -635,12 +644,13 @@ caf::expected<uint16_t> server::start() {
                                              + std::to_string(im.settings.port) + ": "
                                              + ec.message());
   auto port = im.acceptor->local_endpoint().port();
-  im.work.emplace(im.ioc.get_executor());
-  net::co_spawn(im.ioc, impl_->start_serving(), net::detached);
-  for (int i = 0; i < std::max(1, im.settings.io_threads); ++i)
-    im.threads.emplace_back([&im] {
+  for (auto& ioc : im.iocs)
+    im.work.push_back(net::make_work_guard(*ioc));
+  net::co_spawn(im.main_ioc(), impl_->start_serving(), net::detached);
+  for (auto& ioc : im.iocs)
+    im.threads.emplace_back([ioc = ioc.get()] {
       pthread_setname_np(pthread_self(), "http-io");
-      im.ioc.run();
+      ioc->run();
     });
   return port;
 }
@@ -649,7 +659,7 @@ void server::stop_accepting() {
   auto& im = *impl_;
   if (!im.accepting.exchange(false))
     return;
-  net::post(im.ioc, [&im] {
+  net::post(im.main_ioc(), [&im] {
     boost::system::error_code ignored;
     if (im.acceptor)
       im.acceptor->close(ignored);
@@ -665,8 +675,9 @@ void server::stop() {
     return;
   auto& im = *impl_;
   stop_accepting();
-  im.work.reset();
-  im.ioc.stop();
+  im.work.clear();
+  for (auto& ioc : im.iocs)
+    ioc->stop();
   for (auto& t : im.threads)
     if (t.joinable())
       t.join();

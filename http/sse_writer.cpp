@@ -57,7 +57,7 @@ using steady = std::chrono::steady_clock;
 // fires `every` after the latest write and, if nothing was written since,
 // marks a ping due and wakes the writer's pending receive (cancel() ends
 // it with channel_cancelled). Shared with the timer's handler, which runs
-// on the writer's strand and touches nothing once the writer is `over`.
+// on the writer's thread and touches nothing once the writer is `over`.
 struct heartbeat {
   explicit heartbeat(net::any_io_executor ex) : timer{std::move(ex)} {}
   net::steady_timer timer;

@@ -129,7 +129,7 @@ struct call_state : call_handle, std::enable_shared_from_this<call_state> {
 struct openai_client::impl : std::enable_shared_from_this<impl> {
   endpoint_config cfg;
   base_url url;
-  net::io_context ioc;
+  net::io_context ioc{1};
   ssl::context ssl_ctx{ssl::context::tls_client};
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::thread thread;
