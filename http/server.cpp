@@ -644,8 +644,13 @@ caf::expected<uint16_t> server::start() {
                                              + std::to_string(im.settings.port) + ": "
                                              + ec.message());
   auto port = im.acceptor->local_endpoint().port();
-  for (auto& ioc : im.iocs)
+  for (auto& ioc : im.iocs) {
     im.work.push_back(net::make_work_guard(*ioc));
+    // Its reactor (epoll, eventfd and timerfd descriptors) now rather than
+    // at the first connection it gets: the descriptors a listening server
+    // holds do not grow later.
+    net::steady_timer{*ioc};
+  }
   net::co_spawn(im.main_ioc(), impl_->start_serving(), net::detached);
   for (auto& ioc : im.iocs)
     im.threads.emplace_back([ioc = ioc.get()] {
