@@ -134,13 +134,16 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   std::optional<net::executor_work_guard<net::io_context::executor_type>> work;
   std::thread thread;
 
+  // Callers' threads start calls: `mx` guards the list of calls.
   std::mutex mx;
-  std::vector<std::unique_ptr<connection>> idle;
   // Every call, for the destructor to cancel; expired entries are swept
   // when the list has doubled since the last sweep, so a new call costs
   // O(1) amortised however many are open (10,000 streams: issue 20).
   std::vector<std::weak_ptr<call_state>> calls;
   size_t sweep_at = 64;
+  // The I/O thread only (no lock): the pooled connections and the jitter
+  // of retries and descriptor waits.
+  std::vector<std::unique_ptr<connection>> idle;
   std::mt19937_64 rng{std::random_device{}()};
 
   explicit impl(endpoint_config c) : cfg(std::move(c)) {
@@ -169,7 +172,6 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   std::unique_ptr<connection> take_idle() {
-    std::lock_guard lock{mx};
     if (idle.empty())
       return nullptr;
     auto c = std::move(idle.back());
@@ -178,7 +180,6 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   void put_idle(std::unique_ptr<connection> c) {
-    std::lock_guard lock{mx};
     if (idle.size() < cfg.max_idle_connections)
       idle.push_back(std::move(c));
   }
@@ -186,7 +187,6 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   std::chrono::milliseconds backoff(int attempt_no) {
     auto cap = std::min<int64_t>(cfg.backoff_max.count(), cfg.backoff_base.count()
                                                               << std::min(attempt_no, 20));
-    std::lock_guard lock{mx};
     std::uniform_int_distribution<int64_t> d(0, std::max<int64_t>(cap, 0));
     return std::chrono::milliseconds{d(rng)};
   }
@@ -281,7 +281,6 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
 
   // 10-40 ms, jittered so that waiting calls do not retry in step.
   std::chrono::milliseconds descriptor_wait() {
-    std::lock_guard lock{mx};
     return std::chrono::milliseconds{std::uniform_int_distribution<int64_t>(10, 40)(rng)};
   }
 
@@ -689,7 +688,6 @@ openai_client::~openai_client() {
   impl_->work.reset();
   // Give cancellations a moment to run, then stop whatever is left.
   net::post(impl_->ioc, [i = impl_.get()] {
-    std::lock_guard lock{i->mx};
     for (auto& c : i->idle)
       c->close();
     i->idle.clear();

@@ -132,6 +132,10 @@ struct openai_llm_state {
   uint64_t prompt_tokens = 0, completion_tokens = 0;
 
   size_t in_flight() const { return calls.size() + completions.size(); }
+  // Whether background work holds every slot it may (background_cap).
+  bool background_full() const {
+    return background_running >= background_cap(settings.max_concurrency);
+  }
   // Forgets a completion in flight (answered or cancelled).
   auto erase_completion(std::unordered_map<std::string, completion_call>::iterator i) {
     if (i->second.background)
@@ -385,7 +389,7 @@ void start_next(self_ptr self) {
     auto next = std::find_if(st.queue.begin(), st.queue.end(),
                              [](const auto& p) { return !background(p); });
     if (next == st.queue.end()) {
-      if (st.background_running >= background_cap(st.settings.max_concurrency))
+      if (st.background_full())
         break;
       next = st.queue.begin();
     }
@@ -516,8 +520,7 @@ llm_actor spawn_openai_llm(caf::actor_system& sys, std::shared_ptr<llm::openai_c
           auto& st = self->state;
           auto rp = self->make_response_promise<completion_result>();
           if (st.in_flight() < st.settings.max_concurrency
-              && (!background_purpose(req.purpose)
-                  || st.background_running < background_cap(st.settings.max_concurrency)))
+              && (!background_purpose(req.purpose) || !st.background_full()))
             start_completion(self, pending_completion{std::move(req), rp});
           else if (make_room(self, !background_purpose(req.purpose)))
             st.queue.push_back(pending_completion{std::move(req), rp});
