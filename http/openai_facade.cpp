@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include "protocol/json_document.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/worker_name.hpp"
 
@@ -140,9 +141,9 @@ parsed_request parse_completion_request(std::string_view body, size_t max_body_b
     e.status = 413;
     return refuse(e);
   }
-  simdjson::dom::parser parser;
+  json_document parsed{body};
   simdjson::dom::element doc;
-  if (parser.parse(simdjson::padded_string{body}).get(doc) != simdjson::SUCCESS)
+  if (parsed.get(doc) != simdjson::SUCCESS)
     return refuse(invalid("the request body is not valid JSON"));
   simdjson::dom::object obj;
   if (doc.get_object().get(obj) != simdjson::SUCCESS)
@@ -261,10 +262,10 @@ std::string turn_outcome::add(const stream_event& ev) {
       content_ += ev.data;
       return ev.data;
     case event_kind::error: {
-      simdjson::dom::parser p;
+      json_document parsed{ev.data};
       simdjson::dom::element e;
       std::string_view s;
-      if (p.parse(simdjson::padded_string{ev.data}).get(e) == simdjson::SUCCESS) {
+      if (parsed.get(e) == simdjson::SUCCESS) {
         if (e["code"].get_string().get(s) == simdjson::SUCCESS)
           error_code_ = std::string{s};
         if (e["message"].get_string().get(s) == simdjson::SUCCESS)
@@ -274,9 +275,9 @@ std::string turn_outcome::add(const stream_event& ev) {
     }
     case event_kind::done: {
       done_ = true;
-      simdjson::dom::parser p;
+      json_document parsed{ev.data};
       simdjson::dom::element d;
-      if (p.parse(simdjson::padded_string{ev.data}).get(d) != simdjson::SUCCESS)
+      if (parsed.get(d) != simdjson::SUCCESS)
         return {};
       std::string_view s;
       if (d["finish_reason"].get_string().get(s) == simdjson::SUCCESS)
@@ -310,9 +311,9 @@ std::optional<api_error> turn_outcome::failure() const {
 }
 
 std::string turn_outcome::sources_text() const {
-  simdjson::dom::parser p;
+  json_document parsed{citations_};
   simdjson::dom::array cites;
-  if (p.parse(simdjson::padded_string{citations_}).get(cites) != simdjson::SUCCESS
+  if (parsed.get(cites) != simdjson::SUCCESS
       || cites.size() == 0)
     return {};
   std::string out = "\n\nSources:";

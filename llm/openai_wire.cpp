@@ -4,6 +4,7 @@
 
 #include <simdjson.h>
 
+#include "protocol/json_document.hpp"
 #include "protocol/json_writer.hpp"
 
 namespace ragtor::llm {
@@ -137,9 +138,9 @@ std::string error_message_of(simdjson::dom::element err) {
 }  // namespace
 
 std::optional<stream_chunk> parse_stream_chunk(std::string_view data) {
-  simdjson::dom::parser parser;
+  json_document parsed{data};
   simdjson::dom::object obj;
-  if (parser.parse(simdjson::padded_string{data}).get(obj) != simdjson::SUCCESS)
+  if (parsed.get(obj) != simdjson::SUCCESS)
     return std::nullopt;
   stream_chunk c;
   simdjson::dom::element err;
@@ -163,9 +164,9 @@ std::optional<stream_chunk> parse_stream_chunk(std::string_view data) {
 }
 
 std::optional<completion_body> parse_completion(std::string_view body) {
-  simdjson::dom::parser parser;
+  json_document parsed{body};
   simdjson::dom::object obj;
-  if (parser.parse(simdjson::padded_string{body}).get(obj) != simdjson::SUCCESS)
+  if (parsed.get(obj) != simdjson::SUCCESS)
     return std::nullopt;
   simdjson::dom::array choices;
   if (obj["choices"].get_array().get(choices) != simdjson::SUCCESS || choices.size() == 0)
@@ -208,9 +209,9 @@ std::optional<completion_body> parse_completion(std::string_view body) {
 }
 
 std::optional<std::vector<std::vector<float>>> parse_embeddings(std::string_view body) {
-  simdjson::dom::parser parser;
+  json_document parsed{body};
   simdjson::dom::object obj;
-  if (parser.parse(simdjson::padded_string{body}).get(obj) != simdjson::SUCCESS)
+  if (parsed.get(obj) != simdjson::SUCCESS)
     return std::nullopt;
   simdjson::dom::array data;
   if (obj["data"].get_array().get(data) != simdjson::SUCCESS)
@@ -242,9 +243,9 @@ std::optional<std::vector<std::vector<float>>> parse_embeddings(std::string_view
 }
 
 std::optional<std::vector<rerank_hit>> parse_rerank(std::string_view body, size_t documents) {
-  simdjson::dom::parser parser;
+  json_document parsed{body};
   simdjson::dom::element root;
-  if (parser.parse(simdjson::padded_string{body}).get(root) != simdjson::SUCCESS)
+  if (parsed.get(root) != simdjson::SUCCESS)
     return std::nullopt;
   simdjson::dom::array results;
   if (root.get_array().get(results) != simdjson::SUCCESS
@@ -272,9 +273,9 @@ std::optional<std::vector<rerank_hit>> parse_rerank(std::string_view body, size_
 }
 
 std::string parse_error_body(std::string_view body) {
-  simdjson::dom::parser parser;
+  json_document parsed{body};
   simdjson::dom::object obj;
-  if (parser.parse(simdjson::padded_string{body}).get(obj) == simdjson::SUCCESS) {
+  if (parsed.get(obj) == simdjson::SUCCESS) {
     simdjson::dom::element err;
     if (obj["error"].get(err) == simdjson::SUCCESS)
       return error_message_of(err);

@@ -3,6 +3,7 @@
 #include <simdjson.h>
 
 #include "llm/structured_output.hpp"
+#include "protocol/json_document.hpp"
 #include "protocol/text.hpp"
 #include "retrieval/agents.hpp"
 
@@ -31,9 +32,9 @@ std::optional<std::vector<size_t>> parse_rerank_reply(std::string_view reply, si
   auto json = extract_json_object(reply);
   if (!json)
     return std::nullopt;
-  simdjson::dom::parser parser;
+  json_document parsed{*json};
   simdjson::dom::element root;
-  if (parser.parse(simdjson::padded_string{*json}).get(root) != simdjson::SUCCESS)
+  if (parsed.get(root) != simdjson::SUCCESS)
     return std::nullopt;
   simdjson::dom::array ranking;
   if (root["ranking"].get_array().get(ranking) != simdjson::SUCCESS)

@@ -1,4 +1,5 @@
 #include "llm/structured_output.hpp"
+#include "protocol/json_document.hpp"
 #include "protocol/log.hpp"
 
 #include <algorithm>
@@ -99,9 +100,9 @@ std::optional<std::string> extract_json_object(std::string_view text) {
         ++depth;
       } else if (c == '}' && --depth == 0) {
         auto candidate = drop_trailing_commas(text.substr(start, i - start + 1));
-        simdjson::dom::parser parser;
+        json_document parsed{candidate};
         simdjson::dom::element el;
-        if (parser.parse(simdjson::padded_string{candidate}).get(el) == simdjson::SUCCESS
+        if (parsed.get(el) == simdjson::SUCCESS
             && el.is_object())
           return candidate;
         break;  // unbalanced or invalid from here: try the next '{'
@@ -116,9 +117,9 @@ std::variant<parsed_fields, std::string> parse_structured(std::string_view text,
   auto json = extract_json_object(text);
   if (!json)
     return std::string{"no JSON object in the reply"};
-  simdjson::dom::parser parser;
+  json_document parsed{*json};
   simdjson::dom::object obj;
-  if (parser.parse(simdjson::padded_string{*json}).get(obj) != simdjson::SUCCESS)
+  if (parsed.get(obj) != simdjson::SUCCESS)
     return std::string{"the JSON object does not parse"};
   parsed_fields out;
   for (auto& f : spec) {

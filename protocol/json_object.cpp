@@ -5,6 +5,7 @@
 
 #include <simdjson.h>
 
+#include "protocol/json_document.hpp"
 #include "protocol/json_writer.hpp"
 
 namespace ragtor {
@@ -69,10 +70,9 @@ object_parse parse_json_object(std::string_view body, size_t max_body_bytes,
         "payload_too_large", "request body exceeds " + std::to_string(max_body_bytes) + " bytes"));
   if (!is_valid_utf8(body))
     return invalid("invalid UTF-8");
-  simdjson::dom::parser parser;
-  simdjson::padded_string padded{body};
+  json_document parsed{body};
   simdjson::dom::element doc;
-  if (auto err = parser.parse(padded).get(doc); err != simdjson::SUCCESS) {
+  if (auto err = parsed.get(doc); err != simdjson::SUCCESS) {
     // simdjson also rejects escaped lone surrogates ("\ud800"), which would
     // decode to invalid UTF-8.
     if (err == simdjson::UTF8_ERROR || err == simdjson::STRING_ERROR)
@@ -170,9 +170,9 @@ minified_object minify_json_object(std::string_view body, size_t max_bytes) {
     out.error = make_request_error("invalid_request", "invalid UTF-8");
     return out;
   }
-  simdjson::dom::parser parser;
+  json_document parsed{body};
   simdjson::dom::element doc;
-  if (parser.parse(simdjson::padded_string{body}).get(doc) != simdjson::SUCCESS) {
+  if (parsed.get(doc) != simdjson::SUCCESS) {
     out.error = make_request_error("invalid_request", "body is not valid JSON");
     return out;
   }

@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include "protocol/errc.hpp"
+#include "protocol/json_document.hpp"
 
 namespace ragtor::wf {
 
@@ -76,9 +77,9 @@ const tool_def* workflow_def::tool(std::string_view name) const {
 }
 
 caf::expected<workflow_def> parse_workflow(std::string_view json) {
-  simdjson::dom::parser parser;
+  json_document parsed{json};
   element root;
-  if (parser.parse(simdjson::padded_string{json}).get(root) != simdjson::SUCCESS)
+  if (parsed.get(root) != simdjson::SUCCESS)
     return bad("is not valid JSON");
   object o;
   if (root.get_object().get(o) != simdjson::SUCCESS)

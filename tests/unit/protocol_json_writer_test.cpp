@@ -1,8 +1,10 @@
 #include "protocol/json_writer.hpp"
+#include "protocol/json_document.hpp"
 
 #include <cmath>
 #include <limits>
 #include <string>
+#include <thread>
 
 #include <gtest/gtest.h>
 #include <simdjson.h>
@@ -132,5 +134,79 @@ TEST(protocol_json_writer, round_trips_through_simdjson) {
   EXPECT_EQ(n, -42);
 }
 
+std::string_view string_at(const json_document& d, const char* key) {
+  simdjson::dom::object obj;
+  std::string_view s;
+  if (d.get(obj) != simdjson::SUCCESS || obj[key].get_string().get(s) != simdjson::SUCCESS)
+    return "<missing>";
+  return s;
+}
+
+TEST(protocol_json_document, documents_one_after_another_share_the_threads_parser) {
+  for (int i = 0; i < 3; ++i) {
+    std::string text = R"({"n": ")" + std::to_string(i) + R"(", "pad": ")" + std::string(i * 300, 'x')
+                       + R"("})";
+    json_document d{text};
+    EXPECT_TRUE(d.reused()) << i;
+    EXPECT_EQ(string_at(d, "n"), std::to_string(i));
+  }
+}
+
+TEST(protocol_json_document, a_document_parsed_while_another_lives_leaves_it_intact) {
+  json_document outer{R"({"k": "outer", "list": [1, 2, 3]})"};
+  ASSERT_TRUE(outer.reused());
+  {
+    // Longer than the outer text, so that reusing the outer's parser would
+    // overwrite its tape and strings.
+    json_document inner{R"({"k": "inner-inner-inner", "more": [4, 5, 6, 7, 8, 9]})"};
+    EXPECT_FALSE(inner.reused());
+    EXPECT_EQ(string_at(inner, "k"), "inner-inner-inner");
+  }
+  EXPECT_EQ(string_at(outer, "k"), "outer");
+  simdjson::dom::object obj;
+  ASSERT_EQ(outer.get(obj), simdjson::SUCCESS);
+  EXPECT_EQ(obj["list"].get_array().size(), 3u);
+  // With the inner gone and the outer still alive, the next is not reused either.
+  json_document third{R"({"k": "third"})"};
+  EXPECT_FALSE(third.reused());
+  EXPECT_EQ(string_at(outer, "k"), "outer");
+}
+
+TEST(protocol_json_document, large_documents_and_errors) {
+  std::string big = R"({"k": ")" + std::string(json_document::kReusedMaxBytes, 'b') + R"("})";
+  {
+    json_document d{big};
+    EXPECT_FALSE(d.reused());
+    EXPECT_EQ(string_at(d, "k").size(), json_document::kReusedMaxBytes);
+  }
+  {
+    json_document bad{R"({"k": )"};
+    EXPECT_NE(bad.error(), simdjson::SUCCESS);
+    json_document bad_utf8{"{\"k\": \"\xff\"}"};
+    EXPECT_EQ(bad_utf8.error(), simdjson::UTF8_ERROR);
+  }
+  // The thread's parser is free again and parses correctly after the errors.
+  json_document d{R"({"k": "after"})"};
+  EXPECT_TRUE(d.reused());
+  EXPECT_EQ(string_at(d, "k"), "after");
+}
+
+TEST(protocol_json_document, each_thread_has_its_own_parser) {
+  json_document here{R"({"k": "main thread"})"};
+  ASSERT_TRUE(here.reused());
+  bool reused_there = false;
+  std::string there_k;
+  std::thread t{[&] {
+    json_document there{R"({"k": "other thread, longer text"})"};
+    reused_there = there.reused();
+    there_k = std::string{string_at(there, "k")};
+  }};
+  t.join();
+  EXPECT_TRUE(reused_there);
+  EXPECT_EQ(there_k, "other thread, longer text");
+  EXPECT_EQ(string_at(here, "k"), "main thread");
+}
+
 }  // namespace
 }  // namespace ragtor
+
