@@ -116,14 +116,35 @@ size_t decode(std::string_view s, size_t at, utf8proc_int32_t& c) {
   return n > 0 ? static_cast<size_t>(n) : 0;
 }
 
+bool is_ascii_alnum(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
+}
+
+// The same terms for ASCII text without utf8proc: NFKC leaves ASCII as it
+// is and case folding only lowers A-Z; the word characters are letters and
+// digits ('_' is punctuation), and no character is CJK. Most of what a
+// turn tokenises (questions, answers, the episodes embedded after each
+// turn) is ASCII, and decoding each byte as a code point and looking up its
+// category was most of the tokeniser's time.
+template <class Flush>
+void tokenize_ascii(std::string_view s, std::string& word, Flush&& flush_word) {
+  for (size_t i = 0; i < s.size(); ++i) {
+    char c = s[i];
+    if (is_ascii_alnum(c)) {
+      word += (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+    } else if (c == '\'' && !word.empty() && i + 1 < s.size() && is_ascii_alnum(s[i + 1])) {
+      word += '\'';
+    } else {
+      flush_word();
+    }
+  }
+}
+
 }  // namespace
 
 std::vector<std::string> tokenize(std::string_view text, const tokenizer_options& opts) {
-  auto norm = normalize(text);
-  std::string_view s{norm};
   std::vector<std::string> out;
   std::string word;
-  std::string_view prev_cjk;  // the CJK character just before, for bigrams
   auto flush_word = [&] {
     if (word.empty())
       return;
@@ -131,6 +152,14 @@ std::vector<std::string> tokenize(std::string_view text, const tokenizer_options
       out.push_back(opts.stem && is_ascii(word) ? stem(word) : word);
     word.clear();
   };
+  if (is_ascii(text)) {
+    tokenize_ascii(text, word, flush_word);
+    flush_word();
+    return out;
+  }
+  auto norm = normalize(text);
+  std::string_view s{norm};
+  std::string_view prev_cjk;  // the CJK character just before, for bigrams
   size_t i = 0;
   utf8proc_int32_t c = 0;
   while (size_t n = decode(s, i, c)) {

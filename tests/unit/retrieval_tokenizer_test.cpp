@@ -53,6 +53,41 @@ TEST(tokenizer, apostrophes_stay_inside_words) {
   EXPECT_EQ(tokenize("'quoted'", {false, false}), std::vector<std::string>{"quoted"});
 }
 
+// ASCII text takes a path of its own, without utf8proc. Appending " é"
+// sends the same text down the Unicode path (it is no longer ASCII), whose
+// terms must be the ASCII path's plus "é": checked on every printable and
+// control character next to letters, digits and apostrophes, and on
+// random texts over an alphabet dense in the cases that differ.
+TEST(tokenizer, ascii_text_gets_the_terms_the_unicode_path_gives) {
+  auto same = [](const std::string& text, const tokenizer_options& opts) {
+    auto ascii = tokenize(text, opts);
+    auto unicode = tokenize(text + " \xC3\xA9", opts);
+    ascii.push_back("\xC3\xA9");
+    EXPECT_EQ(ascii, unicode) << "text: \"" << text << "\"";
+  };
+  const tokenizer_options all[] = {{}, {false, false}, {true, false}, {false, true}};
+  for (auto& opts : all) {
+    for (int c = 0; c < 128; ++c) {
+      std::string ch(1, static_cast<char>(c));
+      same("Don" + ch + "t RUN" + ch + "ning 42" + ch + "x " + ch + "'" + ch + "quoted" + ch, opts);
+    }
+    same("", opts);
+    same("'", opts);
+    same("it's 'its' ragtor's O'Neil rock'n'roll ' x' y '", opts);
+  }
+  const std::string alphabet = "aZk9' _-.\t\n\x01\x7f";
+  uint32_t seed = 12345;
+  for (int i = 0; i < 2000; ++i) {
+    std::string text;
+    size_t n = 1 + i % 40;
+    for (size_t j = 0; j < n; ++j) {
+      seed = seed * 1664525u + 1013904223u;
+      text += alphabet[(seed >> 16) % alphabet.size()];
+    }
+    same(text, all[i % 4]);
+  }
+}
+
 TEST(tokenizer, chinese_gives_unigrams_and_bigrams) {
   auto t = tokenize("中文检索");
   EXPECT_EQ(t, (std::vector<std::string>{"中", "文", "中文", "检", "文检", "索", "检索"}));
