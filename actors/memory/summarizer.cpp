@@ -122,9 +122,10 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
   // Everything older than the window; a merge takes only what left the
   // window since the last summary.
   auto window = static_cast<size_t>(std::max(0, st.settings.policy.window));
-  std::vector<stored_message> outside;
-  if (all.size() > window)
-    outside.assign(all.begin(), all.end() - static_cast<std::ptrdiff_t>(window));
+  // Whether the read was bounded (older messages left unread).
+  bool bounded = static_cast<int64_t>(all.size()) < loaded.total_messages;
+  std::vector<stored_message> outside = std::move(all);
+  outside.resize(outside.size() > window ? outside.size() - window : 0);
   if (outside.empty()) {
     ++st.not_due;
     return finish(self, conv, rp, "none");
@@ -136,7 +137,7 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
   std::vector<stored_message> input;
   for (auto& m : outside)
     if (action == summary_action::full || m.seq > loaded.covered_seq)
-      input.push_back(m);
+      input.push_back(std::move(m));
   if (input.empty()) {
     ++st.not_due;
     return finish(self, conv, rp, "none");
@@ -144,9 +145,8 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
   ++(action == summary_action::full ? st.full_runs : st.merges);
   if (!st.settings.use_model) {
     ++st.extractive;
-    // A full summary whose read was bounded (older messages left unread)
-    // keeps the previous summary's sentences, as the model prompt does.
-    bool bounded = static_cast<int64_t>(all.size()) < loaded.total_messages;
+    // A full summary whose read was bounded keeps the previous summary's
+    // sentences, as the model prompt does.
     next.summary = extractive_summary(
         action == summary_action::merge || bounded ? loaded.summary : "", input);
     return store_summary(self, conv, rp, loaded, next);
