@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <set>
+#include <span>
 #include <unordered_map>
 
 #include "llm/token_count.hpp"
@@ -22,10 +23,10 @@ std::string speaker(const stored_message& m) {
   return m.role == "assistant" ? "Assistant" : "User";
 }
 
-// "User: ...\nAssistant: ..." for the newest messages that fit `budget`
-// tokens (oldest first); `dropped` counts the ones left out.
-std::string transcript(const std::vector<stored_message>& messages, size_t budget,
-                       size_t& dropped) {
+// The transcript's lines, newest first: the newest messages that fit
+// `budget` tokens (the newest always).
+std::vector<std::string> transcript_lines(std::span<const stored_message> messages,
+                                          size_t budget) {
   std::vector<std::string> lines;
   size_t used = 0;
   for (auto i = messages.rbegin(); i != messages.rend(); ++i) {
@@ -36,6 +37,14 @@ std::string transcript(const std::vector<stored_message>& messages, size_t budge
     used += cost;
     lines.push_back(std::move(line));
   }
+  return lines;
+}
+
+// "User: ...\nAssistant: ..." for the newest messages that fit `budget`
+// tokens (oldest first); `dropped` counts the ones left out.
+std::string transcript(const std::vector<stored_message>& messages, size_t budget,
+                       size_t& dropped) {
+  auto lines = transcript_lines(messages, budget);
   dropped = messages.size() - lines.size();
   std::string out;
   for (auto i = lines.rbegin(); i != lines.rend(); ++i)
@@ -73,6 +82,10 @@ summary_action plan_summary(const summary_record& s, const summary_policy& p) {
     return summary_action::none;
   return s.incremental_updates + 1 >= p.regenerate_every ? summary_action::full
                                                          : summary_action::merge;
+}
+
+bool transcript_is_full(std::span<const stored_message> messages, size_t max_input_tokens) {
+  return transcript_lines(messages, max_input_tokens).size() < messages.size();
 }
 
 int32_t summary_read_limit(const summary_record& loaded, summary_action action,

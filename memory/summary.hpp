@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -47,6 +48,14 @@ summary_action plan_summary(const summary_record& s, const summary_policy& p);
 // dropped some and the request shows the previous summary.
 int32_t summary_read_limit(const summary_record& loaded, summary_action action,
                            const summary_policy& p, size_t max_input_tokens);
+
+// Whether a transcript of `messages` (oldest first) within
+// `max_input_tokens` leaves their oldest out: then messages older still
+// could not change it. A full summary written by the model reads a page of
+// the newest messages first, and the whole bound above only when the page
+// did not fill the transcript (a long conversation's lines are seldom as
+// short as the bound assumes).
+bool transcript_is_full(std::span<const stored_message> messages, size_t max_input_tokens);
 
 // The model request: a full summary of `messages`, or a merge of `messages`
 // into `previous`. Messages are shown oldest first as "User:"/"Assistant:"

@@ -7,6 +7,7 @@
 #include <cctype>
 #include <map>
 #include <set>
+#include <span>
 #include <vector>
 
 #include <spdlog/spdlog.h>
@@ -42,6 +43,11 @@ struct summarizer_state {
   uint64_t next_watcher = 0;
   uint64_t triggers = 0, not_due = 0, written = 0, conflicts = 0, failed = 0, busy = 0,
            extractive = 0, full_runs = 0, merges = 0;
+  // Messages older than the window a full summary by the model reads first;
+  // doubled (up to the read limit) whenever a page did not fill the
+  // transcript, which is then read again whole (page_rereads).
+  int64_t full_page = 64;
+  uint64_t page_enough = 0, page_rereads = 0;
 };
 
 using self_ptr = measured_pointer<summarizer_actor, summarizer_state>;
@@ -175,6 +181,43 @@ void summarise(self_ptr self, std::string conv, promise_t rp, summary_record loa
           });
 }
 
+void read_failed(self_ptr self, const std::string& conv, promise_t rp, const caf::error& err) {
+  ++self->state.failed;
+  lg->warn("summarizer: cannot read conversation {}: {}", conv, self->system().render(err));
+  finish(self, conv, rp, "failed");
+}
+
+// Reads the newest `limit` messages (summary_read_limit) and summarises
+// them. A full summary by the model reads a page first, the window and
+// `full_page` older messages, and the rest of the limit only when the
+// page's transcript is not full (transcript_is_full): the model is shown
+// the same transcript either way, and a long conversation is not read
+// back thousands of messages deep for the few hundred its transcript holds.
+void read_and_summarise(self_ptr self, std::string conv, promise_t rp, summary_record loaded,
+                        summary_action action, int32_t limit, bool whole) {
+  auto& st = self->state;
+  int64_t window = std::max(0, st.settings.policy.window);
+  int32_t first = limit;
+  if (!whole && action == summary_action::full && st.settings.use_model)
+    first = static_cast<int32_t>(std::min<int64_t>(limit, window + st.full_page));
+  tidy_request(self, st.store, std::chrono::seconds(30), atom::history_v, conv, first)
+      .then(
+          [=](std::vector<stored_message>& all) mutable {
+            auto& st = self->state;
+            if (first < limit && all.size() == static_cast<size_t>(first)) {
+              auto older = all.size() > static_cast<size_t>(window) ? all.size() - window : 0;
+              if (!transcript_is_full(std::span{all.data(), older}, st.settings.max_input_tokens)) {
+                ++st.page_rereads;
+                st.full_page = std::min<int64_t>(2 * st.full_page, limit);
+                return read_and_summarise(self, conv, rp, loaded, action, limit, true);
+              }
+              ++st.page_enough;
+            }
+            summarise(self, conv, rp, loaded, action, std::move(all));
+          },
+          [=](caf::error& err) { read_failed(self, conv, rp, err); });
+}
+
 void run(self_ptr self, std::string conv, promise_t rp) {
   auto& st = self->state;
   if (st.running.contains(conv)) {
@@ -184,11 +227,6 @@ void run(self_ptr self, std::string conv, promise_t rp) {
     return;
   }
   st.running.insert(conv);
-  auto on_error = [=](caf::error& err) mutable {
-    ++self->state.failed;
-    lg->warn("summarizer: cannot read conversation {}: {}", conv, self->system().render(err));
-    finish(self, conv, rp, "failed");
-  };
   tidy_request(self, st.store, std::chrono::seconds(30), atom::summary_v, conv, std::string{})
       .then(
           [=](summary_record& loaded) mutable {
@@ -198,16 +236,11 @@ void run(self_ptr self, std::string conv, promise_t rp) {
               ++st.not_due;
               return finish(self, conv, rp, "none");
             }
-            tidy_request(self, st.store, std::chrono::seconds(30), atom::history_v, conv,
-                          summary_read_limit(loaded, action, st.settings.policy,
-                                             st.settings.max_input_tokens))
-                .then(
-                    [=](std::vector<stored_message>& all) mutable {
-                      summarise(self, conv, rp, loaded, action, std::move(all));
-                    },
-                    on_error);
+            auto limit = summary_read_limit(loaded, action, st.settings.policy,
+                                            st.settings.max_input_tokens);
+            read_and_summarise(self, conv, rp, std::move(loaded), action, limit, false);
           },
-          on_error);
+          [=](caf::error& err) { read_failed(self, conv, rp, err); });
 }
 
 }  // namespace
@@ -267,6 +300,9 @@ summarizer_actor spawn_summarizer(caf::actor_system& sys, store_actor store, llm
               .field("full_runs", st.full_runs)
               .field("merges", st.merges)
               .field("extractive", st.extractive)
+              .field("page_enough", st.page_enough)
+              .field("page_rereads", st.page_rereads)
+              .field("full_page", st.full_page)
               .end_object();
           return w.take();
         },

@@ -64,9 +64,10 @@ protected:
     caf::anon_send_exit(store, caf::exit_reason::user_shutdown);
   }
 
-  summarizer_actor summarizer(bool use_model = true) {
+  summarizer_actor summarizer(bool use_model = true, size_t max_input_tokens = 6000) {
     summarizer_settings s;
     s.use_model = use_model;
+    s.max_input_tokens = max_input_tokens;
     s.timeout = 20s;
     summarizers.push_back(spawn_summarizer(sys, store, llm, s));
     return summarizers.back();
@@ -208,6 +209,53 @@ TEST_F(summarizer_test, the_tenth_refresh_regenerates_from_the_whole_history) {
     }
   }
   EXPECT_EQ(stored().version, 11);
+}
+
+// The prompt a full summary of this conversation shows when every message
+// older than the window is read (what add_message stored).
+std::string full_prompt(int messages, size_t max_input_tokens) {
+  std::vector<stored_message> older;
+  for (int seq = 1; seq <= messages - summary_policy{}.window; ++seq) {
+    stored_message m;
+    m.seq = seq;
+    m.role = seq % 2 ? "user" : "assistant";
+    m.content = (seq % 2 ? "question " : "answer ") + std::to_string(seq);
+    older.push_back(m);
+  }
+  return summary_request(summary_action::full, "", older, max_input_tokens, 400)
+      .messages.back()
+      .content;
+}
+
+TEST_F(summarizer_test, a_full_summary_reads_a_page_when_the_page_fills_the_transcript) {
+  // 200 tokens hold about 35 of these lines. The read limit assumes lines
+  // of two tokens (108 messages); the first page (the window and 64 older
+  // messages) is enough, and nothing is read again.
+  auto s = summarizer(true, 200);
+  grow_to(200);
+  ASSERT_EQ(summarize(s), "written");
+  EXPECT_EQ(last_prompt(), full_prompt(200, 200));
+  EXPECT_NE(last_prompt().find("question 193"), std::string::npos) << last_prompt();
+  EXPECT_EQ(last_prompt().find("question 1\n"), std::string::npos) << "older ones left out";
+  auto st = status(s);
+  EXPECT_NE(st.find("\"page_enough\":1"), std::string::npos) << st;
+  EXPECT_NE(st.find("\"page_rereads\":0"), std::string::npos) << st;
+  EXPECT_NE(st.find("\"full_page\":64"), std::string::npos) << st;
+}
+
+TEST_F(summarizer_test, a_page_that_does_not_fill_the_transcript_is_read_again_whole) {
+  // 6,000 tokens hold all 194 short messages older than the window: the
+  // page of 64 does not fill the transcript, so the summarizer reads the
+  // limit, shows the whole history, and reads a larger page next time.
+  auto s = summarizer(true, 6000);
+  grow_to(200);
+  ASSERT_EQ(summarize(s), "written");
+  EXPECT_EQ(last_prompt(), full_prompt(200, 6000));
+  EXPECT_NE(last_prompt().find("User: question 1\n"), std::string::npos) << "from the start";
+  auto st = status(s);
+  EXPECT_NE(st.find("\"page_enough\":0"), std::string::npos) << st;
+  EXPECT_NE(st.find("\"page_rereads\":1"), std::string::npos) << st;
+  EXPECT_NE(st.find("\"full_page\":128"), std::string::npos) << st;
 }
 
 TEST_F(summarizer_test, a_failing_model_keeps_the_old_summary_and_is_counted) {

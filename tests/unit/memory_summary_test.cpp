@@ -166,6 +166,30 @@ TEST(summary_read_limit, a_full_summary_reads_what_a_transcript_can_show_and_one
             3000 + 2 + 6);
 }
 
+TEST(summary_request, a_transcript_is_full_when_it_leaves_the_oldest_out) {
+  std::vector<stored_message> msgs;
+  for (int seq = 1; seq <= 20; ++seq) {
+    stored_message m;
+    m.seq = seq;
+    m.role = seq % 2 ? "user" : "assistant";
+    m.content = "a message of a few words";
+    msgs.push_back(m);
+  }
+  // Whether a full run's request shows the previous summary: it does when
+  // the transcript left messages out.
+  auto shown = [&](size_t budget) {
+    auto req = summary_request(summary_action::full, "PREV", msgs, budget, 100);
+    return req.messages.back().content.find("Previous summary") != std::string::npos;
+  };
+  // A budget that shows every message: not full, and no previous summary
+  // is needed; one that leaves the oldest out: full, and it is shown.
+  EXPECT_FALSE(transcript_is_full(msgs, 100000));
+  EXPECT_FALSE(shown(100000));
+  EXPECT_TRUE(transcript_is_full(msgs, 30));
+  EXPECT_TRUE(shown(30));
+  EXPECT_FALSE(transcript_is_full({}, 30));
+}
+
 TEST(summary_read_limit, older_messages_left_unread_still_bring_the_previous_summary) {
   summary_policy p;
   const size_t budget = 40;
