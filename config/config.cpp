@@ -79,6 +79,7 @@ std::vector<binding> bindings_of(config& c) {
       {"sse", "write_timeout_s", &c.sse.write_timeout_s},
       {"sse", "initial_credit", &c.sse.initial_credit},
       {"sse", "max_pending_bytes", &c.sse.max_pending_bytes},
+      {"sse", "direct_writes", &c.sse.direct_writes},
       {"store", "backend", &c.store.backend},
       {"store", "sqlite_path", &c.store.sqlite_path},
       {"store", "postgres_dsn", &c.store.postgres_dsn},

@@ -75,6 +75,7 @@ struct sse_config {
   int write_timeout_s = 5;
   int initial_credit = 16;
   size_t max_pending_bytes = 1 << 20;
+  bool direct_writes = true;
   bool operator==(const sse_config&) const = default;
 };
 

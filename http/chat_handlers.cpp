@@ -40,14 +40,14 @@ namespace {
 
 // Collects the turn and answers with one JSON object; false if the channel
 // closed first (the client went away).
-net::awaitable<bool> collect_json(handler_context& ctx, exchange& ex, event_channel& ch,
+net::awaitable<bool> collect_json(handler_context& ctx, exchange& ex, event_pipe& pipe,
                                   const std::function<void()>& batch_received,
                                   const chat_request& req) {
   chat_reply reply;
   while (!reply.done()) {
     event_batch batch;
     try {
-      batch = co_await next_batch(ch);
+      batch = co_await next_batch(pipe.channel());
     } catch (const boost::system::system_error&) {
       co_return false;
     }
@@ -90,11 +90,11 @@ net::awaitable<void> chat(handler_context& ctx, exchange& ex, bool sse) {
   }
   auto& sock = ex.io.socket;
   co_await follow_turn(ctx, ex, ticket->stream, 0, on_hangup::detach,
-                       [&](event_channel& ch, const std::function<void()>& taken) {
+                       [&](event_pipe& pipe, const std::function<void()>& taken) {
                          if (sse)
-                           return write_sse(sock, ch, sse_timing_of(settings),
+                           return write_sse(sock, pipe, sse_timing_of(settings),
                                             chat_req.request_id, taken);
-                         return collect_json(ctx, ex, ch, taken, chat_req);
+                         return collect_json(ctx, ex, pipe, taken, chat_req);
                        });
 }
 
@@ -168,8 +168,8 @@ handler_result chat_resume(handler_context& ctx, exchange& ex) {
                                                       atom::attach_v, request_id, user);
   if (running && *running) {
     co_await follow_turn(ctx, ex, *running, *after, on_hangup::detach,
-                         [&](event_channel& ch, const std::function<void()>& taken) {
-                           return write_sse(sock, ch, timing, request_id, taken);
+                         [&](event_pipe& pipe, const std::function<void()>& taken) {
+                           return write_sse(sock, pipe, timing, request_id, taken);
                          });
     co_return;
   }
@@ -183,9 +183,9 @@ handler_result chat_resume(handler_context& ctx, exchange& ex) {
     co_return co_await reply_caf_error(ex, stored.error());
   }
   auto executor = co_await net::this_coro::executor;
-  event_channel ch{executor, 1};
-  ch.try_send(boost::system::error_code{}, stored_turn_events(*stored, *after));
-  co_await write_sse(sock, ch, timing, request_id, [] {});
+  event_pipe pipe{executor, 1};
+  pipe.channel().try_send(boost::system::error_code{}, stored_turn_events(*stored, *after));
+  co_await write_sse(sock, pipe, timing, request_id, [] {});
 }
 
 handler_result chat_stream(handler_context& ctx, exchange& ex) {

@@ -169,18 +169,18 @@ handler_result openai_chat(handler_context& ctx, exchange& ex) {
       return true;
     };
     co_await follow_turn(ctx, ex, ticket->stream, 0, on_hangup::cancel,
-                         [&](event_channel& ch, const std::function<void()>& taken) {
-                           return write_sse_as(sock, ch, sse_timing_of(settings), format, false,
+                         [&](event_pipe& pipe, const std::function<void()>& taken) {
+                           return write_sse_as(sock, pipe, sse_timing_of(settings), format, false,
                                                taken);
                          });
     co_return;
   }
-  turn_writer collect = [&](event_channel& ch,
+  turn_writer collect = [&](event_pipe& pipe,
                             const std::function<void()>& taken) -> net::awaitable<bool> {
     while (!outcome.done()) {
       event_batch batch;
       try {
-        batch = co_await next_batch(ch);
+        batch = co_await next_batch(pipe.channel());
       } catch (const boost::system::system_error&) {
         co_return false;  // the client went away
       }

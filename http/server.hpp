@@ -35,6 +35,7 @@ struct server_settings {
   std::chrono::seconds idle_timeout{60};   // keep-alive connection without a request
   std::chrono::seconds turn_timeout{300};  // how long a request may wait for its turn
   int initial_credit = 16;                 // event batches in flight per stream
+  bool direct_writes = true;               // [sse] direct_writes (event_pipe)
   // Whether a requested kb_prefix names a served knowledge base; requests
   // for unknown ones are refused (404) before anything is stored.
   std::function<bool(std::string_view)> kb_exists;

@@ -2,8 +2,10 @@
 
 #include <cstdio>
 #include <memory>
-#include <utility>
 #include <string>
+#include <utility>
+
+#include <sys/socket.h>
 
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/experimental/awaitable_operators.hpp>
@@ -12,6 +14,7 @@
 #include <boost/asio/use_awaitable.hpp>
 #include <boost/asio/write.hpp>
 
+#include "protocol/metrics.hpp"
 #include "protocol/stream_events.hpp"
 
 namespace ragtor::http {
@@ -53,27 +56,35 @@ net::awaitable<bool> write_now_or_wait(net::ip::tcp::socket& sock, std::string_v
 
 using steady = std::chrono::steady_clock;
 
+int64_t now_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(steady::now().time_since_epoch())
+      .count();
+}
+
 // One heartbeat timer per stream instead of one per wait for events: it
 // fires `every` after the latest write and, if nothing was written since,
 // marks a ping due and wakes the writer's pending receive (cancel() ends
 // it with channel_cancelled). Shared with the timer's handler, which runs
 // on the writer's thread and touches nothing once the writer is `over`.
+// The latest write is the pipe's: a direct write (event_pipe::deliver)
+// counts too.
 struct heartbeat {
-  explicit heartbeat(net::any_io_executor ex) : timer{std::move(ex)} {}
+  heartbeat(net::any_io_executor ex, std::atomic<int64_t>& last) : timer{std::move(ex)}, last_write{last} {}
   net::steady_timer timer;
-  steady::time_point last_write = steady::now();
+  std::atomic<int64_t>& last_write;
   bool due = false;
   bool over = false;
 };
 
 void arm(std::shared_ptr<heartbeat> hb, event_channel& ch, std::chrono::seconds every) {
-  hb->timer.expires_at(hb->last_write + every);
-  hb->timer.async_wait([hb, &ch, every](boost::system::error_code ec) {
+  auto every_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(every).count();
+  hb->timer.expires_at(steady::time_point{std::chrono::nanoseconds{hb->last_write.load() + every_ns}});
+  hb->timer.async_wait([hb, &ch, every, every_ns](boost::system::error_code ec) {
     if (ec || hb->over)
       return;
-    if (steady::now() >= hb->last_write + every) {
+    if (now_ns() >= hb->last_write.load() + every_ns) {
       hb->due = true;
-      hb->last_write = steady::now();
+      hb->last_write = now_ns();
       ch.cancel();
     }
     arm(hb, ch, every);
@@ -101,7 +112,107 @@ void append_chunk(std::string& out, std::string_view data) {
   out.append(size, static_cast<size_t>(n)).append(data).append("\r\n");
 }
 
+bool holds_done(const event_batch& batch) {
+  for (auto& ev : batch)
+    if (ev.kind == event_kind::done)
+      return true;
+  return false;
+}
+
 }  // namespace
+
+// write_sse_as's side of an event_pipe: attach while it writes, idle while
+// it waits, and what direct writes left.
+struct pipe_writer {
+  static void attach(event_pipe& p, int fd, const sse_formatter& format,
+                     std::shared_ptr<std::function<void()>> written) {
+    std::lock_guard lock{p.mu_};
+    p.fd_ = fd;
+    p.format_ = &format;
+    p.written_ = std::move(written);
+    p.last_write_ns_ = now_ns();
+  }
+  // Before the socket can close: deliver() writes to it no more.
+  static void detach(event_pipe& p) {
+    std::lock_guard lock{p.mu_};
+    p.fd_ = -1;
+    p.idle_ = false;
+    p.format_ = nullptr;
+    p.written_.reset();
+    p.pending_.clear();
+    p.pending_batches_ = 0;
+  }
+  // Whether the writer may wait for a batch: nothing left by direct writes
+  // and nothing queued. Then the pipe writes batches itself meanwhile.
+  static bool go_idle(event_pipe& p) {
+    std::lock_guard lock{p.mu_};
+    // ready() is also true for a closed channel, whose receive then fails.
+    if (!p.pending_.empty() || (p.ch_.ready() && p.ch_.is_open()))
+      return false;
+    p.idle_ = true;
+    return true;
+  }
+  static std::atomic<int64_t>& last_write(event_pipe& p) { return p.last_write_ns_; }
+  static void busy(event_pipe& p) {
+    std::lock_guard lock{p.mu_};
+    p.idle_ = false;
+  }
+  // Frames `batches` after what direct writes left (appended to `out`);
+  // returns the batches this write carries (for batch_written) and sets
+  // `done` when one held it.
+  static size_t frame(event_pipe& p, const sse_formatter& format, std::vector<event_batch>& batches,
+                      std::string& out, bool& done) {
+    std::string frames;
+    size_t n = 0;
+    std::lock_guard lock{p.mu_};
+    out += p.pending_;
+    p.pending_.clear();
+    n += std::exchange(p.pending_batches_, 0);
+    for (auto& b : batches) {
+      if (b.empty())
+        continue;  // the wake-up a direct write that did not fit sends
+      done = format(frames, b) || done;
+      ++n;
+    }
+    append_chunk(out, frames);
+    return n;
+  }
+};
+
+bool event_pipe::deliver(event_batch&& batch) {
+  std::shared_ptr<std::function<void()>> written;
+  {
+    std::lock_guard lock{mu_};
+    if (fd_ < 0 || !idle_ || holds_done(batch) || now_ns() - last_write_ns_ < direct_after_.count()) {
+      if (fd_ >= 0)
+        idle_ = false;  // the writer has a batch coming: no direct write may overtake it
+      return ch_.try_send(boost::system::error_code{}, std::move(batch));
+    }
+    std::string frames, chunk;
+    (*format_)(frames, batch);
+    append_chunk(chunk, frames);
+    size_t sent = 0;
+    if (!chunk.empty()) {
+      // MSG_DONTWAIT: the turn's thread never blocks on a client. An error
+      // (the client went away) leaves the chunk to the writer, whose write
+      // fails and ends the stream as before.
+      auto n = ::send(fd_, chunk.data(), chunk.size(), MSG_DONTWAIT | MSG_NOSIGNAL);
+      sent = n > 0 ? static_cast<size_t>(n) : 0;
+    }
+    if (sent < chunk.size()) {
+      pending_.append(chunk, sent);
+      ++pending_batches_;
+      idle_ = false;
+      return ch_.try_send(boost::system::error_code{}, event_batch{});  // wakes the writer
+    }
+    last_write_ns_ = now_ns();
+    direct_writes_.fetch_add(1, std::memory_order_relaxed);
+    metrics::global().sse_direct_writes.inc();
+    written = written_;
+  }
+  (*written)();  // the turn's credit (thread-safe: follow_turn's grant)
+  return true;
+}
 
 net::awaitable<bool> write_sse_head(net::ip::tcp::socket& sock, std::chrono::seconds timeout) {
   co_return co_await write_with_deadline(sock, sse_head, timeout);
@@ -118,7 +229,7 @@ net::awaitable<event_batch> next_batch(event_channel& ch) {
   co_return co_await ch.async_receive(net::use_awaitable);
 }
 
-net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,
+net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_pipe& pipe, sse_timing timing,
                                std::string_view request_id, std::function<void()> batch_written) {
   auto format = [request_id](std::string& out, const event_batch& batch) {
     bool done = false;
@@ -129,10 +240,10 @@ net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_channel& ch, ss
     }
     return done;
   };
-  co_return co_await write_sse_as(sock, ch, timing, format, true, std::move(batch_written));
+  co_return co_await write_sse_as(sock, pipe, timing, format, true, std::move(batch_written));
 }
 
-net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch, sse_timing timing,
+net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_pipe& pipe, sse_timing timing,
                                   sse_formatter format, bool send_retry,
                                   std::function<void()> batch_written) {
   // Every write carries all that is ready: the header and `retry:` go out
@@ -144,60 +255,72 @@ net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_channel& ch,
   // A write goes straight to the socket when it takes it all, and waiting
   // for events needs no timer of its own (heartbeat): a slow model's
   // stream is one small write per token, and a deadline timer and a
-  // parallel wait per token cost more than the write itself.
+  // parallel wait per token cost more than the write itself. While this
+  // writer waits, the turn's thread writes a batch itself
+  // (event_pipe::deliver) when the socket takes it all.
+  auto& ch = pipe.channel();
   std::string out{sse_head};
   if (send_retry)
     append_chunk(out, "retry: " + std::to_string(timing.retry.count()) + "\n\n");
   boost::system::error_code nb;
-  sock.non_blocking(true, nb);  // for write_now_or_wait; async operations are unaffected
-  auto hb = std::make_shared<heartbeat>(co_await net::this_coro::executor);
+  sock.non_blocking(true, nb);  // for write_now_or_wait and direct writes; async operations are unaffected
+  auto written = std::make_shared<std::function<void()>>(std::move(batch_written));
+  pipe_writer::attach(pipe, sock.native_handle(), format, written);
+  auto hb = std::make_shared<heartbeat>(co_await net::this_coro::executor,
+                                        pipe_writer::last_write(pipe));
   arm(hb, ch, timing.heartbeat);
-  struct end_heartbeat {
+  struct end_writer {
+    event_pipe& pipe;
     std::shared_ptr<heartbeat> hb;
-    ~end_heartbeat() {
+    ~end_writer() {
+      pipe_writer::detach(pipe);
       hb->over = true;
       hb->timer.cancel();
     }
-  } ending{hb};
-  std::string frames;
+  } ending{pipe, hb};
+  std::vector<event_batch> got;
   bool first = true;
   for (;;) {
-    frames.clear();
+    got.clear();
     bool done = false, closed = false;
-    size_t taken = 0;
-    auto take = [&](const event_batch& batch) {
-      done = format(frames, batch) || done;
-      ++taken;
-    };
-    if (!first && !hb->due) {
+    if (!first && !hb->due && pipe_writer::go_idle(pipe)) {
       auto [ec, batch] = co_await ch.async_receive(net::as_tuple(net::use_awaitable));
-      if (!ec)
-        take(batch);
-      else if (!hb->due)
+      pipe_writer::busy(pipe);
+      if (!ec) {
+        done = holds_done(batch);
+        got.push_back(std::move(batch));
+      } else if (!hb->due) {
         co_return false;  // channel closed or cancelled: the client went away
+      }
     }
     bool ping = std::exchange(hb->due, false);
     first = false;
     while (!done && !closed
            && ch.try_receive([&](boost::system::error_code ec, event_batch batch) {
-                ec ? void(closed = true) : take(batch);
+                if (ec) {
+                  closed = true;
+                  return;
+                }
+                done = holds_done(batch);
+                got.push_back(std::move(batch));
               })) {
     }
     if (closed)
       co_return false;
-    if (ping && frames.empty())
-      frames = ": ping\n\n";
-    append_chunk(out, frames);
-    if (done)
+    bool ended = false;
+    auto taken = pipe_writer::frame(pipe, format, got, out, ended);
+    if (ping && out.empty())
+      append_chunk(out, ": ping\n\n");
+    if (ended)
       out += "0\r\n\r\n";
     if (!out.empty() && !co_await write_now_or_wait(sock, out, timing.write_timeout))
       co_return false;
-    hb->last_write = steady::now();
+    hb->last_write = now_ns();
     out.clear();
-    if (done)
+    if (ended)
       co_return true;
     for (; taken > 0; --taken)
-      batch_written();
+      (*written)();
   }
 }
 

@@ -1,6 +1,7 @@
 #include "http/turn_follow.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <random>
 
 #include <boost/asio/co_spawn.hpp>
@@ -26,14 +27,14 @@ namespace {
 
 constexpr size_t channel_capacity = 256;  // > initial credit: try_send never fails on "full"
 
-// The connection's channel as the turn's in-process feed (event_feed).
+// The connection's pipe as the turn's in-process feed (event_feed).
 struct channel_feed final : event_feed {
-  explicit channel_feed(std::shared_ptr<event_channel> c) : ch(std::move(c)) {}
+  explicit channel_feed(std::shared_ptr<event_pipe> p) : pipe(std::move(p)) {}
   bool deliver(event_batch&& batch) override {
-    // try_send fails only if the connection closed the channel.
-    return ch->try_send(boost::system::error_code{}, std::move(batch));
+    // False only if the connection closed the channel.
+    return pipe->deliver(std::move(batch));
   }
-  std::shared_ptr<event_channel> ch;
+  std::shared_ptr<event_pipe> pipe;
 };
 
 // Per-request bridge actor: the turn's subscriber. A turn in this process
@@ -115,8 +116,12 @@ net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_acto
                                  uint64_t after, on_hangup hangup, turn_writer write) {
   ex.keep_alive = false;
   auto executor = co_await net::this_coro::executor;
-  auto ch = std::make_shared<event_channel>(executor, channel_capacity);
-  auto feed = std::make_shared<channel_feed>(ch);
+  auto pipe = std::make_shared<event_pipe>(
+      executor, channel_capacity,
+      ctx.settings.direct_writes ? event_pipe::default_direct_after
+                                 : std::chrono::nanoseconds::max());
+  auto ch = std::shared_ptr<event_channel>(pipe, &pipe->channel());
+  auto feed = std::make_shared<channel_feed>(pipe);
   auto sink = spawn_sink(ctx.sys, feed, turn);
   // Registered until the writer is done, however it ends.
   struct feed_registration {
@@ -131,11 +136,15 @@ net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_acto
   // meanwhile, and a slow model's stream (one batch per token) costs the
   // turn's actor one message per token instead of two.
   auto step = std::max<int32_t>(1, static_cast<int32_t>(ctx.settings.initial_credit) / 2);
-  std::function<void()> grant = [turn, sink, step, owed = int32_t{0}]() mutable {
-    if (++owed < step)
+  // Called by the connection's writer and, for batches the pipe wrote
+  // itself, by the turn's thread: the count is atomic, and whoever brings
+  // it to a step sends what is owed.
+  auto owed = std::make_shared<std::atomic<int32_t>>(0);
+  std::function<void()> grant = [turn, sink, step, owed]() {
+    if (owed->fetch_add(1) + 1 < step)
       return;
-    caf::anon_send(turn, atom::demand_v, sink, owed);
-    owed = 0;
+    if (auto n = owed->exchange(0); n > 0)
+      caf::anon_send(turn, atom::demand_v, sink, n);
   };
 
   // Watch the socket: a client that goes away ends the writer at once.
@@ -143,7 +152,7 @@ net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_acto
   auto finished = std::make_shared<bool>(false);
   net::co_spawn(executor, watch_disconnect(sock, ch, finished), net::detached);
 
-  bool done = co_await write(*ch, grant);
+  bool done = co_await write(*pipe, grant);
   *finished = true;
   if (!done && hangup == on_hangup::cancel)
     caf::anon_send(turn, atom::cancel_v);

@@ -21,11 +21,13 @@ namespace ragtor::http {
 struct handler_context;
 struct exchange;
 
-// Writes what arrives on the channel in its own format until `done`;
-// calls `batch_taken` after each batch so the turn sends the next.
-// Returns true once `done` went out, false when the client went away.
+// Writes what arrives through the pipe in its own format until `done`;
+// calls `batch_taken` after each batch so the turn sends the next (from
+// the turn's thread too, when the pipe wrote a batch itself: it is
+// thread-safe). Returns true once `done` went out, false when the client
+// went away.
 using turn_writer =
-    std::function<boost::asio::awaitable<bool>(event_channel&, const std::function<void()>&)>;
+    std::function<boost::asio::awaitable<bool>(event_pipe&, const std::function<void()>&)>;
 
 // What happens to the turn when the client goes away before `done`.
 enum class on_hangup {

@@ -152,6 +152,11 @@ std::string render(const registry& r, std::string_view extra) {
                 "Waits of model connects for a free file descriptor (the open-file limit reached).");
   append_sample(out, "ragtor_llm_descriptor_waits_total", "",
                 static_cast<double>(r.llm_descriptor_waits.value()));
+  append_header(out, "ragtor_sse_direct_writes_total", "counter",
+                "Event batches written to a waiting connection's socket by the turn's own thread "
+                "([sse] direct_writes).");
+  append_sample(out, "ragtor_sse_direct_writes_total", "",
+                static_cast<double>(r.sse_direct_writes.value()));
   append_header(out, "ragtor_store_commit_duration_seconds", "histogram",
                 "Time one store transaction (a group-commit batch) took.");
   append_histogram(out, "ragtor_store_commit_duration_seconds", "", r.store_commit_duration);

@@ -128,6 +128,8 @@ struct registry {
   gauge llm_queue_depth;
   // Model connects that found no free file descriptor and waited for one.
   counter llm_descriptor_waits;
+  // Event batches a turn's thread wrote to its waiting connection itself.
+  counter sse_direct_writes;
   histogram store_commit_duration{
       {0.0001, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5}};
   histogram store_batch_size{{1, 2, 4, 8, 16, 32, 64, 128, 256, 512}};

@@ -421,6 +421,7 @@ int run_serve(const serve_options& opts) {
   hs.write_timeout = std::chrono::seconds{cfg->sse.write_timeout_s};
   hs.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   hs.initial_credit = cfg->sse.initial_credit;
+  hs.direct_writes = cfg->sse.direct_writes;
   hs.max_streams = static_cast<size_t>(cfg->server.max_streams);
   hs.max_connections = static_cast<size_t>(cfg->server.max_connections);
   hs.idle_timeout = std::chrono::seconds{cfg->server.idle_timeout_s};

@@ -88,6 +88,7 @@ heartbeat_s = 1
 write_timeout_s = 2
 initial_credit = 3
 max_pending_bytes = 4
+direct_writes = false
 [store]
 backend = "sqlite"
 sqlite_path = "x.db"
@@ -144,6 +145,7 @@ allowed_outbound_hosts = "tools.internal,models.example"
   EXPECT_EQ(cfg->sse.write_timeout_s, 2);
   EXPECT_EQ(cfg->sse.initial_credit, 3);
   EXPECT_EQ(cfg->sse.max_pending_bytes, 4u);
+  EXPECT_FALSE(cfg->sse.direct_writes);
   EXPECT_EQ(cfg->store.backend, "sqlite");
   EXPECT_EQ(cfg->store.sqlite_path, "x.db");
   EXPECT_EQ(cfg->store.postgres_dsn, "host=h");

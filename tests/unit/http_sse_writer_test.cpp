@@ -4,8 +4,10 @@
 // every event in order (Beast's parser reads it back).
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <optional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <boost/asio/co_spawn.hpp>
@@ -61,7 +63,8 @@ exchange_result run_exchange(std::vector<event_batch> before, std::vector<event_
   auto& ioc = link.ioc;
   auto& server = link.server;
   auto& client = link.client;
-  ragtor::http::event_channel ch{ioc.get_executor(), 64};
+  ragtor::http::event_pipe pipe{ioc.get_executor(), 64};
+  auto& ch = pipe.channel();
   for (auto& b : before)
     EXPECT_TRUE(ch.try_send(boost::system::error_code{}, std::move(b)));
   exchange_result out;
@@ -70,7 +73,7 @@ exchange_result run_exchange(std::vector<event_batch> before, std::vector<event_
   net::co_spawn(
       ioc,
       [&]() -> net::awaitable<void> {
-        out.writer_result = co_await ragtor::http::write_sse(server, ch, timing, "req_1", [&] {
+        out.writer_result = co_await ragtor::http::write_sse(server, pipe, timing, "req_1", [&] {
           ++out.batches_written;
           if (next_later < later.size())
             ch.try_send(boost::system::error_code{}, std::move(later[next_later++]));
@@ -143,14 +146,15 @@ TEST(sse_writer, a_closed_channel_ends_the_writer_with_false) {
   auto& ioc = link.ioc;
   auto& server = link.server;
   auto& client = link.client;
-  ragtor::http::event_channel ch{ioc.get_executor(), 4};
+  ragtor::http::event_pipe pipe{ioc.get_executor(), 4};
+  auto& ch = pipe.channel();
   ch.try_send(boost::system::error_code{}, event_batch{numbered(ragtor::make_start_event(), 1)});
   std::optional<bool> result;
   ragtor::http::sse_timing timing{std::chrono::seconds{30}, std::chrono::seconds{30}};
   net::co_spawn(
       ioc,
       [&]() -> net::awaitable<void> {
-        result = co_await ragtor::http::write_sse(server, ch, timing, "req_1", [&] {
+        result = co_await ragtor::http::write_sse(server, pipe, timing, "req_1", [&] {
           ch.cancel();  // the client went away (as watch_disconnect does)
           ch.close();
         });
@@ -159,6 +163,131 @@ TEST(sse_writer, a_closed_channel_ends_the_writer_with_false) {
   ioc.run();
   ASSERT_TRUE(result.has_value());
   EXPECT_FALSE(*result);
+}
+
+// The writer on its own thread, the turn's side (deliver) on the test's.
+struct threaded_writer {
+  loopback link;
+  ragtor::http::event_pipe pipe;
+  std::atomic<int> written{0};
+  std::optional<bool> result;
+  std::thread thread;
+
+  // `direct_after` 0: any batch for a waiting writer goes straight out.
+  explicit threaded_writer(event_batch first,
+                           std::chrono::nanoseconds direct_after = std::chrono::nanoseconds{0})
+      : pipe{link.ioc.get_executor(), 64, direct_after} {
+    pipe.channel().try_send(boost::system::error_code{}, std::move(first));
+    ragtor::http::sse_timing timing{std::chrono::seconds{30}, std::chrono::seconds{30}};
+    net::co_spawn(
+        link.ioc,
+        [this, timing]() -> net::awaitable<void> {
+          result = co_await ragtor::http::write_sse(link.server, pipe, timing, "req_1",
+                                                    [this] { ++written; });
+          link.server.shutdown(tcp::socket::shutdown_send);
+        },
+        net::detached);
+    thread = std::thread{[this] { link.ioc.run(); }};
+  }
+  ~threaded_writer() {
+    if (thread.joinable())
+      thread.join();
+  }
+  // Until the writer waits for a batch with nothing left to write.
+  void until_waiting() {
+    while (!pipe.writer_waiting())
+      std::this_thread::yield();
+  }
+  // The whole response, read by the client once the writer is done.
+  http::response<http::string_body> read_all() {
+    http::response_parser<http::string_body> parser;
+    parser.body_limit(boost::none);  // the large-token test's body is 24 MiB
+    boost::beast::flat_buffer buf;
+    boost::system::error_code ec;
+    http::read(link.client, buf, parser, ec);
+    EXPECT_FALSE(ec) << ec.message();
+    return parser.release();
+  }
+};
+
+TEST(sse_writer, a_batch_for_a_waiting_writer_is_written_by_the_turns_thread) {
+  threaded_writer w{{numbered(ragtor::make_start_event(), 1)}};
+  std::vector<std::string> expected{"req_1:1"};
+  for (uint64_t seq = 2; seq <= 21; ++seq) {
+    w.until_waiting();
+    EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_token_event("t" + std::to_string(seq)), seq)}));
+    expected.push_back("req_1:" + std::to_string(seq));
+  }
+  // Every token went out from this thread, each granting its credit once
+  // (and `start`, written by the writer, once).
+  EXPECT_EQ(w.pipe.direct_writes(), 20u);
+  EXPECT_EQ(w.written.load(), 21);
+  ragtor::done_content done;
+  w.until_waiting();
+  EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_done_event(done), 22)}));
+  expected.push_back("req_1:22");
+  EXPECT_EQ(w.pipe.direct_writes(), 20u) << "done goes through the writer, which ends the body";
+  auto res = w.read_all();
+  w.thread.join();
+  ASSERT_TRUE(w.result.has_value());
+  EXPECT_TRUE(*w.result);
+  EXPECT_EQ(ids_of(res.body()), expected);
+  EXPECT_LT(res.body().find("\"t2\""), res.body().find("\"t21\""));
+}
+
+TEST(sse_writer, batches_close_after_a_write_go_through_the_writer) {
+  // However long the writer has waited, a batch within `direct_after` of
+  // the last write is the writer's to write (with what else came).
+  threaded_writer w{{numbered(ragtor::make_start_event(), 1)}, std::chrono::hours{1}};
+  std::vector<std::string> expected{"req_1:1"};
+  for (uint64_t seq = 2; seq <= 6; ++seq) {
+    w.until_waiting();
+    EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_token_event("t" + std::to_string(seq)), seq)}));
+    expected.push_back("req_1:" + std::to_string(seq));
+  }
+  ragtor::done_content done;
+  EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_done_event(done), 7)}));
+  expected.push_back("req_1:7");
+  auto res = w.read_all();
+  w.thread.join();
+  EXPECT_EQ(w.pipe.direct_writes(), 0u);
+  EXPECT_EQ(ids_of(res.body()), expected);
+}
+
+TEST(sse_writer, what_the_socket_does_not_take_the_writer_writes_first_in_order) {
+  threaded_writer w{{numbered(ragtor::make_start_event(), 1)}};
+  // Tokens far larger than the socket's buffer, while the client does not
+  // read: the first direct write leaves most of its chunk to the writer,
+  // and the next batches queue behind it in the channel.
+  const size_t big = 8u << 20;
+  w.until_waiting();
+  std::vector<std::string> expected{"req_1:1"};
+  for (uint64_t seq = 2; seq <= 4; ++seq) {
+    EXPECT_TRUE(w.pipe.deliver(
+        {numbered(ragtor::make_token_event(std::string(big, static_cast<char>('a' + seq))), seq)}));
+    expected.push_back("req_1:" + std::to_string(seq));
+  }
+  ragtor::done_content done;
+  EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_done_event(done), 5)}));
+  expected.push_back("req_1:5");
+  auto res = w.read_all();
+  w.thread.join();
+  ASSERT_TRUE(w.result.has_value());
+  EXPECT_TRUE(*w.result);
+  EXPECT_EQ(w.pipe.direct_writes(), 0u);
+  // Credit goes back once per batch written before the write that ends the
+  // body (as for any batch): start's, the token the direct write began,
+  // and those of the other two the writer wrote before `done` came, which
+  // depends on when it looked.
+  EXPECT_GE(w.written.load(), 2);
+  EXPECT_LE(w.written.load(), 4);
+  auto& body = res.body();
+  EXPECT_EQ(ids_of(body), expected);
+  for (char c : {'c', 'd', 'e'}) {
+    auto at = body.find(std::string(1, '"') + std::string(64, c));
+    ASSERT_NE(at, std::string::npos) << c;
+    EXPECT_EQ(body.find_first_not_of(c, at + 1) - at - 1, big) << c << ": the token whole";
+  }
 }
 
 }  // namespace
