@@ -198,6 +198,15 @@ struct threaded_writer {
     while (!pipe.writer_waiting())
       std::this_thread::yield();
   }
+  // Delivers `done` as event `seq`, reads the whole response and waits
+  // for the writer to return.
+  http::response<http::string_body> end_with_done(uint64_t seq) {
+    ragtor::done_content done;
+    EXPECT_TRUE(pipe.deliver({numbered(ragtor::make_done_event(done), seq)}));
+    auto res = read_all();
+    thread.join();
+    return res;
+  }
   // The whole response, read by the client once the writer is done.
   http::response<http::string_body> read_all() {
     http::response_parser<http::string_body> parser;
@@ -222,13 +231,10 @@ TEST(sse_writer, a_batch_for_a_waiting_writer_is_written_by_the_turns_thread) {
   // (and `start`, written by the writer, once).
   EXPECT_EQ(w.pipe.direct_writes(), 20u);
   EXPECT_EQ(w.written.load(), 21);
-  ragtor::done_content done;
   w.until_waiting();
-  EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_done_event(done), 22)}));
+  auto res = w.end_with_done(22);
   expected.push_back("req_1:22");
   EXPECT_EQ(w.pipe.direct_writes(), 20u) << "done goes through the writer, which ends the body";
-  auto res = w.read_all();
-  w.thread.join();
   ASSERT_TRUE(w.result.has_value());
   EXPECT_TRUE(*w.result);
   EXPECT_EQ(ids_of(res.body()), expected);
@@ -245,11 +251,8 @@ TEST(sse_writer, batches_close_after_a_write_go_through_the_writer) {
     EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_token_event("t" + std::to_string(seq)), seq)}));
     expected.push_back("req_1:" + std::to_string(seq));
   }
-  ragtor::done_content done;
-  EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_done_event(done), 7)}));
+  auto res = w.end_with_done(7);
   expected.push_back("req_1:7");
-  auto res = w.read_all();
-  w.thread.join();
   EXPECT_EQ(w.pipe.direct_writes(), 0u);
   EXPECT_EQ(ids_of(res.body()), expected);
 }
@@ -267,11 +270,8 @@ TEST(sse_writer, what_the_socket_does_not_take_the_writer_writes_first_in_order)
         {numbered(ragtor::make_token_event(std::string(big, static_cast<char>('a' + seq))), seq)}));
     expected.push_back("req_1:" + std::to_string(seq));
   }
-  ragtor::done_content done;
-  EXPECT_TRUE(w.pipe.deliver({numbered(ragtor::make_done_event(done), 5)}));
+  auto res = w.end_with_done(5);
   expected.push_back("req_1:5");
-  auto res = w.read_all();
-  w.thread.join();
   ASSERT_TRUE(w.result.has_value());
   EXPECT_TRUE(*w.result);
   EXPECT_EQ(w.pipe.direct_writes(), 0u);
