@@ -155,7 +155,7 @@ handler_result openai_chat(handler_context& ctx, exchange& ex) {
           frame(text, openai::content_chunk(meta, piece));
       }
       if (!out->done())
-        return false;
+        return;
       if (auto failed = out->failure()) {
         frame(text, openai::error_json(*failed));
       } else {
@@ -166,7 +166,6 @@ handler_result openai_chat(handler_context& ctx, exchange& ex) {
           frame(text, openai::usage_chunk(meta, out->usage()));
       }
       text += "data: [DONE]\n\n";
-      return true;
     };
     co_await follow_turn(ctx, ex, ticket->stream, 0, on_hangup::cancel,
                          [&](event_pipe& pipe, const std::function<void()>& taken) {

@@ -158,10 +158,9 @@ struct pipe_writer {
     p.idle_ = false;
   }
   // Frames `batches` after what direct writes left (appended to `out`);
-  // returns the batches this write carries (for batch_written) and sets
-  // `done` when one held it.
-  static size_t frame(event_pipe& p, const sse_formatter& format, std::vector<event_batch>& batches,
-                      std::string& out, bool& done) {
+  // returns the batches this write carries (for batch_written).
+  static size_t frame(event_pipe& p, const sse_formatter& format,
+                      const std::vector<event_batch>& batches, std::string& out) {
     std::string frames;
     size_t n = 0;
     std::lock_guard lock{p.mu_};
@@ -171,7 +170,7 @@ struct pipe_writer {
     for (auto& b : batches) {
       if (b.empty())
         continue;  // the wake-up a direct write that did not fit sends
-      done = format(frames, b) || done;
+      format(frames, b);
       ++n;
     }
     append_chunk(out, frames);
@@ -206,7 +205,6 @@ bool event_pipe::deliver(event_batch&& batch) {
       return ch_.try_send(boost::system::error_code{}, event_batch{});  // wakes the writer
     }
     last_write_ns_ = now_ns();
-    direct_writes_.fetch_add(1, std::memory_order_relaxed);
     metrics::global().sse_direct_writes.inc();
     written = written_;
   }
@@ -232,13 +230,9 @@ net::awaitable<event_batch> next_batch(event_channel& ch) {
 net::awaitable<bool> write_sse(net::ip::tcp::socket& sock, event_pipe& pipe, sse_timing timing,
                                std::string_view request_id, std::function<void()> batch_written) {
   auto format = [request_id](std::string& out, const event_batch& batch) {
-    bool done = false;
-    for (auto& ev : batch) {
+    for (auto& ev : batch)
       if (ev.visible)
         append_sse_frame(out, ev, request_id, ev.seq);
-      done = done || ev.kind == event_kind::done;
-    }
-    return done;
   };
   co_return co_await write_sse_as(sock, pipe, timing, format, true, std::move(batch_written));
 }
@@ -307,17 +301,16 @@ net::awaitable<bool> write_sse_as(net::ip::tcp::socket& sock, event_pipe& pipe, 
     }
     if (closed)
       co_return false;
-    bool ended = false;
-    auto taken = pipe_writer::frame(pipe, format, got, out, ended);
+    auto taken = pipe_writer::frame(pipe, format, got, out);
     if (ping && out.empty())
       append_chunk(out, ": ping\n\n");
-    if (ended)
+    if (done)
       out += "0\r\n\r\n";
     if (!out.empty() && !co_await write_now_or_wait(sock, out, timing.write_timeout))
       co_return false;
     hb->last_write = now_ns();
     out.clear();
-    if (ended)
+    if (done)
       co_return true;
     for (; taken > 0; --taken)
       (*written)();

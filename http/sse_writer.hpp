@@ -28,9 +28,9 @@ using event_batch = std::vector<stream_event>;
 using event_channel =
     boost::asio::experimental::concurrent_channel<void(boost::system::error_code, event_batch)>;
 
-// Appends the SSE text of one batch to `out`; returns true when the batch
-// ended the stream (it held `done`).
-using sse_formatter = std::function<bool(std::string& out, const event_batch& batch)>;
+// Appends the SSE text of one batch to `out` (the writer ends the body
+// after the batch that holds `done`).
+using sse_formatter = std::function<void(std::string& out, const event_batch& batch)>;
 
 // A turn's way to its connection: the channel that carries batches to the
 // connection's writer, and, while an SSE writer (write_sse_as) waits for
@@ -64,8 +64,6 @@ public:
   // (the batch is dropped).
   bool deliver(event_batch&& batch);
 
-  // Batches deliver() wrote to the socket itself.
-  uint64_t direct_writes() const { return direct_writes_.load(std::memory_order_relaxed); }
   // Whether a writer waits with nothing left to write (tests).
   bool writer_waiting() {
     std::lock_guard lock{mu_};
@@ -85,7 +83,6 @@ private:
   std::string pending_;   // what direct writes left for the writer to write
   size_t pending_batches_ = 0;
   std::atomic<int64_t> last_write_ns_{0};  // steady_clock, for the heartbeat
-  std::atomic<uint64_t> direct_writes_{0};
 };
 
 // Receives the next batch; throws when the channel was closed or
