@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <random>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -16,6 +15,7 @@
 
 #include "http/connection_io.hpp"
 #include "http/handler_context.hpp"
+#include "persistence/store_backend.hpp"
 #include "protocol/event_feed.hpp"
 #include "protocol/stream_events.hpp"
 
@@ -97,15 +97,7 @@ net::awaitable<void> watch_disconnect(net::ip::tcp::socket& sock, std::shared_pt
 }  // namespace
 
 std::string new_request_id() {
-  thread_local std::mt19937_64 rng{std::random_device{}()};
-  static constexpr char hex[] = "0123456789abcdef";
-  std::string id = "req_";
-  for (int i = 0; i < 2; ++i) {
-    auto x = rng();
-    for (int j = 0; j < 16; ++j, x >>= 4)
-      id += hex[x & 0xf];
-  }
-  return id;
+  return "req_" + new_id();
 }
 
 sse_timing sse_timing_of(const server_settings& s) {

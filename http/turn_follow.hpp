@@ -35,7 +35,13 @@ enum class on_hangup {
   cancel,  // it stops now and stores its partial answer
 };
 
-// A new request id: "req_" and 128 random bits in hex.
+// A new request id: "req_" and a row id (new_id: the time in milliseconds,
+// then 80 random bits, in hex). Both messages of a turn are indexed by
+// their request id (messages_by_request, and with the conversation for
+// retries), so ids in the order they are made land at the right end of
+// that index: with 128 random bits every message dirtied a random leaf
+// of it, which the writer read and wrote again at each commit
+// (docs/performance.md, "Request ids in the order they are made").
 std::string new_request_id();
 
 // The SSE timing of the server's settings.

@@ -6,6 +6,9 @@
 
 #include <gtest/gtest.h>
 
+#include "http/turn_follow.hpp"
+#include "tests/support/id_checks.hpp"
+
 #include "protocol/stream_events.hpp"
 
 namespace ragtor::http {
@@ -90,6 +93,14 @@ TEST(http_chat_reply, the_request_id_is_escaped) {
   reply.add(done);
   EXPECT_EQ(reply.json("a\"b", false),
             with_done_members(R"({"request_id":"a\"b","route_decision":null)", done));
+}
+
+// A server-made request id: "req_" then a row id (the time in milliseconds,
+// then 80 random bits), so that ids made later sort later and each turn's
+// messages land at the right end of the request-id index; distinct within
+// one millisecond.
+TEST(http_request_ids, sort_by_time_and_do_not_repeat) {
+  test::expect_ids_in_time_order([] { return new_request_id(); }, "req_");
 }
 
 }  // namespace

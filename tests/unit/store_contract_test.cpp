@@ -14,6 +14,7 @@
 #include "persistence/postgres/pg_backend.hpp"
 #include "persistence/recall_index.hpp"
 #include "persistence/sqlite/sqlite_backend.hpp"
+#include "tests/support/id_checks.hpp"
 #include "tests/support/pg_scratch.hpp"
 
 using namespace ragtor;
@@ -524,23 +525,7 @@ TEST_P(store_contract, a_users_recall_rows_held_between_turns_follow_every_write
 // Row ids: 32 hex digits, later ones sorting later (each table's id index
 // grows at its right end), distinct within one millisecond.
 TEST(row_ids, are_hex_sort_by_time_and_do_not_repeat) {
-  std::set<std::string> ids;
-  auto before = now_ms();
-  auto first = new_id();
-  auto after = now_ms();
-  for (int i = 0; i < 20000; ++i) {
-    auto id = new_id();
-    ASSERT_EQ(id.size(), 32u);
-    ASSERT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos) << id;
-    ids.insert(id);
-  }
-  EXPECT_EQ(ids.size(), 20000u);
-  auto stamped = std::stoll(first.substr(0, 12), nullptr, 16);
-  EXPECT_GE(stamped, before) << "the first 12 digits are the time in milliseconds";
-  EXPECT_LE(stamped, after);
-  while (now_ms() <= after) {
-  }
-  EXPECT_LT(first, new_id()) << "an id made in a later millisecond sorts after";
+  test::expect_ids_in_time_order([] { return new_id(); }, "");
 }
 
 // The mark of rows held (store_backend.hpp, `after`): on SQLite only rows
