@@ -120,6 +120,82 @@ protected:
 
 }  // namespace
 
+// Migration 12 makes the messages table again, keyed (request_id, role,
+// conversation_id) instead of (conversation_id, request_id, role): a
+// database made before it keeps every message, field by field, and the
+// uniqueness it enforced (one user and one assistant message per request in
+// a conversation; the same client request id in another conversation).
+TEST_P(store_contract, messages_stored_before_the_request_key_change_keep_through_it) {
+  std::unique_ptr<test::scratch_database> scratch;
+  std::unique_ptr<store_backend> old;
+  if (GetParam() == "sqlite") {
+    old = std::make_unique<sqlite_backend>(dir_ / "before-12.db");
+  } else {
+    scratch = std::make_unique<test::scratch_database>(test::test_postgres_dsn());
+    old = std::make_unique<pg_backend>(scratch->dsn());
+  }
+  std::vector<migration> before;
+  for (auto& m : embedded_migrations())
+    if (m.version < 12)
+      before.push_back(m);
+  apply_migrations(*old, before);
+  auto in_tx = [&](auto f) {
+    old->begin();
+    auto r = f(*old);
+    old->commit();
+    return r;
+  };
+  auto a = in_tx([](store_backend& db) { return db.begin_turn("u1", "s1", "tea?", "req-client", 1000); });
+  stored_message answer;
+  answer.conversation_id = a.conversation_id;
+  answer.content = "Green [1]";
+  answer.citations_json = R"([{"doc_id":"d1"}])";
+  answer.request_id = "req-client";
+  answer.completed = false;
+  in_tx([&](store_backend& db) { return db.finish_turn(answer, 1001); });
+  auto b = in_tx([](store_backend& db) { return db.begin_turn("u2", "s1", "coffee?", "req-client", 1002); });
+  in_tx([&](store_backend& db) { return db.begin_turn("u1", "s1", "and milk?", "", 1003); });
+  auto before_a = old->history(a.conversation_id, 10);
+  auto before_b = old->history(b.conversation_id, 10);
+  ASSERT_EQ(before_a.size(), 3u);
+
+  EXPECT_GE(apply_migrations(*old, embedded_migrations()), 1);
+  auto after_a = old->history(a.conversation_id, 10);
+  auto after_b = old->history(b.conversation_id, 10);
+  auto same = [](const std::vector<stored_message>& x, const std::vector<stored_message>& y) {
+    ASSERT_EQ(x.size(), y.size());
+    for (size_t i = 0; i < x.size(); ++i) {
+      EXPECT_EQ(x[i].message_id, y[i].message_id);
+      EXPECT_EQ(x[i].seq, y[i].seq);
+      EXPECT_EQ(x[i].role, y[i].role);
+      EXPECT_EQ(x[i].content, y[i].content);
+      EXPECT_EQ(x[i].citations_json, y[i].citations_json);
+      EXPECT_EQ(x[i].completed, y[i].completed);
+      EXPECT_EQ(x[i].request_id, y[i].request_id);
+      EXPECT_EQ(x[i].created_at_ms, y[i].created_at_ms);
+    }
+  };
+  same(before_a, after_a);
+  same(before_b, after_b);
+  stored_message found;
+  ASSERT_TRUE(old->find_turn("req-client", "u1", found));
+  EXPECT_EQ(found.content, "Green [1]");
+  EXPECT_FALSE(old->find_turn("req-client", "u2", found)) << "u2's turn has no answer yet";
+  // A retried request writes nothing and reports the stored turn.
+  auto again = in_tx([](store_backend& db) { return db.begin_turn("u1", "s1", "tea?", "req-client", 1004); });
+  EXPECT_TRUE(again.existing);
+  EXPECT_EQ(again.seq, a.seq);
+  EXPECT_EQ(old->history(a.conversation_id, 10).size(), 3u);
+  // A second assistant message of the request in the conversation is refused.
+  old->begin();
+  EXPECT_THROW(old->execute_script("INSERT INTO messages (id, conversation_id, seq, role, content, "
+                                   "request_id, created_at) VALUES ('dup', '" + a.conversation_id +
+                                   "', 9, 'assistant', 'x', 'req-client', 1005)"),
+               store_error);
+  old->rollback();
+  old.reset();
+}
+
 TEST_P(store_contract, migrations_apply_exactly_once) {
   EXPECT_EQ(apply_migrations(*db_, embedded_migrations()), 0);
   auto applied = db_->applied_migrations();
