@@ -172,18 +172,22 @@ void start_next(session_ptr self) {
   st.queue.pop_front();
   st.starting = true;
   st.starting_id = turn.req.request_id;
-  // The commit beside the turn: once the conversation is known, the turn
-  // starts now (route, context, search, model) while the store commits
-  // its user message; the stream publishes `start` and stores the answer
-  // only after that commit. Only for a server-generated request_id, which
-  // no stored turn can have (a client's may be a retry of a stored turn).
+  // The commit beside the turn: the turn starts now (route, context,
+  // search, model) while the store commits its user message; the stream
+  // publishes `start` and stores the answer only after that commit. Only
+  // for a server-generated request_id, which no stored turn can have (a
+  // client's may be a retry of a stored turn). On the session's first turn
+  // the conversation is not known yet: the stream starts with none (an
+  // empty context, which is a new conversation's) and plans nothing, so
+  // asks no model, until the store opened it; it is kept if the store
+  // opened a new conversation (the user message is its first), else rerun.
   stream_actor early;
   auto guess = st.conversation_id;
-  if (st.settings.early_start && !guess.empty() && turn.req.fresh_request_id
-      && !turn.req.stateless) {
+  if (st.settings.early_start && turn.req.fresh_request_id && !turn.req.stateless) {
     turn_opened g;
     g.conversation_id = guess;
-    g.seq = st.last_seq + 1;  // at most the real seq: recall skips no more than the window
+    // At most the real seq: recall skips no more than the window.
+    g.seq = guess.empty() ? 1 : st.last_seq + 1;
     early = spawn_stream(self->system(), turn.req, g, deps_of(self), st.settings.stream, false);
     self->monitor(early);
   }
@@ -193,13 +197,15 @@ void start_next(session_ptr self) {
           [=](turn_opened& opened) mutable {
             if (!early)
               return run_opened(self, std::move(turn), opened, stream_actor{});
-            if (opened.conversation_id == guess && !opened.existing) {
+            bool as_guessed = guess.empty() ? opened.seq == 1 : opened.conversation_id == guess;
+            if (as_guessed && !opened.existing) {
               self->send(early, atom::opened_v, opened, true);
               return run_opened(self, std::move(turn), opened, early);
             }
-            // The conversation changed meanwhile (deleted, cleared): the
-            // early stream read the wrong one. It quits; the turn runs again
-            // once it is gone (so its model call is cancelled first).
+            // The conversation changed meanwhile (deleted, cleared), or the
+            // session's first turn is not its conversation's first: the
+            // early stream read the wrong context. It quits; the turn runs
+            // again once it is gone (so its model call is cancelled first).
             lg->debug("session: {} opened in conversation {}, not {}: starting it again",
                       turn.req.request_id, opened.conversation_id, guess);
             self->send(early, atom::opened_v, turn_opened{}, false);

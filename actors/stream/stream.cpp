@@ -188,6 +188,10 @@ struct stream_state {
   bool durable = true;
   std::vector<stream_event> held;
   bool persist_waiting = false;  // the answer is ready before the message is durable
+  // A session's first turn starts before the store says which conversation
+  // it is in: until then it routes, reads and searches, but plans nothing
+  // (no model call, no flow state) — it may yet be rerun (session.cpp).
+  bool plan_waiting = false;
 };
 
 using self_ptr = measured_pointer<stream_actor, stream_state>;
@@ -693,6 +697,10 @@ void plan(self_ptr self) {
   auto& st = self->state;
   if (st.cancelled)
     return persist(self);
+  if (!st.durable && st.opened.conversation_id.empty()) {
+    st.plan_waiting = true;  // on_opened plans
+    return;
+  }
   auto& mode = st.route.kb.answer_mode;
   if (st.route.worker_name.empty() || mode == "pipeline" || mode.empty())
     return rewrite(self);
@@ -1035,6 +1043,10 @@ void on_opened(self_ptr self, turn_opened o, bool keep) {
     st.persist_waiting = false;
     persist(self);
   }
+  if (st.plan_waiting) {
+    st.plan_waiting = false;
+    plan(self);
+  }
 }
 
 void start_pipeline(self_ptr self) {
@@ -1165,6 +1177,7 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
               .field("kb", st.route.kb_prefix)
               .field("stage", phase_names[static_cast<int>(st.ph)])
               .field("tokens", st.tokens)
+              .field("waits_for_commit", st.plan_waiting)
               .field("age_ms", static_cast<int64_t>(age.count()))
               .field("subscribers", static_cast<uint64_t>(st.subs.size()))
               .field("cancelled", st.cancelled)

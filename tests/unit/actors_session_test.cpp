@@ -422,6 +422,85 @@ TEST_F(session_actors, an_early_turn_publishes_start_only_after_its_user_message
   EXPECT_TRUE(h[3].completed);
 }
 
+// A session's first turn: the conversation is not known until the store
+// opens it, so the stream routes, reads its (empty) context and searches
+// while the user message commits, and asks the model only once the store
+// opened a new conversation for it; `start` still comes first.
+TEST_F(session_actors, a_sessions_first_turn_starts_before_its_commit_and_asks_the_model_after_it) {
+  gated->hold = true;
+  self->send(sessions, atom::open_turn_v, fresh_turn("e1"));
+  sched.run();
+  auto early = stream_of("e1");
+  ASSERT_TRUE(early) << "the first turn did not start before its commit";
+  auto watched = std::make_shared<collected>();
+  auto sink = spawn_collector(sys, watched);
+  caf::anon_send(early, atom::subscribe_v, sink, uint64_t{0});
+  caf::anon_send(early, atom::demand_v, sink, int32_t{1000});
+  ASSERT_TRUE(run_until([&] { return status_of(early).boolean("/waits_for_commit"); }, 200));
+  for (int i = 0; i < 20; ++i) {
+    sched.advance_time(10ms);
+    sched.run();
+  }
+  EXPECT_EQ(status_of(early).integer("/tokens"), 0) << "asked the model before the commit";
+  EXPECT_EQ(gated->held.size(), 1u);
+  EXPECT_TRUE(watched->events.empty()) << "published before the user message was stored";
+  EXPECT_FALSE(take_ticket());
+  caf::anon_send(gate, atom::opened_v, true);
+  sched.run();
+  auto ticket = take_ticket();
+  ASSERT_TRUE(ticket);
+  EXPECT_EQ(ticket->stream, early) << "a new conversation's turn need not run again";
+  ASSERT_TRUE(run_until([&] { return watched->done(); }));
+  ASSERT_FALSE(watched->events.empty());
+  EXPECT_EQ(watched->events.front().kind, event_kind::start);
+  for (size_t i = 0; i < watched->events.size(); ++i)
+    EXPECT_EQ(watched->events[i].seq, i + 1);
+  auto h = history(ticket->conversation_id);
+  ASSERT_EQ(h.size(), 2u);
+  EXPECT_EQ(h[0].request_id, "e1");
+  EXPECT_EQ(h[1].role, "assistant");
+  EXPECT_EQ(h[1].content, watched->tokens());
+  EXPECT_TRUE(h[1].completed);
+}
+
+// A session's first turn in a conversation stored before (its session
+// actor stopped when idle, or the server restarted): the early stream read
+// an empty context, so it quits before asking the model and the turn runs
+// again in the conversation the store opened.
+TEST_F(session_actors, a_sessions_first_turn_in_a_stored_conversation_runs_again) {
+  auto first = complete(fresh_turn("e1"));
+  auto again = spawn_session_manager(
+      sys,
+      session_deps{caf::actor_cast<router_actor>(actors[0]),
+                   caf::actor_cast<agent_pool_actor>(actors[1]),
+                   caf::actor_cast<llm_actor>(actors[2]), caf::actor_cast<store_actor>(gate),
+                   summarizer_actor{}},
+      {});
+  actors.push_back(caf::actor_cast<caf::actor>(again));
+  gated->hold = true;
+  self->send(again, atom::open_turn_v, fresh_turn("e2"));
+  sched.run();
+  auto early = stream_of("e2");
+  ASSERT_TRUE(early);
+  ASSERT_TRUE(run_until([&] { return status_of(early).boolean("/waits_for_commit"); }, 200));
+  EXPECT_EQ(status_of(early).integer("/tokens"), 0);
+  caf::anon_send(gate, atom::opened_v, true);
+  sched.run();
+  auto ticket = take_ticket();
+  ASSERT_TRUE(ticket);
+  EXPECT_NE(ticket->stream, early);
+  EXPECT_EQ(ticket->conversation_id, first.conversation_id);
+  auto events = subscribe(*ticket);
+  ASSERT_TRUE(run_until([&] { return events->done(); }));
+  EXPECT_EQ(events->events.front().kind, event_kind::start);
+  auto h = history(first.conversation_id);
+  ASSERT_EQ(h.size(), 4u);
+  EXPECT_EQ(h[2].request_id, "e2");
+  EXPECT_EQ(h[2].seq, 3);
+  EXPECT_EQ(h[3].content, events->tokens());
+  EXPECT_TRUE(h[3].completed);
+}
+
 TEST_F(session_actors, an_early_turn_whose_commit_fails_publishes_and_stores_nothing) {
   auto first = complete(fresh_turn("e1"));
   gated->hold = true;
