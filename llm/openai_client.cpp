@@ -701,9 +701,13 @@ const endpoint_config& openai_client::config() const {
 }
 
 std::shared_ptr<call_handle> openai_client::stream_chat(chat_params p, stream_callbacks cb) {
+  return stream_chat_body(build_chat_body(impl_->cfg.model, p, true), std::move(cb));
+}
+
+std::shared_ptr<call_handle> openai_client::stream_chat_body(std::string body,
+                                                             stream_callbacks cb) {
   auto st = impl_->new_call();
   st->on_cancel = cb.on_error;
-  auto body = build_chat_body(impl_->cfg.model, p, true);
   net::co_spawn(st->exec, impl_->run_stream(st, std::move(body), std::move(cb)), net::detached);
   return st;
 }

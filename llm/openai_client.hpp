@@ -102,6 +102,9 @@ public:
   openai_client& operator=(const openai_client&) = delete;
 
   std::shared_ptr<call_handle> stream_chat(chat_params p, stream_callbacks cb);
+  // The same with its request body already built (build_chat_body with this
+  // client's model, streamed), e.g. by the caller's thread.
+  std::shared_ptr<call_handle> stream_chat_body(std::string body, stream_callbacks cb);
   std::shared_ptr<call_handle> chat(chat_params p, std::function<void(chat_result)> cb);
   std::shared_ptr<call_handle> embed(std::vector<std::string> inputs,
                                      std::function<void(embed_result)> cb);

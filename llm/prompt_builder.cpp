@@ -267,4 +267,38 @@ built_prompt build_prompt(const prompt_inputs& in) {
   return out;
 }
 
+void build_request_prompt(generation_request& req, size_t budget_tokens,
+                          const std::string& instructions) {
+  prompt_inputs in;
+  in.system_instructions = req.instructions.empty() ? instructions : std::move(req.instructions);
+  in.evidence = req.general ? nullptr : &req.evidence;
+  in.window = std::move(req.history);
+  in.core_memory = std::move(req.core_memory);
+  in.memories = std::move(req.memories);
+  in.episodic = std::move(req.episodic);
+  in.summary = std::move(req.summary);
+  in.question = req.question;
+  in.budget_tokens = budget_tokens;
+  in.citations = !req.general && req.cite;
+  auto built = build_prompt(in);
+  req.prompt = std::move(built.messages);
+  req.prompt_tokens = static_cast<int32_t>(built.prompt_tokens);
+  req.history = {};
+  req.core_memory.clear();
+  req.memories = {};
+  req.episodic = {};
+  req.summary.clear();
+  req.instructions.clear();
+}
+
+chat_params request_chat_params(generation_request& req, double temperature,
+                                int32_t max_tokens) {
+  chat_params params;
+  params.messages = std::move(req.prompt);
+  req.prompt = {};
+  params.temperature = req.temperature >= 0 ? req.temperature : temperature;
+  params.max_tokens = req.max_tokens > 0 ? req.max_tokens : max_tokens;
+  return params;
+}
+
 }  // namespace ragtor::llm

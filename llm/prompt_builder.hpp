@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "llm/openai_wire.hpp"
 #include "protocol/chat_message.hpp"
 #include "protocol/messages.hpp"
 
@@ -37,6 +38,18 @@ struct built_prompt {
 };
 
 built_prompt build_prompt(const prompt_inputs& in);
+
+// The prompt of a generation request (its `prompt` and `prompt_tokens`),
+// built from its context, which moves into it and is left empty; the
+// evidence stays, for the answer's citations. `instructions` stand for the
+// request's when it names none ("" = the built-in ones).
+void build_request_prompt(generation_request& req, size_t budget_tokens,
+                          const std::string& instructions = {});
+
+// The chat call of a request whose prompt is built: the prompt moves into
+// it; temperature and max_tokens are the request's, else these defaults.
+chat_params request_chat_params(generation_request& req, double temperature,
+                                int32_t max_tokens);
 
 // The built-in instructions for answers grounded in documents, and for
 // general chat.

@@ -32,5 +32,10 @@ struct chat_message {
   std::vector<tool_call> tool_calls;  // role "assistant": the calls it made
 };
 
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, chat_message& x) {
+  return f(caf::meta::type_name("chat_message"), x.role, x.content, x.tool_call_id, x.tool_calls);
+}
+
 }  // namespace llm
 }  // namespace ragtor

@@ -311,13 +311,23 @@ struct generation_request {
   double temperature = -1;  // < 0: the gateway's default
   int32_t max_tokens = 0;   // 0: the gateway's default
   std::string instructions;  // "" = the built-in system instructions
+  // The model's prompt when the caller built it (llm::build_prompt from the
+  // fields above, which it then leaves empty, except the evidence that the
+  // answer's citations point into): the gateway sends it as it is. Built by
+  // each turn's stream, prompts are made side by side on every worker, not
+  // one after another in the gateway actor. Empty: the gateway builds it.
+  std::vector<llm::chat_message> prompt;
+  int32_t prompt_tokens = 0;  // the prompt's approx_tokens
+  // The whole request body (the OpenAI JSON, prompt and sampling) when the
+  // caller also knew the gateway's model settings: sent as it is.
+  std::string body;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, generation_request& x) {
   return f(caf::meta::type_name("generation_request"), x.request_id, x.question, x.history,
            x.evidence, x.general, x.core_memory, x.memories, x.episodic, x.summary, x.cite,
-           x.temperature, x.max_tokens, x.instructions);
+           x.temperature, x.max_tokens, x.instructions, x.prompt, x.prompt_tokens, x.body);
 }
 
 // A generator's final answer; its text equals the concatenated tokens sent.

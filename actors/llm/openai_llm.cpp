@@ -209,34 +209,21 @@ void start_next(self_ptr self);
 void start(self_ptr self, pending p) {
   auto& st = self->state;
   auto id = p.req.request_id;
-  // The request's parts move into the prompt's inputs: this actor builds
-  // every call's prompt, so copies here are paid one call after another.
-  llm::prompt_inputs in;
-  in.system_instructions = p.req.instructions.empty() ? st.settings.system_instructions
-                                                      : std::move(p.req.instructions);
-  in.evidence = p.req.general ? nullptr : &p.req.evidence;
-  in.window = std::move(p.req.history);
-  in.core_memory = std::move(p.req.core_memory);
-  in.memories = std::move(p.req.memories);
-  in.episodic = std::move(p.req.episodic);
-  in.summary = std::move(p.req.summary);
-  in.question = std::move(p.req.question);
-  in.budget_tokens = st.settings.prompt_budget_tokens;
-  in.citations = !p.req.general && p.req.cite;
-  auto prompt = llm::build_prompt(in);
+  // Turns' streams build their calls' bodies themselves (stream_settings::
+  // model), side by side on every worker; a request without one (a
+  // planner's) gets its prompt built here, one call after another.
+  if (p.req.body.empty() && p.req.prompt.empty())
+    llm::build_request_prompt(p.req, st.settings.prompt_budget_tokens,
+                              st.settings.system_instructions);
   call c;
   c.promise = std::move(p.promise);
-  c.prompt_tokens = static_cast<int32_t>(prompt.prompt_tokens);
+  c.prompt_tokens = p.req.prompt_tokens;
   c.general = p.req.general;
   c.cite = p.req.cite;
   c.shown = std::make_shared<shown_text>(std::move(p.sink), id,
                                          p.req.general || !p.req.cite
                                              ? std::vector<llm::citation_source>{}
                                              : sources_of(std::move(p.req.evidence)));
-  llm::chat_params params;
-  params.messages = std::move(prompt.messages);
-  params.temperature = p.req.temperature >= 0 ? p.req.temperature : st.settings.temperature;
-  params.max_tokens = p.req.max_tokens > 0 ? p.req.max_tokens : st.settings.max_tokens;
   // Callbacks run on the client's I/O thread: deltas go through the call's
   // shown_text to the stream; the end of the call comes back as a message.
   auto me = llm_actor{self};
@@ -259,7 +246,12 @@ void start(self_ptr self, pending p) {
     p.promise.deliver(make_error(errc::conflict, "request " + id + " is already generating"));
     return;
   }
-  it->second.handle = st.client->stream_chat(std::move(params), std::move(cb));
+  it->second.handle =
+      p.req.body.empty()
+          ? st.client->stream_chat(
+                llm::request_chat_params(p.req, st.settings.temperature, st.settings.max_tokens),
+                std::move(cb))
+          : st.client->stream_chat_body(std::move(p.req.body), std::move(cb));
 }
 
 // Closes the call's text (flushing the citation parser to the sink) and

@@ -18,6 +18,7 @@
 #include <caf/typed_event_based_actor.hpp>
 
 #include "actors/pipeline/planner.hpp"
+#include "llm/prompt_builder.hpp"
 #include "llm/query_rewrite.hpp"
 #include "memory/long_term.hpp"
 #include "protocol/errc.hpp"
@@ -535,6 +536,12 @@ void generate(self_ptr self) {
   gr.episodic = std::move(st.episodic);
   gr.summary = std::move(st.summary);
   gr.instructions = std::move(st.instructions);
+  if (auto& m = st.settings.model) {
+    llm::build_request_prompt(gr, m->prompt_budget_tokens);
+    gr.body = llm::build_chat_body(m->model, llm::request_chat_params(gr, m->temperature,
+                                                                      m->max_tokens),
+                                   true);
+  }
   auto sink = caf::actor_cast<token_sink_actor>(self);
   phase_over(self, metrics::turn_phase::model_called);
   self->request(st.deps.llm, st.settings.turn_timeout, atom::generate_v, std::move(gr), sink)

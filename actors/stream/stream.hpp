@@ -55,6 +55,18 @@ struct stream_settings {
   // context read brought). Unset: every completed turn asks, and the
   // summarizer reads the state itself.
   std::optional<summary_policy> summary;
+  // Set when the model is an OpenAI-compatible one ([llm]): the stream
+  // builds its call's prompt and request body itself before handing the
+  // turn to the gateway, so the bodies of many turns are built at once on
+  // all workers, not one after another in the gateway actor. Unset: the
+  // gateway takes the context and uses what it needs.
+  struct model_call {
+    std::string model;
+    double temperature = 0.2;
+    int32_t max_tokens = 1024;
+    size_t prompt_budget_tokens = 6000;
+  };
+  std::optional<model_call> model;
 };
 
 // `durable` false: `opened` is the session's guess (the conversation, no

@@ -375,6 +375,10 @@ int run_serve(const serve_options& opts) {
   ss.stream.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   ss.stream.max_pending_bytes = cfg->sse.max_pending_bytes;
   ss.stream.detach_grace = std::chrono::milliseconds{cfg->server.detach_grace_ms};
+  if (generator_uses_model(*cfg))
+    ss.stream.model = stream_settings::model_call{
+        cfg->llm.model, cfg->llm.temperature, cfg->llm.max_tokens,
+        static_cast<size_t>(cfg->llm.prompt_budget_tokens)};
   if (sum.enabled)
     ss.stream.summary = sum.policy;
   session_deps sd{router, pool, llm, *store, summarizer};

@@ -417,6 +417,38 @@ protected:
   std::vector<caf::actor> actors;
 };
 
+// A request that brings its prompt, or its whole body (a turn's stream
+// builds it: the gateway is one actor), reaches the model as it is: the
+// gateway builds nothing from the request's context, and the model answers
+// the prompt's question, not the request's.
+TEST_F(gateway_order_test, a_request_with_its_prompt_or_body_reaches_the_model_as_it_is) {
+  auto g = gateway(2, 4);
+  for (bool whole_body : {false, true}) {
+    auto q = question(whole_body ? "body" : "prompt", "the request's own question");
+    q.history = {stored_message{}};
+    q.summary = "a summary the prompt left out";
+    q.prompt = {llm::chat_message{"system", "PREBUILT-SYSTEM", "", {}},
+                llm::chat_message{"user", "a quick one", "", {}}};
+    q.prompt_tokens = 7;
+    if (whole_body) {
+      llm::chat_params params;
+      params.messages = q.prompt;
+      params.temperature = 0.5;
+      q.body = llm::build_chat_body("fake-model", params, true);
+      q.prompt = {};
+    }
+    auto got = outcomes_in_order(
+        1, [&](caf::event_based_actor* w, note_fn note) { ask(w, g, q, note); });
+    EXPECT_EQ(got, (std::vector<std::string>{"answer:ANSWER"})) << whole_body;
+    auto sent = json::parse(fake.stats().str("/last_chat_request"));
+    auto msgs = sent.items("/messages");
+    ASSERT_EQ(msgs.size(), 2u);
+    EXPECT_EQ(msgs[0].str("/content"), "PREBUILT-SYSTEM");
+    EXPECT_EQ(msgs[1].str("/role"), "user");
+    EXPECT_EQ(msgs[1].str("/content"), "a quick one");
+  }
+}
+
 // A summary is background work: with the model's slots full, an answer
 // queued after it gets the next free slot. One slot; a stalled answer
 // holds it while a summary and then another answer queue; cancelling the

@@ -242,6 +242,61 @@ TEST(prompt_builder, the_count_is_the_rendered_prompts_at_every_budget) {
   EXPECT_GE(stages.size(), 10u) << "the budgets trim at many different stages";
 }
 
+// A generation request's prompt, built by the turn's stream
+// (build_request_prompt), is the one its context gives build_prompt, as
+// the gateway built it: instructions, budget and citations included. The
+// context moves into it; the evidence stays for the citations.
+TEST(prompt_builder, a_requests_prompt_is_the_one_its_context_gives) {
+  generation_request req;
+  req.request_id = "r1";
+  req.question = "which tea?";
+  req.history = {msg(1, "user", "earlier question"), msg(2, "assistant", "earlier answer")};
+  req.evidence = evidence(3);
+  req.core_memory = "name: Ana";
+  req.memories = {"prefers green tea"};
+  req.episodic = {"an earlier turn: tea & biscuits"};
+  req.summary = "They asked about tea.";
+  for (bool general : {false, true})
+    for (const std::string instructions : {"", "Answer in French."})
+      for (size_t budget : {size_t{60}, size_t{6000}}) {
+        auto built = req;
+        built.general = general;
+        built.instructions = instructions;
+        prompt_inputs in;
+        in.system_instructions = instructions.empty() ? "Be brief." : instructions;
+        in.evidence = general ? nullptr : &req.evidence;
+        in.window = req.history;
+        in.core_memory = req.core_memory;
+        in.memories = req.memories;
+        in.episodic = req.episodic;
+        in.summary = req.summary;
+        in.question = req.question;
+        in.budget_tokens = budget;
+        in.citations = !general;
+        auto want = build_prompt(in);
+        build_request_prompt(built, budget, "Be brief.");
+        ASSERT_EQ(built.prompt.size(), want.messages.size());
+        for (size_t i = 0; i < want.messages.size(); ++i) {
+          EXPECT_EQ(built.prompt[i].role, want.messages[i].role);
+          EXPECT_EQ(built.prompt[i].content, want.messages[i].content);
+        }
+        EXPECT_EQ(built.prompt_tokens, static_cast<int32_t>(want.prompt_tokens));
+        EXPECT_TRUE(built.history.empty());
+        EXPECT_TRUE(built.memories.empty());
+        EXPECT_TRUE(built.episodic.empty());
+        EXPECT_TRUE(built.summary.empty());
+        EXPECT_TRUE(built.core_memory.empty());
+        ASSERT_EQ(built.evidence.retrieval_results.size(), 3u) << "kept for citations";
+        EXPECT_EQ(built.evidence.retrieval_results[2].evidence, req.evidence.retrieval_results[2].evidence);
+        EXPECT_EQ(built.question, req.question);
+        auto params = request_chat_params(built, 0.2, 99);
+        EXPECT_EQ(params.messages.size(), want.messages.size());
+        EXPECT_TRUE(built.prompt.empty()) << "the prompt moves into the call";
+        EXPECT_EQ(params.temperature, 0.2) << "the default: the request names none";
+        EXPECT_EQ(params.max_tokens, 99);
+      }
+}
+
 std::vector<citation_source> sources() {
   return {{"tea", "tea#0", "Tea",
            "Japanese sencha tastes best at 70 degrees.\nBlack tea likes boiling water."},
