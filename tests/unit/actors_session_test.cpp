@@ -147,11 +147,27 @@ protected:
     return out;
   }
 
-  std::shared_ptr<collected> subscribe(const turn_ticket& t) {
+  // Holds the store's commits and opens `r` with `manager`: the turn's
+  // stream if it started before its commit.
+  stream_actor open_held(const session_manager_actor& manager, chat_request r) {
+    gated->hold = true;
+    auto id = r.request_id;
+    self->send(manager, atom::open_turn_v, std::move(r));
+    sched.run();
+    return stream_of(id);
+  }
+
+  // What `stream` publishes from its first event, collected.
+  std::shared_ptr<collected> watch(const stream_actor& stream) {
     auto out = std::make_shared<collected>();
     auto sink = spawn_collector(sys, out);
-    caf::anon_send(t.stream, atom::subscribe_v, sink, uint64_t{0});
-    caf::anon_send(t.stream, atom::demand_v, sink, int32_t{1000});
+    caf::anon_send(stream, atom::subscribe_v, sink, uint64_t{0});
+    caf::anon_send(stream, atom::demand_v, sink, int32_t{1000});
+    return out;
+  }
+
+  std::shared_ptr<collected> subscribe(const turn_ticket& t) {
+    auto out = watch(t.stream);
     sched.run();
     return out;
   }
@@ -384,15 +400,9 @@ TEST_F(session_actors, a_busy_request_id_is_refused) {
 // stored only after it, and the client's ticket waits for it.
 TEST_F(session_actors, an_early_turn_publishes_start_only_after_its_user_message_is_stored) {
   auto first = complete(fresh_turn("e1"));  // the conversation becomes known
-  gated->hold = true;
-  self->send(sessions, atom::open_turn_v, fresh_turn("e2"));
-  sched.run();
-  auto early = stream_of("e2");
+  auto early = open_held(sessions, fresh_turn("e2"));
   ASSERT_TRUE(early) << "the turn did not start before its commit";
-  auto watched = std::make_shared<collected>();
-  auto sink = spawn_collector(sys, watched);
-  caf::anon_send(early, atom::subscribe_v, sink, uint64_t{0});
-  caf::anon_send(early, atom::demand_v, sink, int32_t{1000});
+  auto watched = watch(early);
   // Routing, context, search and generation went ahead: the model has
   // written tokens while the commit is still held.
   ASSERT_TRUE(run_until([&] { return status_of(early).integer("/tokens") > 3; }, 200));
@@ -427,15 +437,9 @@ TEST_F(session_actors, an_early_turn_publishes_start_only_after_its_user_message
 // while the user message commits, and asks the model only once the store
 // opened a new conversation for it; `start` still comes first.
 TEST_F(session_actors, a_sessions_first_turn_starts_before_its_commit_and_asks_the_model_after_it) {
-  gated->hold = true;
-  self->send(sessions, atom::open_turn_v, fresh_turn("e1"));
-  sched.run();
-  auto early = stream_of("e1");
+  auto early = open_held(sessions, fresh_turn("e1"));
   ASSERT_TRUE(early) << "the first turn did not start before its commit";
-  auto watched = std::make_shared<collected>();
-  auto sink = spawn_collector(sys, watched);
-  caf::anon_send(early, atom::subscribe_v, sink, uint64_t{0});
-  caf::anon_send(early, atom::demand_v, sink, int32_t{1000});
+  auto watched = watch(early);
   ASSERT_TRUE(run_until([&] { return status_of(early).boolean("/waits_for_commit"); }, 200));
   for (int i = 0; i < 20; ++i) {
     sched.advance_time(10ms);
@@ -477,10 +481,7 @@ TEST_F(session_actors, a_sessions_first_turn_in_a_stored_conversation_runs_again
                    summarizer_actor{}},
       {});
   actors.push_back(caf::actor_cast<caf::actor>(again));
-  gated->hold = true;
-  self->send(again, atom::open_turn_v, fresh_turn("e2"));
-  sched.run();
-  auto early = stream_of("e2");
+  auto early = open_held(again, fresh_turn("e2"));
   ASSERT_TRUE(early);
   ASSERT_TRUE(run_until([&] { return status_of(early).boolean("/waits_for_commit"); }, 200));
   EXPECT_EQ(status_of(early).integer("/tokens"), 0);
@@ -503,15 +504,9 @@ TEST_F(session_actors, a_sessions_first_turn_in_a_stored_conversation_runs_again
 
 TEST_F(session_actors, an_early_turn_whose_commit_fails_publishes_and_stores_nothing) {
   auto first = complete(fresh_turn("e1"));
-  gated->hold = true;
-  self->send(sessions, atom::open_turn_v, fresh_turn("e2"));
-  sched.run();
-  auto early = stream_of("e2");
+  auto early = open_held(sessions, fresh_turn("e2"));
   ASSERT_TRUE(early);
-  auto watched = std::make_shared<collected>();
-  auto sink = spawn_collector(sys, watched);
-  caf::anon_send(early, atom::subscribe_v, sink, uint64_t{0});
-  caf::anon_send(early, atom::demand_v, sink, int32_t{1000});
+  auto watched = watch(early);
   ASSERT_TRUE(run_until([&] { return status_of(early).integer("/tokens") > 3; }, 200));
   // The model is streaming when the store fails the user message.
   caf::anon_send(gate, atom::opened_v, false);
@@ -546,10 +541,7 @@ TEST_F(session_actors, an_early_turn_in_a_conversation_deleted_meanwhile_starts_
   sched.run();
   self->receive([](bool) {}, [&](caf::error& err) { ADD_FAILURE() << sys.render(err); },
                 caf::after(0s) >> [] { ADD_FAILURE() << "no delete reply"; });
-  gated->hold = true;
-  self->send(sessions, atom::open_turn_v, fresh_turn("e2"));
-  sched.run();
-  auto early = stream_of("e2");
+  auto early = open_held(sessions, fresh_turn("e2"));
   ASSERT_TRUE(early);
   caf::anon_send(gate, atom::opened_v, true);
   sched.run();
