@@ -537,7 +537,7 @@ void generate(self_ptr self) {
   gr.summary = std::move(st.summary);
   gr.instructions = std::move(st.instructions);
   if (auto& m = st.settings.model) {
-    llm::build_request_prompt(gr, m->prompt_budget_tokens);
+    llm::build_request_prompt(gr, m->prompt_budget_tokens, m->system_instructions);
     gr.body = llm::build_chat_body(m->model, llm::request_chat_params(gr, m->temperature,
                                                                       m->max_tokens),
                                    true);

@@ -12,6 +12,7 @@
 #include <chrono>
 #include <memory>
 #include <optional>
+#include <string>
 
 #include <caf/fwd.hpp>
 #include <caf/timespan.hpp>
@@ -65,6 +66,7 @@ struct stream_settings {
     double temperature = 0.2;
     int32_t max_tokens = 1024;
     size_t prompt_budget_tokens = 6000;
+    std::string system_instructions;  // "" = the built-in ones (as the gateway's)
   };
   std::optional<model_call> model;
 };
