@@ -37,10 +37,10 @@ enum class on_hangup {
 
 // A new request id: "req_" and a row id (new_id: the time in milliseconds,
 // then 80 random bits, in hex). Both messages of a turn are indexed by
-// their request id (messages_by_request, and with the conversation for
-// retries), so ids in the order they are made land at the right end of
-// that index: with 128 random bits every message dirtied a random leaf
-// of it, which the writer read and wrote again at each commit
+// their request id first (unique with role and conversation, migration
+// 12), so ids in the order they are made land at the right end of that
+// index: with 128 random bits every message dirtied a random leaf of it,
+// which the writer read and wrote again at each commit
 // (docs/performance.md, "Request ids in the order they are made").
 std::string new_request_id();
 
