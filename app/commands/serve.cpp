@@ -111,6 +111,19 @@ size_t agent_workers_of(const config& cfg) {
   return n;
 }
 
+// The OpenAI-compatible gateway's settings from [llm]; the turns' streams
+// build their model calls with the same ones (stream_settings::model).
+openai_llm_settings gateway_settings(const config& cfg) {
+  openai_llm_settings os;
+  os.model = cfg.llm.model;
+  os.max_concurrency = static_cast<size_t>(cfg.llm.max_concurrency);
+  os.max_queue = static_cast<size_t>(cfg.llm.max_queue);
+  os.temperature = cfg.llm.temperature;
+  os.max_tokens = cfg.llm.max_tokens;
+  os.prompt_budget_tokens = static_cast<size_t>(cfg.llm.prompt_budget_tokens);
+  return os;
+}
+
 // The answer generator the configuration asks for: the OpenAI-compatible
 // gateway when a model is configured, otherwise the extractive generator.
 llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
@@ -124,13 +137,7 @@ llm_actor spawn_generator(caf::actor_system& sys, const config& cfg) {
   auto ec = endpoint_of(cfg, cfg.llm.base_url, cfg.llm.model);
   ec.max_idle_connections = static_cast<size_t>(cfg.llm.max_concurrency);
   auto client = std::make_shared<llm::openai_client>(ec);
-  openai_llm_settings os;
-  os.model = cfg.llm.model;
-  os.max_concurrency = static_cast<size_t>(cfg.llm.max_concurrency);
-  os.max_queue = static_cast<size_t>(cfg.llm.max_queue);
-  os.temperature = cfg.llm.temperature;
-  os.max_tokens = cfg.llm.max_tokens;
-  os.prompt_budget_tokens = static_cast<size_t>(cfg.llm.prompt_budget_tokens);
+  auto os = gateway_settings(cfg);
   lg->info("generator: model \"{}\" at {}", cfg.llm.model, cfg.llm.base_url);
   return spawn_openai_llm(sys, std::move(client), os);
 }
@@ -375,10 +382,11 @@ int run_serve(const serve_options& opts) {
   ss.stream.turn_timeout = std::chrono::seconds{cfg->server.turn_timeout_s};
   ss.stream.max_pending_bytes = cfg->sse.max_pending_bytes;
   ss.stream.detach_grace = std::chrono::milliseconds{cfg->server.detach_grace_ms};
-  if (generator_uses_model(*cfg))
-    ss.stream.model = stream_settings::model_call{
-        cfg->llm.model, cfg->llm.temperature, cfg->llm.max_tokens,
-        static_cast<size_t>(cfg->llm.prompt_budget_tokens)};
+  if (generator_uses_model(*cfg)) {
+    auto os = gateway_settings(*cfg);
+    ss.stream.model = stream_settings::model_call{os.model, os.temperature, os.max_tokens,
+                                                  os.prompt_budget_tokens, os.system_instructions};
+  }
   if (sum.enabled)
     ss.stream.summary = sum.policy;
   session_deps sd{router, pool, llm, *store, summarizer};
