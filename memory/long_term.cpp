@@ -392,6 +392,52 @@ dot_fn pick_dot() {
   return dot_sse2;
 }
 
+// dots[k] += qd * column[k] for k < n, each term a multiply and then an
+// add in double (no FMA), as the scalar loop rounds it.
+#if defined(__x86_64__)
+__attribute__((target("avx2"))) void add_scaled_avx2(double* dots, double qd,
+                                                     const float* column, size_t n) {
+  const __m256d q = _mm256_set1_pd(qd);
+  size_t k = 0;
+  for (; k + 4 <= n; k += 4)
+    _mm256_storeu_pd(dots + k,
+                     _mm256_add_pd(_mm256_loadu_pd(dots + k),
+                                   _mm256_mul_pd(q, _mm256_cvtps_pd(_mm_loadu_ps(column + k)))));
+  for (; k < n; ++k)
+    dots[k] += qd * column[k];
+}
+#endif
+
+void add_scaled_plain(double* dots, double qd, const float* column, size_t n) {
+  for (size_t k = 0; k < n; ++k)
+    dots[k] += qd * column[k];
+}
+
+using add_scaled_fn = void (*)(double*, double, const float*, size_t);
+
+add_scaled_fn pick_add_scaled() {
+#if defined(__x86_64__)
+  if (__builtin_cpu_supports("avx2"))
+    return add_scaled_avx2;
+#endif
+  return add_scaled_plain;
+}
+
+// The best `limit` of (score, index) pairs, best first, ties by index:
+// only they need an order.
+std::vector<size_t> best_scored(std::vector<std::pair<double, size_t>> scored, size_t limit) {
+  auto keep = std::min(limit, scored.size());
+  std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep),
+                    scored.end(), [](auto& a, auto& b) {
+                      return a.first != b.first ? a.first > b.first : a.second < b.second;
+                    });
+  std::vector<size_t> out;
+  out.reserve(keep);
+  for (size_t i = 0; i < keep; ++i)
+    out.push_back(scored[i].second);
+  return out;
+}
+
 }  // namespace
 
 std::vector<size_t> rank_vectors(const std::vector<float>& q,
@@ -458,17 +504,82 @@ std::vector<size_t> rank_vectors(const std::vector<float>& q,
     if (dot >= min_similarity)
       scored.emplace_back(dot, c);
   }
-  // Only the best `limit` need an order.
-  auto keep = std::min(limit, scored.size());
-  std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep),
-                    scored.end(), [](auto& a, auto& b) {
-                      return a.first != b.first ? a.first > b.first : a.second < b.second;
-                    });
-  std::vector<size_t> out;
-  out.reserve(keep);
-  for (size_t i = 0; i < keep; ++i)
-    out.push_back(scored[i].second);
-  return out;
+  return best_scored(std::move(scored), limit);
+}
+
+vector_columns::vector_columns(size_t dims, size_t capacity)
+    : dims_{dims}, capacity_{capacity},
+      data_{std::make_unique_for_overwrite<float[]>(dims * capacity)} {}
+
+std::optional<uint32_t> vector_columns::claim(size_t n) {
+  auto used = used_.load(std::memory_order_relaxed);
+  do {
+    if (used + n > capacity_)
+      return std::nullopt;
+  } while (!used_.compare_exchange_weak(used, used + n, std::memory_order_relaxed));
+  return static_cast<uint32_t>(used);
+}
+
+void vector_columns::put(uint32_t slot, const std::vector<float>& v) {
+  for (size_t d = 0; d < dims_; ++d)
+    data_[d * capacity_ + slot] = d < v.size() ? v[d] : 0.0f;
+}
+
+void vector_columns::copy(const vector_columns& from, const std::vector<uint32_t>& from_slots,
+                          const std::vector<uint32_t>& to_slots) {
+  for (size_t d = 0; d < dims_; ++d) {
+    auto* to = data_.get() + d * capacity_;
+    if (d >= from.dims_) {
+      for (auto s : to_slots)
+        to[s] = 0.0f;
+      continue;
+    }
+    const auto* src = from.column(d);
+    for (size_t i = 0; i < to_slots.size(); ++i)
+      to[to_slots[i]] = src[from_slots[i]];
+  }
+}
+
+std::vector<size_t> rank_columns(const std::vector<float>& q, const vector_columns& columns,
+                                 const std::vector<uint32_t>& slots, size_t limit,
+                                 double min_similarity) {
+  // The candidates' slots as runs of consecutive slots: each run of a
+  // column is read as one block. Only the candidates' own slots are read
+  // (another version of the rows may be writing the slots it claimed).
+  const size_t capacity = columns.capacity();
+  std::vector<char> candidate(capacity, 0);
+  for (auto s : slots)
+    if (s < capacity)
+      candidate[s] = 1;
+  std::vector<std::pair<uint32_t, uint32_t>> runs;  // [begin, end)
+  for (uint32_t s = 0; s < capacity;) {
+    if (!candidate[s]) {
+      ++s;
+      continue;
+    }
+    auto begin = s;
+    while (s < capacity && candidate[s])
+      ++s;
+    runs.emplace_back(begin, s);
+  }
+  // Dimension by dimension, in order, each slot's sum grows by one term:
+  // the sum rank_vectors' sparse path makes for each vector.
+  static const add_scaled_fn add_scaled = pick_add_scaled();
+  std::vector<double> dots(capacity, 0.0);
+  for (size_t d = 0; d < std::min(q.size(), columns.dims()); ++d) {
+    if (q[d] == 0.0f)
+      continue;
+    const double qd = q[d];
+    const float* column = columns.column(d);
+    for (auto [begin, end] : runs)
+      add_scaled(dots.data() + begin, qd, column + begin, end - begin);
+  }
+  std::vector<std::pair<double, size_t>> scored;
+  scored.reserve(slots.size());
+  for (size_t i = 0; i < slots.size(); ++i)
+    if (slots[i] < capacity && dots[slots[i]] >= min_similarity)
+      scored.emplace_back(dots[slots[i]], i);
+  return best_scored(std::move(scored), limit);
 }
 
 std::vector<size_t> rank_episodes(std::string_view question,

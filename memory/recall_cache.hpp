@@ -2,8 +2,10 @@
 // kept out of long_term.hpp, which protocol/messages.hpp includes.
 #pragma once
 
+#include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -31,5 +33,47 @@ struct term_item {
 };
 std::vector<size_t> rank_by_terms(std::string_view question, const std::vector<term_item>& items,
                                   size_t limit);
+
+// Stored vectors kept by dimension (issue 20, target 5): column d holds
+// dimension d of every slot, so ranking a question reads one contiguous
+// run of floats per dimension the question sets, where a vector per row
+// read a scattered line of each row per dimension. A user's held episodes
+// (persistence/recall_index.cpp) share one: a turn that adds rows claims
+// free slots at the end, so versions of the rows share the columns;
+// filled slots never change. Safe for one writer per claimed slot and any
+// number of readers of slots written before they were published.
+class vector_columns {
+public:
+  static constexpr uint32_t left_out = UINT32_MAX;  // rank_columns: not a candidate
+
+  vector_columns(size_t dims, size_t capacity);
+  size_t dims() const { return dims_; }
+  size_t capacity() const { return capacity_; }
+  size_t bytes() const { return sizeof *this + dims_ * capacity_ * sizeof(float); }
+  // The first of `n` free slots, now the caller's (another caller gets
+  // others); nullopt when fewer than `n` are left.
+  std::optional<uint32_t> claim(size_t n);
+  // Writes `v` into a claimed slot: its first dims() values, zeros past
+  // its end.
+  void put(uint32_t slot, const std::vector<float>& v);
+  // Fills claimed slots from slots of `from`: `to_slots[i]` gets
+  // `from_slots[i]` (compacting a full one into a new one).
+  void copy(const vector_columns& from, const std::vector<uint32_t>& from_slots,
+            const std::vector<uint32_t>& to_slots);
+  const float* column(size_t d) const { return data_.get() + d * capacity_; }
+
+private:
+  size_t dims_, capacity_;
+  std::atomic<size_t> used_{0};
+  std::unique_ptr<float[]> data_;
+};
+
+// rank_vectors (memory/long_term.hpp) over the vectors in `columns`:
+// candidate i is at slots[i] (left_out: not a candidate); indices into
+// `slots`, best first, ties in order. Each dot product is the plain loop's
+// sum in order in double, as rank_vectors' sparse path computes it.
+std::vector<size_t> rank_columns(const std::vector<float>& q, const vector_columns& columns,
+                                 const std::vector<uint32_t>& slots, size_t limit,
+                                 double min_similarity);
 
 }  // namespace ragtor

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <climits>
+#include <iterator>
 #include <list>
 #include <mutex>
 #include <type_traits>
@@ -21,6 +22,11 @@ namespace {
 // What list_memories and recall read per user (store_backend.hpp).
 constexpr size_t max_rows = 200;
 
+size_t recall_dims() {
+  static const size_t dims = episode_embedding("dims").size();
+  return dims;
+}
+
 struct memory_row {
   std::string id;
   std::string content;
@@ -33,15 +39,19 @@ struct memory_row {
   }
 };
 
+// An episode's key and where its vector is: `vector` as read, until it
+// is put in the user's columns at `slot` (held_rows::place).
 struct episode_row {
   std::string id;
   std::string conversation_id;
   int64_t seq = 0;
   int64_t created_at = 0;
   std::shared_ptr<const std::vector<float>> vector;
+  uint32_t slot = vector_columns::left_out;
 
   size_t bytes() const {
-    return sizeof *this + id.size() + conversation_id.size() + vector->size() * sizeof(float);
+    return sizeof *this + id.size() + conversation_id.size()
+           + (vector ? vector->size() * sizeof(float) : 0);
   }
 };
 
@@ -60,32 +70,83 @@ struct held_rows {
   // 0 on a store without one, where rows read again are told by their ids.
   int64_t mark = 0;
   std::vector<row_ptr> rows;
+  // Episodes: the rows' vectors by dimension, each row at its slot. Shared
+  // with the versions before while it has room for the rows added.
+  std::shared_ptr<vector_columns> columns;
   size_t bytes = 0;
 
-  static bool newer(const row_ptr& a, const row_ptr& b) {
-    return a->created_at != b->created_at ? a->created_at > b->created_at : a->id < b->id;
+  static constexpr bool has_vectors = std::is_same_v<Row, episode_row>;
+
+  static bool newer_row(const Row& a, const Row& b) {
+    return a.created_at != b.created_at ? a.created_at > b.created_at : a.id < b.id;
   }
+  static bool newer(const row_ptr& a, const row_ptr& b) { return newer_row(*a, *b); }
 
   static std::vector<row_ptr> shared(std::vector<Row>&& fresh) {
+    std::sort(fresh.begin(), fresh.end(), newer_row);
     std::vector<row_ptr> out;
     out.reserve(fresh.size());
     for (auto& r : fresh)
       out.push_back(std::make_shared<const Row>(std::move(r)));
-    std::sort(out.begin(), out.end(), newer);
     return out;
   }
 
-  // Rows read whole: sorts, keeps the newest max_rows.
-  void set(std::vector<Row>&& all) {
+  // Rows read whole: sorts, keeps the newest max_rows. Episodes' vectors
+  // go into new columns: those read with their rows, and those of rows
+  // without one from their slots in `from`.
+  void set(std::vector<Row>&& all, const vector_columns* from = nullptr) {
+    std::sort(all.begin(), all.end(), newer_row);
+    if (all.size() > max_rows)
+      all.resize(max_rows);
+    if constexpr (has_vectors) {
+      // Room for rows added later: columns are made again only when full.
+      if (!all.empty())
+        columns = std::make_shared<vector_columns>(
+            recall_dims(), std::min(max_rows + max_rows / 4, std::max<size_t>(2 * all.size(), 16)));
+      std::vector<uint32_t> from_slots, to_slots;
+      uint32_t slot = columns ? *columns->claim(all.size()) : 0;
+      for (auto& r : all) {
+        if (r.vector) {
+          columns->put(slot, *r.vector);
+          r.vector.reset();
+        } else if (from && r.slot < from->capacity()) {
+          from_slots.push_back(r.slot);
+          to_slots.push_back(slot);
+        } else {
+          columns->put(slot, {});  // no vector anywhere: ranks as zero
+        }
+        r.slot = slot++;
+      }
+      if (from && !to_slots.empty())
+        columns->copy(*from, from_slots, to_slots);
+    }
     rows = shared(std::move(all));
-    if (rows.size() > max_rows)
-      rows.resize(max_rows);
     settle();
   }
 
   // `have`'s rows and the new ones, merged in order (the held rows are
-  // sorted already), the newest max_rows kept.
+  // sorted already), the newest max_rows kept. New episodes' vectors go
+  // into free slots of `have`'s columns, or all into new ones when it has
+  // too few.
   void merge(const held_rows& have, std::vector<Row>&& fresh) {
+    if constexpr (has_vectors) {
+      auto first = have.columns ? have.columns->claim(fresh.size()) : std::nullopt;
+      if (!first) {
+        std::vector<Row> all;
+        all.reserve(have.rows.size() + fresh.size());
+        for (auto& r : have.rows)
+          all.push_back(*r);
+        std::move(fresh.begin(), fresh.end(), std::back_inserter(all));
+        set(std::move(all), have.columns.get());
+        return;
+      }
+      columns = have.columns;
+      for (auto& r : fresh) {
+        r.slot = (*first)++;
+        columns->put(r.slot, *r.vector);
+        r.vector.reset();
+      }
+    }
     auto add = shared(std::move(fresh));
     rows.clear();
     rows.reserve(std::min(max_rows, have.rows.size() + add.size()));
@@ -105,6 +166,8 @@ struct held_rows {
         if (r->expires_at > 0)
           valid_until = std::min(valid_until, r->expires_at);
     }
+    if (columns)
+      bytes += columns->bytes();
   }
 
   // Whether these rows can be brought up to date by reading only new ones.
@@ -200,11 +263,6 @@ memory_row memory_row_of(memory_record&& m) {
   r.created_at = m.created_at;
   r.expires_at = m.expires_at;
   return r;
-}
-
-size_t recall_dims() {
-  static const size_t dims = episode_embedding("dims").size();
-  return dims;
 }
 
 // The newest episodes with their vectors: the keys, and the vectors
@@ -387,17 +445,18 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
       },
       [&](int64_t& mark) { return read_episodes(db, user_id, mark); });
   const auto& rows = held->rows;
-  std::vector<const std::vector<float>*> vectors(rows.size(), nullptr);
+  std::vector<uint32_t> slots(rows.size(), vector_columns::left_out);
   bool any = false;
   for (size_t i = 0; i < rows.size(); ++i)
     if (!(rows[i]->conversation_id == conversation_id && rows[i]->seq >= window_start_seq)) {
-      vectors[i] = rows[i]->vector.get();
+      slots[i] = rows[i]->slot;
       any = true;
     }
   if (!any)
     return {};  // nothing outside the window: the question need not be embedded
   std::vector<std::string> ids;
-  for (auto i : rank_vectors(episode_embedding(question), vectors, limit, min_similarity))
+  for (auto i :
+       rank_columns(episode_embedding(question), *held->columns, slots, limit, min_similarity))
     ids.push_back(rows[i]->id);
   if (ids.empty())
     return {};

@@ -171,6 +171,80 @@ TEST(episodic_recall, vectors_rank_by_their_dot_product) {
   }
 }
 
+// Vectors kept by dimension rank as the plain loop ranks them, whatever
+// slots they sit in: claimed in pieces, some copied from other columns
+// (compaction), with unclaimed and foreign slots between the candidates;
+// dense questions too (each sum in order, exactly the plain loop's).
+TEST(episodic_recall, vectors_kept_by_dimension_rank_by_their_dot_product) {
+  std::mt19937 rng{13};
+  std::uniform_real_distribution<float> unit{-1.0f, 1.0f};
+  for (auto [dims, set] : {std::pair<size_t, size_t>{256, 256}, {256, 12}, {256, 64}, {7, 7},
+                           {8, 1}}) {
+    auto random = [&] {
+      std::vector<float> v(dims);
+      for (auto& x : v)
+        x = unit(rng);
+      return v;
+    };
+    auto q = random();
+    for (size_t d = 0; d < dims; ++d)
+      if (d % (dims / set) != 0 && d + 1 != dims)
+        q[d] = 0.0f;
+    std::vector<std::vector<float>> stored;
+    for (int i = 0; i < 60; ++i)
+      stored.push_back(random());
+    stored.push_back(stored[3]);  // a tie: the earlier one first
+    // The first 20 written into older columns, then copied over.
+    vector_columns old{dims, 40};
+    std::vector<uint32_t> old_slots, new_slots;
+    auto first_old = old.claim(20);
+    ASSERT_TRUE(first_old);
+    vector_columns columns{dims, 100};
+    ASSERT_TRUE(columns.claim(3));  // slots nobody fills: never read
+    std::vector<uint32_t> slots(stored.size());
+    for (uint32_t i = 0; i < 20; ++i) {
+      old.put(*first_old + 19 - i, stored[i]);  // in reverse order
+      old_slots.push_back(*first_old + 19 - i);
+    }
+    auto copied = columns.claim(20);
+    ASSERT_TRUE(copied);
+    for (uint32_t i = 0; i < 20; ++i)
+      new_slots.push_back(slots[i] = *copied + i);
+    columns.copy(old, old_slots, new_slots);
+    // The rest claimed a few at a time, a foreign claim between.
+    for (size_t i = 20; i < stored.size();) {
+      auto n = std::min<size_t>(1 + i % 4, stored.size() - i);
+      auto first = columns.claim(n);
+      ASSERT_TRUE(first);
+      for (size_t k = 0; k < n; ++k, ++i) {
+        slots[i] = *first + static_cast<uint32_t>(k);
+        columns.put(slots[i], stored[i]);
+      }
+      ASSERT_TRUE(columns.claim(1));
+    }
+    EXPECT_FALSE(columns.claim(100)) << "more slots than are left";
+    slots[10] = vector_columns::left_out;  // in the window
+    std::vector<std::pair<double, size_t>> plain;
+    for (size_t i = 0; i < stored.size(); ++i) {
+      if (slots[i] == vector_columns::left_out)
+        continue;
+      double dot = 0;
+      for (size_t d = 0; d < dims; ++d)
+        dot += static_cast<double>(q[d]) * stored[i][d];
+      if (dot >= 0.1)
+        plain.emplace_back(dot, i);
+    }
+    std::stable_sort(plain.begin(), plain.end(),
+                     [](auto& a, auto& b) { return a.first > b.first; });
+    for (size_t limit : {size_t{1}, size_t{8}, size_t{100}}) {
+      auto got = rank_columns(q, columns, slots, limit, 0.1);
+      ASSERT_EQ(got.size(), std::min(limit, plain.size())) << dims << "/" << set;
+      for (size_t i = 0; i < got.size(); ++i)
+        EXPECT_EQ(got[i], plain[i].second) << dims << "/" << set << " rank " << i;
+    }
+  }
+}
+
 // Memory ranking keeps only the best `limit` in order: the same items, in
 // the same order, as sorting every item stably by shared terms, then
 // newest — with many ties on both (few distinct terms, few timestamps).

@@ -598,6 +598,38 @@ TEST_P(store_contract, a_users_recall_rows_held_between_turns_follow_every_write
   EXPECT_EQ(fresh.stats().held, 2u);
 }
 
+// A user's held episodes keep ranking as the rows read whole while turns
+// keep adding one: their vectors are kept by dimension in slots that the
+// added rows claim, and move to new columns whenever those fill (16 slots
+// at first, up to 250, then every 50 turns). A vector lost or put in the
+// wrong slot on the way ranks another episode first.
+TEST_P(store_contract, held_episodes_rank_as_read_whole_while_turns_keep_adding) {
+  recall_index index{16u << 20};
+  auto t = user_turn("fay", "s1", "q", "r1", 1);
+  const size_t turns = 330;
+  auto name = [](size_t k) { return "beacon" + std::to_string(k * 7919 % 10007); };
+  for (size_t k = 0; k < turns; ++k) {
+    tx([&](store_backend& db) {
+      db.add_episode(episode_of(t.conversation_id, "fay", static_cast<int64_t>(10 + k),
+                                "Tell me about " + name(k), "It is the " + name(k) + " story.",
+                                static_cast<int64_t>(1000 + k)));
+      return 0;
+    });
+    // The newest, one from the middle, the oldest still held.
+    for (size_t asked : {k, k / 2, k >= 200 ? k - 199 : 0}) {
+      auto q = "what about " + name(asked) + "?";
+      auto now = static_cast<int64_t>(5000 + k);
+      EXPECT_EQ(index.episodes(*db_, "fay", q, "elsewhere", 0, now, 3, 0.1),
+                recall_episodes(q, db_->recent_episodes("fay", 200), "elsewhere", 0, 3, 0.1))
+          << "turn " << k << ": " << q;
+    }
+  }
+  auto served = index.stats();
+  EXPECT_EQ(served.read, 1u) << "read whole only at first";
+  EXPECT_EQ(served.added, turns - 1);
+  EXPECT_EQ(served.held, 2 * turns);
+}
+
 // Row ids: 32 hex digits, later ones sorting later (each table's id index
 // grows at its right end), distinct within one millisecond.
 TEST(row_ids, are_hex_sort_by_time_and_do_not_repeat) {
