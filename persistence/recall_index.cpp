@@ -99,10 +99,12 @@ struct held_rows {
     if (all.size() > max_rows)
       all.resize(max_rows);
     if constexpr (has_vectors) {
-      // Room for rows added later: columns are made again only when full.
+      // Room for as many rows again (at most a quarter more than are
+      // kept): columns are made again only when full, a few times while a
+      // user's first episodes come, then every max_rows / 4 turns.
       if (!all.empty())
         columns = std::make_shared<vector_columns>(
-            recall_dims(), std::min(max_rows + max_rows / 4, std::max<size_t>(2 * all.size(), 16)));
+            recall_dims(), std::min(max_rows + max_rows / 4, std::max<size_t>(2 * all.size(), 4)));
       std::vector<uint32_t> from_slots, to_slots;
       uint32_t slot = columns ? *columns->claim(all.size()) : 0;
       for (auto& r : all) {

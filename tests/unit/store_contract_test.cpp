@@ -600,9 +600,9 @@ TEST_P(store_contract, a_users_recall_rows_held_between_turns_follow_every_write
 
 // A user's held episodes keep ranking as the rows read whole while turns
 // keep adding one: their vectors are kept by dimension in slots that the
-// added rows claim, and move to new columns whenever those fill (16 slots
-// at first, up to 250, then every 50 turns). A vector lost or put in the
-// wrong slot on the way ranks another episode first.
+// added rows claim, and move to new columns whenever those fill (room for
+// twice the rows held, at most 250: then every 50 turns). A vector lost or
+// put in the wrong slot on the way ranks another episode first.
 TEST_P(store_contract, held_episodes_rank_as_read_whole_while_turns_keep_adding) {
   recall_index index{16u << 20};
   auto t = user_turn("fay", "s1", "q", "r1", 1);
