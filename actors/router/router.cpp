@@ -100,13 +100,50 @@ struct router_state {
   std::shared_ptr<kb_catalog> catalog;
   llm_actor llm;
   uint64_t routed = 0, llm_routed = 0, llm_fallbacks = 0;
+  // The catalog's KBs as routing reads them, in the catalog's order, with
+  // the snapshot each was made from (refresh_profiles); kb_terms[i] is
+  // kbs[i]'s.
+  struct known_kb {
+    std::weak_ptr<const kb_snapshot> snapshot;
+    kb_route_profile profile;
+  };
+  std::vector<known_kb> kbs;
+  std::vector<kb_route_terms> kb_terms;
+  uint64_t profiles_built = 0;
 };
 
 using self_ptr = measured_pointer<router_actor, router_state>;
 
 }  // namespace
 
+kb_route_terms route_terms(const kb_route_profile& kb) {
+  kb_route_terms out;
+  out.name = kb.name;
+  out.default_agent_type = kb.default_agent_type;
+  auto add = [&](std::string_view text, double w) {
+    for (auto& t : tokenize(text)) {
+      auto& weight = out.weight[t];
+      weight = std::max(weight, w);
+    }
+  };
+  for (auto& t : kb.titles)
+    add(t, 1);
+  add(kb.description, 2);
+  for (auto& k : kb.keywords)
+    add(k, 3);
+  add(kb.name, 3);
+  return out;
+}
+
 detected_intent detect_intent(std::string_view message, const std::vector<kb_route_profile>& kbs) {
+  std::vector<kb_route_terms> terms;
+  terms.reserve(kbs.size());
+  for (auto& kb : kbs)
+    terms.push_back(route_terms(kb));
+  return detect_intent(message, terms);
+}
+
+detected_intent detect_intent(std::string_view message, const std::vector<kb_route_terms>& kbs) {
   detected_intent d;
   d.method = "heuristic";
   if (is_small_talk(message)) {
@@ -123,23 +160,11 @@ detected_intent detect_intent(std::string_view message, const std::vector<kb_rou
     d.reason = query.empty() ? "no content words" : "no knowledge bases";
     return d;
   }
-  // Per KB: term -> weight (keywords 3, name 3, description 2, titles 1).
-  std::vector<std::pair<double, const kb_route_profile*>> scores;
+  std::vector<std::pair<double, const kb_route_terms*>> scores;
   for (auto& kb : kbs) {
-    std::map<std::string, double> weight;
-    auto add = [&](std::string_view text, double w) {
-      for (auto& t : tokenize(text))
-        weight[t] = std::max(weight[t], w);
-    };
-    for (auto& t : kb.titles)
-      add(t, 1);
-    add(kb.description, 2);
-    for (auto& k : kb.keywords)
-      add(k, 3);
-    add(kb.name, 3);
     double got = 0;
     for (auto& t : query)
-      if (auto i = weight.find(t); i != weight.end())
+      if (auto i = kb.weight.find(t); i != kb.weight.end())
         got += i->second;
     // Share of the message explained, where a keyword hit counts fully and
     // weaker evidence partly; saturates at 1.
@@ -227,26 +252,67 @@ route_decision decide_route(const chat_request& req, const router_settings& sett
   return rd;
 }
 
+namespace {
+
+kb_route_profile route_profile(const std::string& name, const kb_snapshot& snap) {
+  kb_route_profile p;
+  p.name = name;
+  p.description = snap.settings.description;
+  p.keywords = snap.settings.keywords;
+  p.default_agent_type = snap.settings.default_agent_type;
+  std::set<std::string> seen;
+  for (auto& c : snap.chunks) {
+    if (p.titles.size() >= 50)
+      break;
+    if (!c.title.empty() && seen.insert(c.title).second)
+      p.titles.push_back(c.title);
+  }
+  return p;
+}
+
+// The router's profiles brought up to the catalog: a KB's profile and
+// terms are made again only when its snapshot is not the one they were
+// made from (an ingest or a settings change puts a new one).
+void refresh_profiles(router_state& st) {
+  std::vector<std::string> names;
+  std::vector<std::shared_ptr<const kb_snapshot>> now;
+  for (auto& name : st.catalog->names())
+    if (auto snap = st.catalog->get(name)) {
+      names.push_back(name);
+      now.push_back(std::move(snap));
+    }
+  auto same = [&](size_t i, size_t j) { return st.kbs[j].snapshot.lock() == now[i]; };
+  bool unchanged = now.size() == st.kbs.size();
+  for (size_t i = 0; unchanged && i < now.size(); ++i)
+    unchanged = same(i, i);
+  if (unchanged)
+    return;
+  std::vector<router_state::known_kb> kbs;
+  std::vector<kb_route_terms> terms;
+  for (size_t i = 0; i < now.size(); ++i) {
+    size_t j = 0;
+    while (j < st.kbs.size() && !same(i, j))
+      ++j;
+    if (j < st.kbs.size()) {
+      kbs.push_back(std::move(st.kbs[j]));
+      terms.push_back(std::move(st.kb_terms[j]));
+      continue;
+    }
+    kbs.push_back({now[i], route_profile(names[i], *now[i])});
+    terms.push_back(route_terms(kbs.back().profile));
+    ++st.profiles_built;
+  }
+  st.kbs = std::move(kbs);
+  st.kb_terms = std::move(terms);
+}
+
+}  // namespace
+
 std::vector<kb_route_profile> route_profiles(const kb_catalog& catalog) {
   std::vector<kb_route_profile> out;
-  for (auto& name : catalog.names()) {
-    auto snap = catalog.get(name);
-    if (!snap)
-      continue;
-    kb_route_profile p;
-    p.name = name;
-    p.description = snap->settings.description;
-    p.keywords = snap->settings.keywords;
-    p.default_agent_type = snap->settings.default_agent_type;
-    std::set<std::string> seen;
-    for (auto& c : snap->chunks) {
-      if (p.titles.size() >= 50)
-        break;
-      if (!c.title.empty() && seen.insert(c.title).second)
-        p.titles.push_back(c.title);
-    }
-    out.push_back(std::move(p));
-  }
+  for (auto& name : catalog.names())
+    if (auto snap = catalog.get(name))
+      out.push_back(route_profile(name, *snap));
   return out;
 }
 
@@ -286,13 +352,13 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
           ++st.routed;
           if (st.settings.mode == "off" || !st.catalog)
             return with_kb(decide_route(req, st.settings), req, st.catalog.get());
-          auto profiles = route_profiles(*st.catalog);
-          auto heuristic = detect_intent(req.message, profiles);
+          refresh_profiles(st);
+          auto heuristic = detect_intent(req.message, st.kb_terms);
           if (st.settings.mode != "llm" || !st.llm || heuristic.intent == "chitchat")
             return with_kb(decide_route(req, st.settings, heuristic), req, st.catalog.get());
           std::vector<llm::kb_profile> kbs;
-          for (auto& p : profiles)
-            kbs.push_back({p.name, p.description, p.keywords});
+          for (auto& k : st.kbs)
+            kbs.push_back({k.profile.name, k.profile.description, k.profile.keywords});
           completion_request cr;
           for (auto& m : llm::build_router_messages(req.message, kbs))
             cr.messages.push_back({m.role, m.content});
@@ -344,6 +410,7 @@ router_actor spawn_router(caf::actor_system& sys, router_settings settings,
               .field("routed", st.routed)
               .field("llm_routed", st.llm_routed)
               .field("llm_fallbacks", st.llm_fallbacks)
+              .field("profiles_built", st.profiles_built)
               .field("default_kb", st.settings.default_kb)
               .end_object();
           return w.take();

@@ -1,9 +1,20 @@
-// The router's decision logic (DESIGN §4.2) without actors.
+// The router's decision logic (DESIGN §4.2) without actors, and the
+// router actor's profiles of the catalog's KBs.
+#include <chrono>
+#include <memory>
+
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/scoped_actor.hpp>
 #include <gtest/gtest.h>
 
 #include "actors/router/router.hpp"
+#include "protocol/type_ids.hpp"
+#include "retrieval/kb_catalog.hpp"
+#include "tests/support/json.hpp"
 
 using namespace ragtor;
+using namespace std::chrono_literals;
 
 TEST(router, requested_kb_wins) {
   chat_request req;
@@ -125,4 +136,62 @@ TEST(router_policy, auto_routing_without_request_and_fallback_methods) {
   EXPECT_EQ(rd.kb_prefix, "general");
   EXPECT_EQ(rd.intent, "chitchat");
   EXPECT_EQ(rd.worker_name, "");
+}
+
+// The router actor works out a KB's terms once per snapshot rather than
+// on every turn, and routes by a KB's new snapshot (an ingest, a settings
+// change) from the next turn on; KBs added or dropped are seen too.
+TEST(router_actor, works_out_a_kbs_terms_once_per_snapshot) {
+  caf::actor_system_config cfg;
+  register_types(cfg);
+  caf::actor_system sys{cfg};
+  auto catalog = std::make_shared<kb_catalog>();
+  auto snapshot = [](std::string name, std::string title, std::vector<std::string> keywords) {
+    kb_settings s;
+    s.name = std::move(name);
+    s.keywords = std::move(keywords);
+    document d;
+    d.id = "d1";
+    d.title = std::move(title);
+    d.text = "Some text about " + d.title + ".";
+    return kb_catalog::build_snapshot(s, {d}, {});
+  };
+  catalog->put(snapshot("harbour", "The schooner Marigold", {"ships", "cargo"}));
+  catalog->put(snapshot("tea", "Green tea temperatures", {"tea", "kettle"}));
+  router_settings rs;
+  rs.mode = "heuristic";
+  auto router = spawn_router(sys, rs, catalog);
+  caf::scoped_actor self{sys};
+  auto routed_to = [&](const std::string& message) {
+    chat_request req;
+    req.message = message;
+    std::string kb;
+    self->request(router, 5s, atom::route_v, req)
+        .receive([&](route_decision& rd) { kb = rd.routed_kb_prefix; },
+                 [&](caf::error& e) { ADD_FAILURE() << sys.render(e); });
+    return kb;
+  };
+  auto built = [&] {
+    std::string status;
+    self->request(router, 5s, atom::status_v)
+        .receive([&](std::string& j) { status = std::move(j); },
+                 [&](caf::error& e) { ADD_FAILURE() << sys.render(e); });
+    return test::json::parse(status).integer("/profiles_built");
+  };
+  for (int turn = 0; turn < 5; ++turn) {
+    EXPECT_EQ(routed_to("Which ships carry cargo?"), "harbour") << turn;
+    EXPECT_EQ(routed_to("How hot should the kettle be?"), "tea") << turn;
+  }
+  EXPECT_EQ(built(), 2) << "one profile per KB, not one per turn";
+
+  // The tea KB ingested again with other documents and keywords.
+  catalog->put(snapshot("tea", "Lighthouse keepers' logs", {"lighthouse", "keepers"}));
+  EXPECT_EQ(routed_to("Who kept the lighthouse logs?"), "tea");
+  EXPECT_NE(routed_to("How hot should the kettle be?"), "tea") << "routed by the old snapshot";
+  EXPECT_EQ(built(), 3) << "only the changed KB made again";
+
+  catalog->put(snapshot("ferries", "Ferry timetables", {"ferry", "timetable"}));
+  EXPECT_EQ(routed_to("When does the ferry leave?"), "ferries");
+  EXPECT_EQ(built(), 4);
+  anon_send_exit(router, caf::exit_reason::user_shutdown);
 }
