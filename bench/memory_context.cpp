@@ -30,6 +30,7 @@
 #include "actors/store/store_actor.hpp"
 #include "bench/bench_util.hpp"
 #include "llm/prompt_builder.hpp"
+#include "memory/long_term.hpp"
 #include "persistence/store_backend.hpp"
 #include "protocol/type_ids.hpp"
 #include "retrieval/tokenizer.hpp"
@@ -189,6 +190,36 @@ int main(int argc, char** argv) {
       "summaries written: %zu (extractive), p50 %.3f ms, p99 %.3f ms per run "
       "(background, off the answer path)\n",
       summaries, bench::percentile(summarize_ms, 0.5), bench::percentile(summarize_ms, 0.99));
+  // What finding stated facts in a user message costs (every turn's
+  // message on the stream's thread, and every message a summary covers):
+  // the conversation's messages above, and statements of the kinds the
+  // rules look for.
+  std::vector<std::string> statements{
+      "I really love green tea. My name is Ann and I work as a nurse in Bergen. Please answer "
+      "briefly.",
+      "I'm allergic to peanuts; I don't like bitter coffee, and I can't eat gluten either.",
+      "The lighthouse at Port Quellin was built in 1852 and the keepers logged every ship that "
+      "passed; tell me about the keepers and their logs, and the schooner Marigold's cargo."};
+  auto time_extraction = [](const std::vector<std::string>& messages) {
+    std::vector<double> us;
+    size_t found = 0;
+    for (int pass = 0; pass < 200; ++pass)
+      for (auto& m : messages) {
+        auto t0 = steady::now();
+        found += extract_memories(m).size();
+        us.push_back(std::chrono::duration<double, std::micro>(steady::now() - t0).count());
+      }
+    return std::pair{bench::percentile(us, 0.5), found};
+  };
+  std::vector<std::string> asked;
+  for (auto& [question, answer] : convo)
+    asked.push_back(question);
+  auto [asked_us, asked_found] = time_extraction(asked);
+  auto [stated_us, stated_found] = time_extraction(statements);
+  std::printf("stated facts found in a message: p50 %.1f µs over the conversation's %zu "
+              "messages (%zu facts), %.1f µs over %zu statements (%zu facts)\n",
+              asked_us, asked.size(), asked_found / 200, stated_us, statements.size(),
+              stated_found / 200);
   caf::anon_send_exit(summarizer, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(llm, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(store, caf::exit_reason::user_shutdown);

@@ -9,7 +9,6 @@
 #include <deque>
 #include <memory>
 #include <mutex>
-#include <regex>
 #include <set>
 #include <tuple>
 #include <unordered_map>
@@ -26,31 +25,154 @@ namespace ragtor {
 
 namespace {
 
+// The English rules, matched without std::regex: its matcher cost 50–110
+// µs per statement message, on the stream's thread every turn and for
+// every message a summary covers; these take about a microsecond. Each
+// rule is the ECMAScript regex it was written as (case-insensitive; the
+// regexes are the oracle of tests/unit/memory_long_term_test.cpp), spelt
+// as steps tried from every position of the sentence, lower-cased in
+// ASCII as std::regex's icase does in the C locale.
+struct step {
+  enum kind_t { literal, spaces, boundary, word_char, either, maybe } kind;
+  std::string_view text;                // literal
+  std::vector<std::vector<step>> alts;  // either: one of them; maybe: alts[0] or nothing
+};
+using steps = std::vector<step>;
+
+step lit(std::string_view t) { return {step::literal, t, {}}; }
+const step ws{step::spaces, {}, {}};                // \s+
+const step wb{step::boundary, {}, {}};              // \b
+const step wc{step::word_char, {}, {}};             // \w (a \w+ that ends the rule)
+step one_of(std::vector<steps> alts) { return {step::either, {}, std::move(alts)}; }
+step words(std::initializer_list<std::string_view> list) {
+  std::vector<steps> alts;
+  for (auto w : list)
+    alts.push_back({lit(w)});
+  return one_of(std::move(alts));
+}
+step optional(steps s) { return {step::maybe, {}, {std::move(s)}}; }
+
+bool is_space_char(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+bool is_word_char(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+}
+
+bool at_boundary(std::string_view s, size_t i) {
+  return (i > 0 && is_word_char(s[i - 1])) != (i < s.size() && is_word_char(s[i]));
+}
+
+// What is left to match: the steps of `seq` from `k`, then `next`.
+struct pending {
+  const steps* seq;
+  size_t k;
+  const pending* next;
+};
+
+bool match_at(std::string_view s, size_t i, const pending* p) {
+  if (!p)
+    return true;
+  if (p->k == p->seq->size())
+    return match_at(s, i, p->next);
+  const step& st = (*p->seq)[p->k];
+  const pending rest{p->seq, p->k + 1, p->next};
+  switch (st.kind) {
+    case step::literal:  // the first byte compared inline: most tries end there
+      return i + st.text.size() <= s.size() && s[i] == st.text[0]
+             && s.compare(i, st.text.size(), st.text) == 0
+             && match_at(s, i + st.text.size(), &rest);
+    case step::spaces: {
+      // Greedy is exact here: no rule has a step after \s+ that matches a
+      // space.
+      auto j = i;
+      while (j < s.size() && is_space_char(s[j]))
+        ++j;
+      return j > i && match_at(s, j, &rest);
+    }
+    case step::boundary:
+      return at_boundary(s, i) && match_at(s, i, &rest);
+    case step::word_char:
+      return i < s.size() && is_word_char(s[i]) && match_at(s, i + 1, &rest);
+    case step::either:
+      for (auto& alt : st.alts) {
+        const pending inner{&alt, 0, &rest};
+        if (match_at(s, i, &inner))
+          return true;
+      }
+      return false;
+    case step::maybe: {
+      const pending inner{&st.alts[0], 0, &rest};
+      return match_at(s, i, &inner) || match_at(s, i, &rest);
+    }
+  }
+  return false;
+}
+
+// Whether the rule matches anywhere in `lower` (regex_search). A rule that
+// opens with \b is tried only where a word starts or ends.
+bool search(std::string_view lower, const steps& rule) {
+  const pending whole{&rule, 0, nullptr};
+  const bool at_words = !rule.empty() && rule.front().kind == step::boundary;
+  for (size_t i = 0; i <= lower.size(); ++i)
+    if ((!at_words || at_boundary(lower, i)) && match_at(lower, i, &whole))
+      return true;
+  return false;
+}
+
+std::string ascii_lower(std::string_view s) {
+  std::string out{s};
+  for (auto& c : out)
+    if (c >= 'A' && c <= 'Z')
+      c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 struct rule {
-  std::regex pattern;
+  steps pattern;
   const char* kind;
   int64_t ttl_days;
 };
 
 const std::vector<rule>& english_rules() {
-  static const auto flags = std::regex::ECMAScript | std::regex::icase;
+  // "i'm" or "i am", as (?:'m|\s+am) after \bi.
+  auto i_am = [] { return one_of({{lit("'m")}, {ws, lit("am")}}); };
   static const std::vector<rule> rules = {
-      {std::regex{R"(\bi\s+(?:do\s+not|don't|dont)\s+(?:like|enjoy|want)\b)", flags}, "dislike",
-       180},
-      {std::regex{R"(\bi\s+(?:hate|dislike|can't stand|cannot stand)\b)", flags}, "dislike", 180},
-      {std::regex{R"(\bi(?:'m|\s+am)\s+allergic\s+to\b)", flags}, "constraint", 365},
-      {std::regex{
-           R"(\bi\s+(?:can't|cannot|can not|must not|mustn't|don't|do not)\s+(?:eat|drink|use|have)\b)",
-           flags},
+      // \bi\s+(?:do\s+not|don't|dont)\s+(?:like|enjoy|want)\b
+      {{wb, lit("i"), ws, one_of({{lit("do"), ws, lit("not")}, {lit("don't")}, {lit("dont")}}), ws,
+        words({"like", "enjoy", "want"}), wb},
+       "dislike", 180},
+      // \bi\s+(?:hate|dislike|can't stand|cannot stand)\b
+      {{wb, lit("i"), ws, words({"hate", "dislike", "can't stand", "cannot stand"}), wb},
+       "dislike", 180},
+      // \bi(?:'m|\s+am)\s+allergic\s+to\b
+      {{wb, lit("i"), i_am(), ws, lit("allergic"), ws, lit("to"), wb}, "constraint", 365},
+      // \bi\s+(?:can't|cannot|can not|must not|mustn't|don't|do not)\s+(?:eat|drink|use|have)\b
+      {{wb, lit("i"), ws,
+        words({"can't", "cannot", "can not", "must not", "mustn't", "don't", "do not"}), ws,
+        words({"eat", "drink", "use", "have"}), wb},
        "constraint", 365},
-      {std::regex{R"(\b(?:please\s+)?(?:always|never)\s+(?:answer|reply|respond|use|give)\b)",
-                  flags},
+      // \b(?:please\s+)?(?:always|never)\s+(?:answer|reply|respond|use|give)\b
+      {{wb, optional({lit("please"), ws}), words({"always", "never"}), ws,
+        words({"answer", "reply", "respond", "use", "give"}), wb},
        "constraint", 180},
-      {std::regex{R"(\bi\s+(?:really\s+)?(?:like|love|prefer|enjoy)\b)", flags}, "preference", 180},
-      {std::regex{R"(\bmy\s+(?:name|job|role|profession)\s+is\b)", flags}, "identity", 365},
-      {std::regex{R"(\bi\s+(?:work\s+as|work\s+at|live\s+in|am\s+from)\b)", flags}, "identity",
-       365},
-      {std::regex{R"(\bi(?:'m|\s+am)\s+an?\s+\w+)", flags}, "identity", 365},
+      // \bi\s+(?:really\s+)?(?:like|love|prefer|enjoy)\b
+      {{wb, lit("i"), ws, optional({lit("really"), ws}), words({"like", "love", "prefer", "enjoy"}),
+        wb},
+       "preference", 180},
+      // \bmy\s+(?:name|job|role|profession)\s+is\b
+      {{wb, lit("my"), ws, words({"name", "job", "role", "profession"}), ws, lit("is"), wb},
+       "identity", 365},
+      // \bi\s+(?:work\s+as|work\s+at|live\s+in|am\s+from)\b
+      {{wb, lit("i"), ws,
+        one_of({{lit("work"), ws, lit("as")},
+                {lit("work"), ws, lit("at")},
+                {lit("live"), ws, lit("in")},
+                {lit("am"), ws, lit("from")}}),
+        wb},
+       "identity", 365},
+      // \bi(?:'m|\s+am)\s+an?\s+\w+
+      {{wb, lit("i"), i_am(), ws, lit("a"), optional({lit("n")}), ws, wc}, "identity", 365},
   };
   return rules;
 }
@@ -102,11 +224,18 @@ std::vector<std::string> sentences(std::string_view text) {
   return out;
 }
 
-bool is_question(std::string_view s) {
-  static const std::regex q{
-      R"(^\s*(?:do|does|did|can|could|would|will|what|which|who|how|why|is|are)\b)",
-      std::regex::ECMAScript | std::regex::icase};
-  return std::regex_search(std::string{s}, q) || s.find("吗") != std::string_view::npos;
+// ^\s*(?:do|does|did|can|could|would|will|what|which|who|how|why|is|are)\b
+// (case-insensitive), or a 吗.
+bool is_question(std::string_view lower) {
+  static const steps opening{
+      words({"do", "does", "did", "can", "could", "would", "will", "what", "which", "who", "how",
+             "why", "is", "are"}),
+      wb};
+  size_t i = 0;
+  while (i < lower.size() && is_space_char(lower[i]))
+    ++i;
+  const pending whole{&opening, 0, nullptr};
+  return match_at(lower, i, &whole) || lower.find("吗") != std::string_view::npos;
 }
 
 }  // namespace
@@ -115,8 +244,11 @@ std::vector<extracted_memory> extract_memories(std::string_view user_message) {
   std::vector<extracted_memory> out;
   std::set<std::string> seen;
   for (auto& s : sentences(user_message)) {
-    if (s.size() > 300 || is_question(s))
-      continue;  // questions state no facts; long text is rarely about the user
+    if (s.size() > 300)
+      continue;  // long text is rarely about the user
+    auto lower = ascii_lower(s);
+    if (is_question(lower))
+      continue;  // questions state no facts
     const char* kind = nullptr;
     int64_t ttl = 0;
     for (auto& r : chinese_rules)
@@ -127,7 +259,7 @@ std::vector<extracted_memory> extract_memories(std::string_view user_message) {
       }
     if (!kind)
       for (auto& r : english_rules())
-        if (std::regex_search(s, r.pattern)) {
+        if (search(lower, r.pattern)) {
           kind = r.kind;
           ttl = r.ttl_days;
           break;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cstring>
 #include <random>
+#include <regex>
 #include <tuple>
 
 #include <gtest/gtest.h>
@@ -49,6 +50,91 @@ TEST(long_term_memory, extracts_chinese_and_ignores_questions_and_other_text) {
   EXPECT_TRUE(kinds("你喜欢茶吗？").empty());
   EXPECT_TRUE(kinds("The lighthouse was built in 1870.").empty());
   EXPECT_EQ(kinds("I like tea. I like tea.").size(), 1u) << "duplicates once";
+}
+
+// The English rules as the ECMAScript regexes they were written as (the
+// oracle: extraction matches them without std::regex): the kind the first
+// matching rule gives a sentence, or "" (none, or a question).
+std::string regex_kind(const std::string& s) {
+  static const auto flags = std::regex::ECMAScript | std::regex::icase;
+  static const std::regex question{
+      R"(^\s*(?:do|does|did|can|could|would|will|what|which|who|how|why|is|are)\b)", flags};
+  static const std::vector<std::pair<std::regex, std::string>> rules = {
+      {std::regex{R"(\bi\s+(?:do\s+not|don't|dont)\s+(?:like|enjoy|want)\b)", flags}, "dislike"},
+      {std::regex{R"(\bi\s+(?:hate|dislike|can't stand|cannot stand)\b)", flags}, "dislike"},
+      {std::regex{R"(\bi(?:'m|\s+am)\s+allergic\s+to\b)", flags}, "constraint"},
+      {std::regex{
+           R"(\bi\s+(?:can't|cannot|can not|must not|mustn't|don't|do not)\s+(?:eat|drink|use|have)\b)",
+           flags},
+       "constraint"},
+      {std::regex{R"(\b(?:please\s+)?(?:always|never)\s+(?:answer|reply|respond|use|give)\b)",
+                  flags},
+       "constraint"},
+      {std::regex{R"(\bi\s+(?:really\s+)?(?:like|love|prefer|enjoy)\b)", flags}, "preference"},
+      {std::regex{R"(\bmy\s+(?:name|job|role|profession)\s+is\b)", flags}, "identity"},
+      {std::regex{R"(\bi\s+(?:work\s+as|work\s+at|live\s+in|am\s+from)\b)", flags}, "identity"},
+      {std::regex{R"(\bi(?:'m|\s+am)\s+an?\s+\w+)", flags}, "identity"},
+  };
+  if (s.size() > 300 || std::regex_search(s, question))
+    return "";
+  for (auto& [re, kind] : rules)
+    if (std::regex_search(s, re))
+      return kind;
+  return "";
+}
+
+// Extraction finds in every sentence the kind the regexes find: the rules'
+// sentences and their near misses, then 5,000 random sentences of the
+// rules' words (in any case, joined by spaces, tabs, commas, apostrophes,
+// hyphens or nothing; half opening as a rule does), which reach the
+// apostrophes, word boundaries and optional parts the regexes have.
+TEST(long_term_memory, english_rules_match_as_their_regexes_do) {
+  std::vector<std::string> sentences{
+      "I don't like coffee", "i do  not enjoy rain", "I dont want that", "I don'tlike it",
+      "I hate queues", "I can't stand noise", "I cannot  stand it", "I can't  stand it",
+      "I'm allergic to nuts", "I am allergic to cats", "I'mallergic to x", "I am allergic tox",
+      "I must not eat gluten", "I mustn't drink", "I can not use it", "I cannot have sugar",
+      "Please always answer in French", "never reply in caps", "please  never  give up",
+      "pleasealways answer", "I really love tea", "I  prefer tea", "I likes tea", "I liked it",
+      "My name is Ann", "my job is  teaching", "My role isn't clear", "I work as a nurse",
+      "I work at home", "I live in Bergen", "I am from Oslo", "I am an engineer", "I'm a nurse",
+      "I am anxious", "I am a", "I'm an_owl", "wifi like that", "hi i like it", "_i like it",
+      "'i like it", "x'i like it", "I like_tea", "I like-tea", "Do I like tea", "  is it I like",
+      "Whatever I like", "I\tlike\ttea", "I,like tea", "MY NAME IS BOB", "I AM AN ENGINEER",
+  };
+  std::mt19937 rng{5};
+  const char* vocabulary[] = {
+      "i", "I", "i'm", "I'm", "am", "a", "an", "do", "not", "don't", "dont", "like", "likes",
+      "enjoy", "want", "hate", "dislike", "can't", "cannot", "can", "stand", "allergic", "to",
+      "eat", "drink", "use", "have", "please", "always", "never", "answer", "reply", "respond",
+      "give", "really", "love", "prefer", "my", "name", "job", "role", "profession", "is", "work",
+      "as", "at", "live", "in", "from", "must", "mustn't", "nurse", "tea", "_i", "i2", "wifi",
+      "'", "x", "MY", "Please", "DO", "what", "how", "Are"};
+  const char* gaps[] = {" ", " ", " ", "  ", "\t", ",", "'", "-", ""};
+  std::uniform_int_distribution<size_t> word{0, std::size(vocabulary) - 1},
+      gap{0, std::size(gaps) - 1}, length{1, 8};
+  // Half of them open as the rules do, so that many reach a rule's end.
+  const char* openings[] = {"I", "i", "I'm", "i am", "My", "please", "always", "never"};
+  std::uniform_int_distribution<size_t> opening{0, 2 * std::size(openings) - 1};
+  for (int n = 0; n < 5000; ++n) {
+    auto o = opening(rng);
+    std::string s = o < std::size(openings) ? openings[o] : vocabulary[word(rng)];
+    for (auto k = length(rng); k > 1; --k)
+      s += std::string{gaps[gap(rng)]} + vocabulary[word(rng)];
+    sentences.push_back(s);
+  }
+  size_t found = 0;
+  for (auto& s : sentences) {
+    auto got = extract_memories(s);
+    ASSERT_LE(got.size(), 1u) << s;
+    // Extraction sees the sentence trimmed; the oracle does too.
+    auto b = s.find_first_not_of(" \t"), e = s.find_last_not_of(" \t");
+    auto trimmed = b == std::string::npos ? std::string{} : s.substr(b, e - b + 1);
+    auto want = regex_kind(trimmed);
+    EXPECT_EQ(got.empty() ? "" : got[0].kind, want) << "\"" << s << "\"";
+    found += !want.empty();
+  }
+  EXPECT_GT(found, 100u) << "the random sentences reach the rules";
 }
 
 TEST(long_term_memory, recall_prefers_related_then_recent) {
