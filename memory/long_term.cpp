@@ -337,6 +337,11 @@ recall_memo<std::vector<float>>& embedding_memo() {
   return memo;
 }
 
+recall_memo<std::string>& episode_text_memo() {
+  static recall_memo<std::string> memo;
+  return memo;
+}
+
 term_list distinct_terms(std::string_view text) {
   term_list terms;
   for (auto& t : tokenize(text))
@@ -358,10 +363,12 @@ std::shared_ptr<const term_list> memory_terms(const std::string& content) {
 }
 
 void set_recall_cache_budget(size_t bytes) {
-  // Split evenly: embeddings are ~1 KiB per episode, term lists ~0.1 KiB
-  // per memory (with its content as the key).
-  memory_terms_memo().set_budget(bytes / 2);
-  embedding_memo().set_budget(bytes - bytes / 2);
+  // Half for embeddings (~1 KiB per episode), a quarter each for episodes'
+  // texts (~0.7 KiB) and memories' term lists (~0.1 KiB per memory, with
+  // its content as the key).
+  memory_terms_memo().set_budget(bytes / 4);
+  episode_text_memo().set_budget(bytes / 4);
+  embedding_memo().set_budget(bytes - 2 * (bytes / 4));
 }
 
 std::vector<size_t> rank_by_terms(std::string_view question, const std::vector<term_item>& items,
@@ -432,6 +439,16 @@ void remember_episode_embedding(const std::string& episode_id, const std::vector
     return;
   embedding_memo().add(episode_id, std::make_shared<const std::vector<float>>(v),
                        v.size() * sizeof(float));
+}
+
+std::shared_ptr<const std::string> remembered_episode_text(const std::string& episode_id) {
+  return episode_text_memo().find(episode_id);
+}
+
+void remember_episode_text(const std::string& episode_id, std::string_view text) {
+  if (episode_id.empty() || text.empty())
+    return;
+  episode_text_memo().add(episode_id, std::make_shared<const std::string>(text), text.size());
 }
 
 std::vector<float> stored_episode_embedding(const std::string& episode_id,

@@ -18,6 +18,13 @@ namespace ragtor {
 // write is rolled back: recall only looks up ids the store returns.
 void remember_episode_embedding(const std::string& episode_id, const std::vector<float>& v);
 
+// Remembers the text of an episode being stored (episodes never change),
+// so the episodes a turn recalls are mostly not read again by id; the
+// text remembered for `episode_id`, if any. Rolled-back writes are
+// harmless for the same reason as above.
+void remember_episode_text(const std::string& episode_id, std::string_view text);
+std::shared_ptr<const std::string> remembered_episode_text(const std::string& episode_id);
+
 // A memory's distinct terms, remembered by its content: each term's 64-bit
 // hash, sorted (comparing integers, not strings; two terms sharing a hash
 // is as good as impossible among the few words of a memory and question).

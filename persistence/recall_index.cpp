@@ -462,7 +462,24 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
     ids.push_back(rows[i]->id);
   if (ids.empty())
     return {};
-  return db.episode_texts(ids);
+  // The texts this process remembered when it stored them; the rest (the
+  // cache full, another node's episodes) read by id.
+  std::vector<std::string> texts(ids.size()), missing;
+  std::vector<size_t> missing_at;
+  for (size_t i = 0; i < ids.size(); ++i) {
+    if (auto text = remembered_episode_text(ids[i])) {
+      texts[i] = *text;
+    } else {
+      missing.push_back(ids[i]);
+      missing_at.push_back(i);
+    }
+  }
+  if (!missing.empty()) {
+    auto read = db.episode_texts(missing);
+    for (size_t k = 0; k < missing.size() && k < read.size(); ++k)
+      texts[missing_at[k]] = std::move(read[k]);
+  }
+  return texts;
 }
 
 recall_index::counters recall_index::stats() const {

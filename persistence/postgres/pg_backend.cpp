@@ -586,6 +586,7 @@ void pg_backend::add_episode(const episode_record& e) {
       {id, e.conversation_id, e.user_id, std::to_string(e.seq), e.text,
        encode_embedding(e.embedding), std::to_string(e.created_at)});
   remember_episode_embedding(id, e.embedding);
+  remember_episode_text(id, e.text);
 }
 
 namespace {

@@ -611,6 +611,7 @@ void sqlite_backend::add_episode(const episode_record& e) {
       .bind(e.created_at)
       .step();
   remember_episode_embedding(id, e.embedding);
+  remember_episode_text(id, e.text);
 }
 
 namespace {
