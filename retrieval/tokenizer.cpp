@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <iterator>
 #include <memory>
+#include <unordered_map>
 
 #include <libstemmer.h>
 #include <utf8proc.h>
@@ -80,7 +81,7 @@ struct stemmer_deleter {
   void operator()(sb_stemmer* s) const { sb_stemmer_delete(s); }
 };
 
-std::string stem(std::string_view word) {
+std::string stem_now(std::string_view word) {
   // sb_stemmer keeps per-call state, so it is not thread-safe: one per
   // thread, created on first use and freed when the thread exits.
   thread_local std::unique_ptr<sb_stemmer, stemmer_deleter> st{sb_stemmer_new("english", nullptr)};
@@ -92,6 +93,28 @@ std::string stem(std::string_view word) {
     return std::string{word};  // out of memory: the unstemmed word still matches itself
   return std::string{reinterpret_cast<const char*>(out),
                      static_cast<size_t>(sb_stemmer_length(st.get()))};
+}
+
+struct word_hash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
+// Stemming was half of tokenising (libstemmer's own code), and the words of
+// questions, answers and memories repeat: each thread keeps the stems of
+// the words it stemmed last, at most stem_memo_words of them (cleared
+// whole when full; ~0.2 MiB a thread), looked up without a copy.
+constexpr size_t stem_memo_words = 2048;
+
+std::string stem(std::string_view word) {
+  thread_local std::unordered_map<std::string, std::string, word_hash, std::equal_to<>> memo;
+  if (auto i = memo.find(word); i != memo.end())
+    return i->second;
+  auto s = stem_now(word);
+  if (memo.size() >= stem_memo_words)
+    memo.clear();
+  memo.emplace(std::string{word}, s);
+  return s;
 }
 
 std::string normalize(std::string_view text) {

@@ -30,6 +30,43 @@ TEST(tokenizer, english_words_are_stemmed) {
   EXPECT_EQ(tokenize("running"), std::vector<std::string>{"run"});
 }
 
+// Stems come from a per-thread memo of the words stemmed last: whatever
+// order the words come in, and after the memo filled up and was cleared,
+// every word gets the stem the stemmer gives it (each thread below starts
+// with an empty memo).
+TEST(tokenizer, stems_are_the_same_whatever_the_memo_holds) {
+  std::vector<std::string> words;
+  const char* roots[] = {"run", "connect", "index", "general", "happy", "nation", "argu"};
+  const char* endings[] = {"", "s", "ing", "ed", "er", "ers", "ion", "ions", "ly", "ness"};
+  for (int n = 0; n < 400; ++n)
+    for (auto r : roots)
+      for (auto e : endings)
+        if (words.size() < 3000)
+          words.push_back(std::string{r} + e + (n ? "x" + std::to_string(n) : ""));
+  auto stems_of = [&](bool reversed) {
+    std::vector<std::string> out(words.size());
+    std::thread t{[&] {
+      for (size_t k = 0; k < words.size(); ++k) {
+        auto i = reversed ? words.size() - 1 - k : k;
+        auto t = tokenize(words[i]);
+        out[i] = t.empty() ? "" : t[0];
+      }
+      // Past the memo's bound, it was cleared at least once meanwhile.
+      EXPECT_EQ(tokenize("running connections"), (std::vector<std::string>{"run", "connect"}));
+    }};
+    t.join();
+    return out;
+  };
+  auto forward = stems_of(false), backward = stems_of(true);
+  EXPECT_EQ(forward, backward);
+  for (auto [word, stem] : {std::pair{"connections", "connect"}, {"indexed", "index"},
+                            {"generally", "general"}, {"nations", "nation"}}) {
+    auto at = static_cast<size_t>(std::find(words.begin(), words.end(), word) - words.begin());
+    ASSERT_LT(at, words.size()) << word;
+    EXPECT_EQ(forward[at], stem) << word;
+  }
+}
+
 TEST(tokenizer, stopwords_are_dropped_unless_asked_to_keep_them) {
   auto t = tokenize("What is the architecture of this system?");
   EXPECT_EQ(t, (std::vector<std::string>{"architectur", "system"}));
