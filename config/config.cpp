@@ -1,4 +1,5 @@
 #include "config/config.hpp"
+#include "protocol/text.hpp"
 
 #include <algorithm>
 #include <array>
@@ -243,7 +244,6 @@ caf::error assign_from_toml(const binding& b, const toml::node& node) {
       b.target);
 }
 
-std::string to_lower_ascii(std::string_view s);
 
 caf::error assign_from_text(const binding& b, std::string_view text, std::string_view var) {
   auto fail = [&](std::string_view what) {
@@ -334,13 +334,6 @@ caf::error apply_toml(const toml::table& root, std::vector<binding>& bs,
   return {};
 }
 
-std::string to_lower_ascii(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z')
-      c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
 
 // RAGTOR_DATA_DIR and RAGTOR_<SECTION>__<KEY>. Other RAGTOR_* variables
 // without "__" are left alone: they may belong to tools and tests.

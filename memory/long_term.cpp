@@ -120,14 +120,6 @@ bool search(std::string_view lower, const steps& rule) {
   return false;
 }
 
-std::string ascii_lower(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z')
-      c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 struct rule {
   steps pattern;
   const char* kind;
@@ -246,7 +238,7 @@ std::vector<extracted_memory> extract_memories(std::string_view user_message) {
   for (auto& s : sentences(user_message)) {
     if (s.size() > 300)
       continue;  // long text is rarely about the user
-    auto lower = ascii_lower(s);
+    auto lower = to_lower_ascii(s);
     if (is_question(lower))
       continue;  // questions state no facts
     const char* kind = nullptr;

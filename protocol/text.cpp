@@ -20,4 +20,12 @@ std::string utf8_prefix(std::string_view s, size_t max_bytes) {
   return std::string{s.substr(0, n)};
 }
 
+std::string to_lower_ascii(std::string_view s) {
+  std::string out{s};
+  for (auto& c : out)
+    if (c >= 'A' && c <= 'Z')
+      c = static_cast<char>(c - 'A' + 'a');
+  return out;
+}
+
 }  // namespace ragtor

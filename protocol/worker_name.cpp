@@ -11,16 +11,6 @@ namespace ragtor {
 
 namespace {
 
-// The seed trims with Python's str.strip(); ASCII whitespace is what can
-// occur in ids and worker names.
-std::string to_lower_ascii(std::string_view s) {
-  std::string out{s};
-  for (auto& c : out)
-    if (c >= 'A' && c <= 'Z')
-      c = static_cast<char>(c - 'A' + 'a');
-  return out;
-}
-
 // Like Python's raw.split(":") followed by strip() of every part: empty
 // parts are kept, so "a::b" has three segments.
 std::vector<std::string> split_segments(std::string_view raw) {

@@ -207,6 +207,57 @@ TEST(episodic_recall, stored_embeddings_rank_exactly_as_embedding_the_texts) {
   }
 }
 
+// Random vectors for the ranking tests: `count` stored vectors of `dims`
+// values in [-1, 1) and a copy of the fourth (a tie: the earlier one
+// first), and a question of `dims` with all but `set` of them zero
+// (spread, the last kept).
+struct ranking_case {
+  std::vector<float> question;
+  std::vector<std::vector<float>> stored;
+};
+
+ranking_case random_case(std::mt19937& rng, size_t dims, size_t set, int count) {
+  std::uniform_real_distribution<float> unit{-1.0f, 1.0f};
+  auto random = [&] {
+    std::vector<float> v(dims);
+    for (auto& x : v)
+      x = unit(rng);
+    return v;
+  };
+  ranking_case c;
+  c.question = random();
+  for (size_t d = 0; d < dims; ++d)
+    if (d % (dims / set) != 0 && d + 1 != dims)
+      c.question[d] = 0.0f;
+  for (int i = 0; i < count; ++i)
+    c.stored.push_back(random());
+  c.stored.push_back(c.stored[3]);
+  return c;
+}
+
+// The plain loop's ranking: the indexes of the candidates whose dot
+// product (in double, in order) is at least `min`, best first, ties in
+// order.
+std::vector<size_t> plain_ranking(const ranking_case& c, const std::vector<bool>& candidate,
+                                  double min) {
+  std::vector<std::pair<double, size_t>> scored;
+  for (size_t i = 0; i < c.stored.size(); ++i) {
+    if (!candidate[i])
+      continue;
+    double dot = 0;
+    for (size_t d = 0; d < c.question.size(); ++d)
+      dot += static_cast<double>(c.question[d]) * c.stored[i][d];
+    if (dot >= min)
+      scored.emplace_back(dot, i);
+  }
+  std::stable_sort(scored.begin(), scored.end(),
+                   [](auto& a, auto& b) { return a.first > b.first; });
+  std::vector<size_t> out;
+  for (auto& [dot, i] : scored)
+    out.push_back(i);
+  return out;
+}
+
 // Recall remembers what it derives from rows that never change (memories'
 // terms, episodes' vectors by id); remembered or not, the answers match.
 // Vectors are ranked by their dot product with the question, summed in
@@ -215,44 +266,20 @@ TEST(episodic_recall, stored_embeddings_rank_exactly_as_embedding_the_texts) {
 // hashed one sets a few dimensions) the same, read only at its dimensions.
 TEST(episodic_recall, vectors_rank_by_their_dot_product) {
   std::mt19937 rng{7};
-  std::uniform_real_distribution<float> unit{-1.0f, 1.0f};
   for (auto [dims, set] : {std::pair<size_t, size_t>{256, 256}, {7, 7}, {1, 1}, {256, 12},
                            {256, 64}, {8, 1}}) {
-    auto random = [&] {
-      std::vector<float> v(dims);
-      for (auto& x : v)
-        x = unit(rng);
-      return v;
-    };
-    auto q = random();
-    // All but `set` dimensions of the question zero (spread, the last kept).
-    for (size_t d = 0; d < dims; ++d)
-      if (d % (dims / set) != 0 && d + 1 != dims)
-        q[d] = 0.0f;
-    std::vector<std::vector<float>> stored;
-    for (int i = 0; i < 50; ++i)
-      stored.push_back(random());
-    stored.push_back(stored[3]);  // a tie: the earlier one first
+    auto c = random_case(rng, dims, set, 50);
     std::vector<const std::vector<float>*> ptrs;
-    for (auto& v : stored)
+    for (auto& v : c.stored)
       ptrs.push_back(&v);
     ptrs[10] = nullptr;  // left out (in the window)
-    std::vector<std::pair<double, size_t>> plain;
-    for (size_t i = 0; i < stored.size(); ++i) {
-      if (!ptrs[i])
-        continue;
-      double dot = 0;
-      for (size_t d = 0; d < dims; ++d)
-        dot += static_cast<double>(q[d]) * stored[i][d];
-      if (dot >= 0.1)
-        plain.emplace_back(dot, i);
-    }
-    std::stable_sort(plain.begin(), plain.end(),
-                     [](auto& a, auto& b) { return a.first > b.first; });
-    auto got = rank_vectors(q, ptrs, 8, 0.1);
+    std::vector<bool> candidate(c.stored.size(), true);
+    candidate[10] = false;
+    auto plain = plain_ranking(c, candidate, 0.1);
+    auto got = rank_vectors(c.question, ptrs, 8, 0.1);
     ASSERT_EQ(got.size(), std::min<size_t>(8, plain.size())) << dims << "/" << set;
     for (size_t i = 0; i < got.size(); ++i) {
-      EXPECT_EQ(got[i], plain[i].second) << dims << "/" << set << " rank " << i;
+      EXPECT_EQ(got[i], plain[i]) << dims << "/" << set << " rank " << i;
     }
   }
 }
@@ -263,23 +290,10 @@ TEST(episodic_recall, vectors_rank_by_their_dot_product) {
 // dense questions too (each sum in order, exactly the plain loop's).
 TEST(episodic_recall, vectors_kept_by_dimension_rank_by_their_dot_product) {
   std::mt19937 rng{13};
-  std::uniform_real_distribution<float> unit{-1.0f, 1.0f};
   for (auto [dims, set] : {std::pair<size_t, size_t>{256, 256}, {256, 12}, {256, 64}, {7, 7},
                            {8, 1}}) {
-    auto random = [&] {
-      std::vector<float> v(dims);
-      for (auto& x : v)
-        x = unit(rng);
-      return v;
-    };
-    auto q = random();
-    for (size_t d = 0; d < dims; ++d)
-      if (d % (dims / set) != 0 && d + 1 != dims)
-        q[d] = 0.0f;
-    std::vector<std::vector<float>> stored;
-    for (int i = 0; i < 60; ++i)
-      stored.push_back(random());
-    stored.push_back(stored[3]);  // a tie: the earlier one first
+    auto c = random_case(rng, dims, set, 60);
+    auto& stored = c.stored;
     // The first 20 written into older columns, then copied over.
     vector_columns old{dims, 40};
     std::vector<uint32_t> old_slots, new_slots;
@@ -310,23 +324,14 @@ TEST(episodic_recall, vectors_kept_by_dimension_rank_by_their_dot_product) {
     }
     EXPECT_FALSE(columns.claim(100)) << "more slots than are left";
     slots[10] = vector_columns::left_out;  // in the window
-    std::vector<std::pair<double, size_t>> plain;
-    for (size_t i = 0; i < stored.size(); ++i) {
-      if (slots[i] == vector_columns::left_out)
-        continue;
-      double dot = 0;
-      for (size_t d = 0; d < dims; ++d)
-        dot += static_cast<double>(q[d]) * stored[i][d];
-      if (dot >= 0.1)
-        plain.emplace_back(dot, i);
-    }
-    std::stable_sort(plain.begin(), plain.end(),
-                     [](auto& a, auto& b) { return a.first > b.first; });
+    std::vector<bool> candidate(stored.size(), true);
+    candidate[10] = false;
+    auto plain = plain_ranking(c, candidate, 0.1);
     for (size_t limit : {size_t{1}, size_t{8}, size_t{100}}) {
-      auto got = rank_columns(q, columns, slots, limit, 0.1);
+      auto got = rank_columns(c.question, columns, slots, limit, 0.1);
       ASSERT_EQ(got.size(), std::min(limit, plain.size())) << dims << "/" << set;
       for (size_t i = 0; i < got.size(); ++i)
-        EXPECT_EQ(got[i], plain[i].second) << dims << "/" << set << " rank " << i;
+        EXPECT_EQ(got[i], plain[i]) << dims << "/" << set << " rank " << i;
     }
   }
 }
