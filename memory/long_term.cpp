@@ -27,7 +27,7 @@ namespace {
 
 // The English rules, matched without std::regex: its matcher cost 50–110
 // µs per statement message, on the stream's thread every turn and for
-// every message a summary covers; these take about a microsecond. Each
+// every message a summary covers; these take a few microseconds. Each
 // rule is the ECMAScript regex it was written as (case-insensitive; the
 // regexes are the oracle of tests/unit/memory_long_term_test.cpp), spelt
 // as steps tried from every position of the sentence, lower-cased in
@@ -50,7 +50,7 @@ step words(std::initializer_list<std::string_view> list) {
     alts.push_back({lit(w)});
   return one_of(std::move(alts));
 }
-step optional(steps s) { return {step::maybe, {}, {std::move(s)}}; }
+step maybe(steps s) { return {step::maybe, {}, {std::move(s)}}; }
 
 bool is_space_char(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
@@ -145,11 +145,11 @@ const std::vector<rule>& english_rules() {
         words({"eat", "drink", "use", "have"}), wb},
        "constraint", 365},
       // \b(?:please\s+)?(?:always|never)\s+(?:answer|reply|respond|use|give)\b
-      {{wb, optional({lit("please"), ws}), words({"always", "never"}), ws,
+      {{wb, maybe({lit("please"), ws}), words({"always", "never"}), ws,
         words({"answer", "reply", "respond", "use", "give"}), wb},
        "constraint", 180},
       // \bi\s+(?:really\s+)?(?:like|love|prefer|enjoy)\b
-      {{wb, lit("i"), ws, optional({lit("really"), ws}), words({"like", "love", "prefer", "enjoy"}),
+      {{wb, lit("i"), ws, maybe({lit("really"), ws}), words({"like", "love", "prefer", "enjoy"}),
         wb},
        "preference", 180},
       // \bmy\s+(?:name|job|role|profession)\s+is\b
@@ -164,7 +164,7 @@ const std::vector<rule>& english_rules() {
         wb},
        "identity", 365},
       // \bi(?:'m|\s+am)\s+an?\s+\w+
-      {{wb, lit("i"), i_am(), ws, lit("a"), optional({lit("n")}), ws, wc}, "identity", 365},
+      {{wb, lit("i"), i_am(), ws, lit("a"), maybe({lit("n")}), ws, wc}, "identity", 365},
   };
   return rules;
 }

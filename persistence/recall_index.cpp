@@ -39,8 +39,8 @@ struct memory_row {
   }
 };
 
-// An episode's key and where its vector is: `vector` as read, until it
-// is put in the user's columns at `slot` (held_rows::place).
+// An episode's key and where its vector is: `vector` as read, until
+// held_rows::set or merge puts it in the user's columns at `slot`.
 struct episode_row {
   std::string id;
   std::string conversation_id;
