@@ -52,9 +52,6 @@ step words(std::initializer_list<std::string_view> list) {
 }
 step maybe(steps s) { return {step::maybe, {}, {std::move(s)}}; }
 
-bool is_space_char(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
 bool is_word_char(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
 }
@@ -86,7 +83,7 @@ bool match_at(std::string_view s, size_t i, const pending* p) {
       // Greedy is exact here: no rule has a step after \s+ that matches a
       // space.
       auto j = i;
-      while (j < s.size() && is_space_char(s[j]))
+      while (j < s.size() && is_ascii_space(s[j]))
         ++j;
       return j > i && match_at(s, j, &rest);
     }
@@ -224,7 +221,7 @@ bool is_question(std::string_view lower) {
              "why", "is", "are"}),
       wb};
   size_t i = 0;
-  while (i < lower.size() && is_space_char(lower[i]))
+  while (i < lower.size() && is_ascii_space(lower[i]))
     ++i;
   const pending whole{&opening, 0, nullptr};
   return match_at(lower, i, &whole) || lower.find("吗") != std::string_view::npos;

@@ -7,7 +7,12 @@
 
 namespace ragtor {
 
-// `s` without leading and trailing ASCII whitespace (" \t\n\r\f\v").
+// ASCII whitespace, as C's isspace in the "C" locale: " \t\n\r\f\v".
+constexpr bool is_ascii_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
+
+// `s` without leading and trailing ASCII whitespace (is_ascii_space).
 std::string_view trim(std::string_view s);
 
 // `s` with ASCII letters lower-cased; other bytes (UTF-8 included) kept.

@@ -1,4 +1,5 @@
 #include "retrieval/tokenizer.hpp"
+#include "protocol/text.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -220,10 +221,6 @@ std::vector<std::string> tokenize(std::string_view text, const tokenizer_options
 
 namespace {
 
-bool is_space(char c) {
-  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
-}
-
 bool is_ascii_alpha(char c) {
   return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
 }
@@ -237,7 +234,7 @@ constexpr std::string_view abbreviations[] = {"approx", "cf", "dr", "e.g", "eg",
 // or a list number rather than a sentence.
 bool is_abbreviation(std::string_view text, size_t dot) {
   size_t begin = dot;
-  while (begin > 0 && !is_space(text[begin - 1]) && text[begin - 1] != '(')
+  while (begin > 0 && !is_ascii_space(text[begin - 1]) && text[begin - 1] != '(')
     --begin;
   auto word = text.substr(begin, dot - begin);
   if (word.size() == 1 && word[0] >= 'A' && word[0] <= 'Z')
@@ -291,7 +288,7 @@ size_t cjk_terminator_at(std::string_view text, size_t i) {
 // something new.
 bool line_break_ends_sentence(std::string_view text, size_t sentence_start, size_t nl) {
   size_t first = sentence_start;
-  while (first < nl && is_space(text[first]))
+  while (first < nl && is_ascii_space(text[first]))
     ++first;
   if (first < nl && text[first] == '#')
     return true;  // a heading is a line of its own
@@ -312,9 +309,9 @@ bool line_break_ends_sentence(std::string_view text, size_t sentence_start, size
 std::vector<std::string_view> split_sentences(std::string_view text) {
   std::vector<std::string_view> out;
   auto push = [&](size_t from, size_t to) {
-    while (from < to && is_space(text[from]))
+    while (from < to && is_ascii_space(text[from]))
       ++from;
-    while (to > from && is_space(text[to - 1]))
+    while (to > from && is_ascii_space(text[to - 1]))
       --to;
     if (to > from)
       out.push_back(text.substr(from, to - from));
@@ -334,7 +331,7 @@ std::vector<std::string_view> split_sentences(std::string_view text) {
       start = ++i;
     } else if (c == '.' || c == '!' || c == '?') {
       size_t end = past_closers(i + 1);
-      bool boundary = end >= text.size() || is_space(text[end]);
+      bool boundary = end >= text.size() || is_ascii_space(text[end]);
       if (boundary && !(c == '.' && is_abbreviation(text, i))) {
         push(start, end);
         start = i = end;
