@@ -360,15 +360,39 @@ void set_recall_cache_budget(size_t bytes) {
   embedding_memo().set_budget(bytes - 2 * (bytes / 4));
 }
 
-std::vector<size_t> rank_by_terms(std::string_view question, const std::vector<term_item>& items,
+void term_columns::add(const term_list& terms, int64_t created_at) {
+  terms_.insert(terms_.end(), terms.begin(), terms.end());
+  ends_.push_back(static_cast<uint32_t>(terms_.size()));
+  created_.push_back(created_at);
+}
+
+void term_columns::add_from(const term_columns& other, size_t i) {
+  terms_.insert(terms_.end(), other.begin(i), other.end(i));
+  ends_.push_back(static_cast<uint32_t>(terms_.size()));
+  created_.push_back(other.created_[i]);
+}
+
+void term_columns::reserve(size_t items, size_t terms) {
+  terms_.reserve(terms);
+  ends_.reserve(items);
+  created_.reserve(items);
+}
+
+size_t term_columns::bytes() const {
+  return sizeof *this + terms_.capacity() * sizeof(uint64_t)
+         + ends_.capacity() * sizeof(uint32_t) + created_.capacity() * sizeof(int64_t);
+}
+
+std::vector<size_t> rank_by_terms(std::string_view question, const term_columns& items,
                                   size_t limit) {
   const auto terms = distinct_terms(question);
   std::vector<std::tuple<int, int64_t, size_t>> scored;
   scored.reserve(items.size());
   for (size_t i = 0; i < items.size(); ++i) {
-    const auto& mine = *items[i].terms;
     int overlap = 0;
-    for (auto a = terms.begin(), b = mine.begin(); a != terms.end() && b != mine.end();) {
+    auto a = terms.begin();
+    auto b = items.begin(i), b_end = items.end(i);
+    while (a != terms.end() && b != b_end) {
       if (*a < *b) {
         ++a;
       } else if (*b < *a) {
@@ -379,7 +403,7 @@ std::vector<size_t> rank_by_terms(std::string_view question, const std::vector<t
         ++b;
       }
     }
-    scored.emplace_back(overlap, items[i].created_at, i);
+    scored.emplace_back(overlap, items.created_at(i), i);
   }
   // Equal items keep the order they came in (newest first): the position
   // breaks the last tie, so a partial sort gives what a stable sort gave.
@@ -404,14 +428,9 @@ std::vector<size_t> rank_by_terms(std::string_view question, const std::vector<t
 std::vector<std::string> recall_memories(
     std::string_view question, const std::vector<std::pair<std::string, int64_t>>& memories,
     size_t limit) {
-  std::vector<std::shared_ptr<const term_list>> held;
-  std::vector<term_item> items;
-  held.reserve(memories.size());
-  items.reserve(memories.size());
-  for (auto& [content, created] : memories) {
-    held.push_back(memory_terms(content));
-    items.push_back({held.back().get(), created});
-  }
+  term_columns items;
+  for (auto& [content, created] : memories)
+    items.add(*memory_terms(content), created);
   std::vector<std::string> out;
   for (auto i : rank_by_terms(question, items, limit))
     out.push_back(memories[i].first);

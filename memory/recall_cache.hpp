@@ -31,14 +31,34 @@ std::shared_ptr<const std::string> remembered_episode_text(const std::string& ep
 using term_list = std::vector<uint64_t>;
 std::shared_ptr<const term_list> memory_terms(const std::string& content);
 
+// Memories' term lists kept together for ranking (issue 20, target 5):
+// every item's sorted term hashes in one run, in item order, with its time.
+// A user's held memories (persistence/recall_index.cpp) keep one per
+// version: ranking 200 memories whose lists lay apart on the heap missed
+// the cache a few times per memory once other turns had evicted them.
+class term_columns {
+public:
+  void add(const term_list& terms, int64_t created_at);
+  // Item i of `other`, added as add() would have added it.
+  void add_from(const term_columns& other, size_t i);
+  void reserve(size_t items, size_t terms);
+  size_t size() const { return ends_.size(); }
+  size_t bytes() const;
+  // Item i's terms: [begin(i), end(i)).
+  const uint64_t* begin(size_t i) const { return terms_.data() + (i == 0 ? 0 : ends_[i - 1]); }
+  const uint64_t* end(size_t i) const { return terms_.data() + ends_[i]; }
+  int64_t created_at(size_t i) const { return created_[i]; }
+
+private:
+  std::vector<uint64_t> terms_;
+  std::vector<uint32_t> ends_;  // where each item's terms end in terms_
+  std::vector<int64_t> created_;
+};
+
 // Memory recall's ranking (recall_memories): the indexes of the `limit`
 // items that share most distinct terms with the question, ties newest
-// first.
-struct term_item {
-  const term_list* terms;
-  int64_t created_at;
-};
-std::vector<size_t> rank_by_terms(std::string_view question, const std::vector<term_item>& items,
+// first, then in item order.
+std::vector<size_t> rank_by_terms(std::string_view question, const term_columns& items,
                                   size_t limit);
 
 // Stored vectors kept by dimension (issue 20, target 5): column d holds

@@ -345,22 +345,24 @@ TEST(recall_cache, the_best_memories_come_in_a_stable_order) {
   std::uniform_int_distribution<int> word{0, 5}, count{1, 3}, stamp{0, 3};
   for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{200}}) {
     std::vector<std::shared_ptr<const term_list>> held;
-    std::vector<term_item> items;
+    std::vector<int64_t> stamps;
+    term_columns items;
     for (size_t i = 0; i < n; ++i) {
       std::string content = "i like";
       for (int k = count(rng); k > 0; --k)
         content += std::string{" "} + words[word(rng)] + " " + std::to_string(i);
       held.push_back(memory_terms(content));
-      items.push_back({held.back().get(), stamp(rng)});
+      stamps.push_back(stamp(rng));
+      items.add(*held.back(), stamps.back());
     }
     std::string question = "what about green tea or coffee in bergen?";
     auto q = memory_terms(question);
     std::vector<std::tuple<int, int64_t, size_t>> all;
     for (size_t i = 0; i < n; ++i) {
       std::vector<uint64_t> shared;
-      std::set_intersection(q->begin(), q->end(), items[i].terms->begin(),
-                            items[i].terms->end(), std::back_inserter(shared));
-      all.emplace_back(static_cast<int>(shared.size()), items[i].created_at, i);
+      std::set_intersection(q->begin(), q->end(), held[i]->begin(), held[i]->end(),
+                            std::back_inserter(shared));
+      all.emplace_back(static_cast<int>(shared.size()), stamps[i], i);
     }
     std::stable_sort(all.begin(), all.end(), [](auto& a, auto& b) {
       return std::get<0>(a) != std::get<0>(b) ? std::get<0>(a) > std::get<0>(b)
@@ -373,6 +375,48 @@ TEST(recall_cache, the_best_memories_come_in_a_stable_order) {
         EXPECT_EQ(got[i], std::get<2>(all[i])) << n << " / " << limit << " rank " << i;
     }
   }
+}
+
+// The held memories' blocks are built by copying items from the version
+// before (add_from) as well as by adding rows: an item copied is the item
+// added, whatever was copied before it, and the ranking over a copied
+// block is the ranking over the block it came from.
+TEST(recall_cache, term_columns_copy_items_as_they_were_added) {
+  std::mt19937 rng{5};
+  const char* words[] = {"tea", "green", "coffee", "bergen", "peanuts", "oolong", "k7", "lock"};
+  std::uniform_int_distribution<int> word{0, 7}, count{0, 6};
+  term_columns from;
+  std::vector<std::shared_ptr<const term_list>> lists;
+  for (int i = 0; i < 300; ++i) {
+    std::string content;
+    for (int k = count(rng); k > 0; --k)  // some items have no terms at all
+      content += std::string{words[word(rng)]} + " ";
+    lists.push_back(memory_terms(content));
+    from.add(*lists.back(), i % 7);
+  }
+  // Every third item, back to front, between items added afresh.
+  term_columns to;
+  std::vector<size_t> source;  // the item of `from` each item of `to` is; SIZE_MAX: added
+  for (size_t i = from.size(); i-- > 0;) {
+    if (i % 3 != 0)
+      continue;
+    to.add_from(from, i);
+    source.push_back(i);
+    to.add(*lists[(i * 7) % lists.size()], 100);
+    source.push_back(SIZE_MAX - (i * 7) % lists.size());
+  }
+  ASSERT_EQ(to.size(), source.size());
+  for (size_t j = 0; j < to.size(); ++j) {
+    bool copied = source[j] < from.size();
+    const term_list& want = copied ? *lists[source[j]] : *lists[SIZE_MAX - source[j]];
+    EXPECT_EQ(term_list(to.begin(j), to.end(j)), want) << j;
+    EXPECT_EQ(to.created_at(j), copied ? from.created_at(source[j]) : 100) << j;
+  }
+  term_columns copy;
+  for (size_t i = 0; i < from.size(); ++i)
+    copy.add_from(from, i);
+  for (auto* q : {"green tea in bergen", "the k7 lock", "nothing shared"})
+    EXPECT_EQ(rank_by_terms(q, copy, 10), rank_by_terms(q, from, 10)) << q;
 }
 
 TEST(recall_cache, remembered_terms_and_vectors_give_the_same_answers) {

@@ -602,16 +602,23 @@ TEST_P(store_contract, a_users_recall_rows_held_between_turns_follow_every_write
 // keep adding one: their vectors are kept by dimension in slots that the
 // added rows claim, and move to new columns whenever those fill (room for
 // twice the rows held, at most 250: then every 50 turns). A vector lost or
-// put in the wrong slot on the way ranks another episode first.
+// put in the wrong slot on the way ranks another episode first. Asked
+// from one of the two conversations, the episodes in that turn's window
+// (its conversation, seq from the window's start) are left out as when
+// read whole: the held rows' conversations and seqs are kept in blocks
+// of their own, copied from version to version.
 TEST_P(store_contract, held_episodes_rank_as_read_whole_while_turns_keep_adding) {
   recall_index index{16u << 20};
   auto t = user_turn("fay", "s1", "q", "r1", 1);
+  auto other = user_turn("fay", "s2", "q", "r2", 2);
   const size_t turns = 330;
+  const int64_t window = 6;
   auto name = [](size_t k) { return "beacon" + std::to_string(k * 7919 % 10007); };
   for (size_t k = 0; k < turns; ++k) {
+    auto seq = static_cast<int64_t>(10 + k);
     tx([&](store_backend& db) {
-      db.add_episode(episode_of(t.conversation_id, "fay", static_cast<int64_t>(10 + k),
-                                "Tell me about " + name(k), "It is the " + name(k) + " story.",
+      db.add_episode(episode_of(k % 3 == 0 ? other.conversation_id : t.conversation_id, "fay",
+                                seq, "Tell me about " + name(k), "It is the " + name(k) + " story.",
                                 static_cast<int64_t>(1000 + k)));
       return 0;
     });
@@ -619,15 +626,19 @@ TEST_P(store_contract, held_episodes_rank_as_read_whole_while_turns_keep_adding)
     for (size_t asked : {k, k / 2, k >= 200 ? k - 199 : 0}) {
       auto q = "what about " + name(asked) + "?";
       auto now = static_cast<int64_t>(5000 + k);
+      auto rows = db_->recent_episodes("fay", 200);
       EXPECT_EQ(index.episodes(*db_, "fay", q, "elsewhere", 0, now, 3, 0.1),
-                recall_episodes(q, db_->recent_episodes("fay", 200), "elsewhere", 0, 3, 0.1))
+                recall_episodes(q, rows, "elsewhere", 0, 3, 0.1))
           << "turn " << k << ": " << q;
+      EXPECT_EQ(index.episodes(*db_, "fay", q, t.conversation_id, seq - window, now, 3, 0.1),
+                recall_episodes(q, rows, t.conversation_id, seq - window, 3, 0.1))
+          << "turn " << k << " in the window's conversation: " << q;
     }
   }
   auto served = index.stats();
   EXPECT_EQ(served.read, 1u) << "read whole only at first";
   EXPECT_EQ(served.added, turns - 1);
-  EXPECT_EQ(served.held, 2 * turns);
+  EXPECT_EQ(served.held, 5 * turns);
 }
 
 // Row ids: 32 hex digits, later ones sorting later (each table's id index
