@@ -21,10 +21,13 @@
 // tokenises memories and decodes episode vectors on every turn);
 // --recall-index-mb its `[memory] recall_index_mb` (0: each turn reads the
 // user's memories and episode keys whole; persistence/recall_index.hpp).
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <cstdio>
 #include <filesystem>
+#include <numeric>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -285,8 +288,16 @@ int main(int argc, char** argv) {
   std::vector<std::vector<double>> ms(users.size());
   std::vector<std::array<std::vector<double>, n_steps>> step_ms(users.size());
   std::vector<std::vector<double>> direct_ms(users.size()), whole_ms(users.size());
-  for (int s = 0; s < samples && !failed; ++s)
-    for (size_t i = 0; i < users.size(); ++i) {
+  // The users in a new order each round: what ran just before (the
+  // thread hand-offs of the last request, the caches the last read left)
+  // changes one request's time by more than a user's history does, so no
+  // user always follows the same one.
+  std::vector<size_t> order(users.size());
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::mt19937 shuffle_rng{7};
+  for (int s = 0; s < samples && !failed; ++s) {
+    std::shuffle(order.begin(), order.end(), shuffle_rng);
+    for (size_t i : order) {
       std::array<double, n_steps> steps{};
       auto t0 = steady::now();
       context(users[i]);
@@ -301,6 +312,7 @@ int main(int argc, char** argv) {
       breakdown(users[i], none, steps);
       whole_ms[i].push_back(steps[0] + steps[1] + steps[2]);
     }
+  }
   // Afterwards, the common case in service: each turn first adds the
   // previous turn's episode and memory (the vector remembered as the store
   // actor does), so the index adds rows instead of finding none new. The
