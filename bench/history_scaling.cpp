@@ -188,7 +188,7 @@ int main(int argc, char** argv) {
     return std::make_unique<sqlite_backend>(path);
   };
   const char* backend_name = dsn.empty() ? "SQLite" : "PostgreSQL";
-  auto run_id = new_id().substr(0, 8);
+  auto run_id = new_id().substr(24);  // random digits (the first ones are the time)
 
   // The writer's commits as the database grows: 11 turns a commit is what
   // a group commit holds at 64 sustained streams (docs/performance.md).

@@ -60,7 +60,7 @@ result run(const std::function<std::unique_ptr<store_backend>()>& open, size_t w
         ex.submit_write(
             [&, w](store_backend& db) {
               auto t =
-                  db.begin_turn("bench", "w" + std::to_string(w) + "-" + new_id().substr(0, 6),
+                  db.begin_turn("bench", "w" + std::to_string(w) + "-" + new_id().substr(20),
                                 "a message of moderate length for the benchmark", "", now_ms());
               (void)t;
             },

@@ -86,6 +86,7 @@ std::vector<binding> bindings_of(config& c) {
       {"store", "postgres_dsn", &c.store.postgres_dsn},
       {"store", "flush_max_batch", &c.store.flush_max_batch},
       {"store", "read_connections", &c.store.read_connections},
+      {"store", "postgres_prepared_statements", &c.store.postgres_prepared_statements},
       {"router", "default_kb", &c.router.default_kb},
       {"router", "default_agent_type", &c.router.default_agent_type},
       {"router", "min_confidence", &c.router.min_confidence},

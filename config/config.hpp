@@ -85,6 +85,7 @@ struct store_config_section {
   std::string postgres_dsn;
   int flush_max_batch = 256;
   int read_connections = 2;
+  bool postgres_prepared_statements = true;
   bool operator==(const store_config_section&) const = default;
 };
 

@@ -165,7 +165,7 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
     // Two connections: the writer (group commits) and the reader.
     auto open = [&]() -> std::unique_ptr<store_backend> {
       if (!opts.postgres_dsn.empty())
-        return std::make_unique<pg_backend>(opts.postgres_dsn);
+        return std::make_unique<pg_backend>(opts.postgres_dsn, opts.postgres_prepared);
       return std::make_unique<sqlite_backend>(opts.sqlite_path);
     };
     auto writer = open();

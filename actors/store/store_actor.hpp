@@ -19,6 +19,7 @@ namespace ragtor {
 struct store_options {
   // PostgreSQL when set (libpq DSN); otherwise the SQLite file below.
   std::string postgres_dsn;
+  bool postgres_prepared = true;  // `[store] postgres_prepared_statements`
   std::filesystem::path sqlite_path;
   int flush_max_batch = 256;
   int read_connections = 2;

@@ -55,7 +55,7 @@ int run_ingest(const ingest_options& opts) {
     return 1;
   }
   try {
-    pg_backend db{cfg->store.postgres_dsn};
+    pg_backend db{cfg->store.postgres_dsn, cfg->store.postgres_prepared_statements};
     apply_migrations(db, embedded_migrations());
     db.begin();
     auto version = db.put_kb_documents(opts.kb, to_json(*settings), *docs, now_ms());

@@ -24,7 +24,8 @@ std::unique_ptr<store_backend> open_store(const config& cfg) {
   std::unique_ptr<store_backend> db;
   if (cfg.store.backend == "postgres"
       || (cfg.store.backend == "auto" && !cfg.store.postgres_dsn.empty()))
-    db = std::make_unique<pg_backend>(cfg.store.postgres_dsn);
+    db = std::make_unique<pg_backend>(cfg.store.postgres_dsn,
+                                      cfg.store.postgres_prepared_statements);
   else
     db = std::make_unique<sqlite_backend>(cfg.store.sqlite_path.empty()
                                               ? std::filesystem::path{cfg.data_dir} / "ragtor.db"

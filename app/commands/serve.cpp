@@ -326,6 +326,7 @@ int run_serve(const serve_options& opts) {
   if (cfg->store.backend == "postgres"
       || (cfg->store.backend == "auto" && !cfg->store.postgres_dsn.empty()))
     store_opts.postgres_dsn = cfg->store.postgres_dsn;
+  store_opts.postgres_prepared = cfg->store.postgres_prepared_statements;
   store_opts.sqlite_path = cfg->store.sqlite_path.empty()
                                ? std::filesystem::path{cfg->data_dir} / "ragtor.db"
                                : std::filesystem::path{cfg->store.sqlite_path};

@@ -139,7 +139,8 @@ std::optional<std::string> limit_param(int64_t limit) {
 
 }  // namespace
 
-pg_backend::pg_backend(std::string dsn) : dsn_(std::move(dsn)) {
+pg_backend::pg_backend(std::string dsn, bool prepare)
+    : dsn_(std::move(dsn)), prepare_(prepare) {
   conn_ = PQconnectdb(dsn_.c_str());
   if (PQstatus(conn_) != CONNECTION_OK) {
     auto msg = without_password("cannot connect to PostgreSQL at " + describe(conn_) + ": "
@@ -159,10 +160,15 @@ pg_backend::~pg_backend() {
     PQfinish(conn_);
 }
 
+void pg_backend::reset_connection() {
+  PQreset(conn_);
+  prepared_.clear();
+}
+
 void pg_backend::ensure_connected() {
   if (PQstatus(conn_) == CONNECTION_OK)
     return;
-  PQreset(conn_);
+  reset_connection();
   if (PQstatus(conn_) != CONNECTION_OK)
     throw store_error(
         without_password("PostgreSQL is unreachable: " + trimmed(PQerrorMessage(conn_)) + " ("
@@ -170,18 +176,38 @@ void pg_backend::ensure_connected() {
                          dsn_));
 }
 
-pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& params) {
+pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& params,
+                                   bool prepare) {
   std::vector<const char*> values;
   values.reserve(params.size());
   for (auto& p : params)
     values.push_back(p ? p->c_str() : nullptr);
+  const int n = static_cast<int>(values.size());
+  prepare = prepare && prepare_ && n > 0;
   // A statement outside a transaction (a read, or BEGIN) may be retried once
   // on a fresh connection: libpq only notices that the server went away
   // (and came back) when a statement fails.
   bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
   for (int attempt = 0;; ++attempt) {
-    auto* r = PQexecParams(conn_, sql, static_cast<int>(values.size()), nullptr, values.data(),
-                           nullptr, nullptr, 0);
+    pg_result* r = nullptr;
+    if (!prepare) {
+      r = PQexecParams(conn_, sql, n, nullptr, values.data(), nullptr, nullptr, 0);
+    } else {
+      // Parsed and planned once per connection: PQexecParams sends the
+      // text each time and the server plans it again.
+      auto i = prepared_.find(sql);
+      if (i == prepared_.end()) {
+        auto name = "ragtor_" + std::to_string(prepared_.size() + 1);
+        r = PQprepare(conn_, name.c_str(), sql, n, nullptr);
+        if (r && PQresultStatus(r) == PGRES_COMMAND_OK) {
+          PQclear(r);
+          r = nullptr;
+          i = prepared_.emplace(sql, std::move(name)).first;
+        }
+      }
+      if (i != prepared_.end())
+        r = PQexecPrepared(conn_, i->second.c_str(), n, values.data(), nullptr, nullptr, 0);
+    }
     auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
       return result{r};
@@ -191,7 +217,7 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
     if (r)
       PQclear(r);
     if (retryable && attempt == 0 && PQstatus(conn_) == CONNECTION_BAD) {
-      PQreset(conn_);
+      reset_connection();
       if (PQstatus(conn_) == CONNECTION_OK)
         continue;
       throw store_error(
@@ -239,6 +265,12 @@ void pg_backend::execute_script(std::string_view sql) {
   ensure_connected();
   // PQexec runs a multi-statement script (no parameters).
   std::string text{sql};
+  // A migration may change a table a prepared statement reads ("cached
+  // plan must not change result type"): they are prepared again.
+  if (!prepared_.empty()) {
+    PQclear(PQexec(conn_, "DEALLOCATE ALL"));
+    prepared_.clear();
+  }
   auto* r = PQexec(conn_, text.c_str());
   auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
   std::string msg = r ? trimmed(PQresultErrorMessage(r)) : trimmed(PQerrorMessage(conn_));
@@ -766,7 +798,7 @@ bool pg_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
   run("DELETE FROM entities WHERE kb = $1", {g.kb});
   run("DELETE FROM relations WHERE kb = $1", {g.kb});
   auto exec = [this](const std::string& sql, std::vector<param>& params) {
-    run(sql.c_str(), params);
+    run(sql.c_str(), params, false);  // built per batch: not worth preparing
   };
   insert_batched(
       "INSERT INTO entities (kb, id, name, kind, description) VALUES", g.entities, 5,

@@ -9,6 +9,7 @@
 
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "persistence/store_backend.hpp"
@@ -21,7 +22,9 @@ namespace ragtor {
 class pg_backend final : public store_backend {
 public:
   // Connects; throws store_error (without the password) on failure.
-  explicit pg_backend(std::string dsn);
+  // `prepare`: statements with parameters are prepared on the connection
+  // the first time they run (`[store] postgres_prepared_statements`).
+  explicit pg_backend(std::string dsn, bool prepare = true);
   ~pg_backend() override;
   pg_backend(const pg_backend&) = delete;
   pg_backend& operator=(const pg_backend&) = delete;
@@ -93,7 +96,11 @@ private:
   class result;
   using param = std::optional<std::string>;  // nullopt = SQL NULL
   // Runs one statement with $1..$n text parameters; throws store_error.
-  result run(const char* sql, const std::vector<param>& params = {});
+  // One with parameters is prepared on the connection the first time
+  // (prepare_ on, `prepare` true: SQL built per call passes false).
+  result run(const char* sql, const std::vector<param>& params = {}, bool prepare = true);
+  // The connection was made again: its prepared statements are gone.
+  void reset_connection();
   void ensure_connected();
   // Raises the recall epoch of the user (of the conversation's owner).
   void bump_recall_epoch(const std::string& user_id);
@@ -107,6 +114,9 @@ private:
 
   std::string dsn_;
   pg_conn* conn_ = nullptr;
+  bool prepare_ = true;
+  // Statements prepared on this connection: SQL text -> statement name.
+  std::unordered_map<std::string, std::string> prepared_;
 };
 
 }  // namespace ragtor

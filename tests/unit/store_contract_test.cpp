@@ -37,7 +37,7 @@ protected:
       }
       // A database of its own: tests run in parallel processes.
       scratch_ = std::make_unique<test::scratch_database>(dsn);
-      db_ = std::make_unique<pg_backend>(scratch_->dsn());
+      db_ = std::make_unique<pg_backend>(scratch_->dsn(), prepared());
     }
     apply_migrations(*db_, embedded_migrations());
   }
@@ -53,8 +53,12 @@ protected:
   std::unique_ptr<store_backend> open_again() {
     if (GetParam() == "sqlite")
       return std::make_unique<sqlite_backend>(dir_ / "c.db");
-    return std::make_unique<pg_backend>(scratch_->dsn());
+    return std::make_unique<pg_backend>(scratch_->dsn(), prepared());
   }
+
+  // PostgreSQL with prepared statements (the default) or without
+  // (`[store] postgres_prepared_statements = false`).
+  bool prepared() const { return GetParam() == "postgres"; }
 
   // Runs `f` in one committed transaction.
   template <class F>
@@ -641,6 +645,30 @@ TEST_P(store_contract, held_episodes_rank_as_read_whole_while_turns_keep_adding)
   EXPECT_EQ(served.held, 5 * turns);
 }
 
+// A connection made again has none of the statements the one before
+// prepared: after the server ended it, the next read connects again and
+// prepares what it runs again (it would fail on a statement name the new
+// server process does not know).
+TEST_P(store_contract, a_connection_made_again_prepares_its_statements_again) {
+  if (GetParam() == "sqlite")
+    GTEST_SKIP() << "PostgreSQL connections only";
+  auto t = user_turn("ann", "s1", "hello", "r1", 1);
+  ASSERT_EQ(db_->history(t.conversation_id, 10).size(), 1u);
+  ASSERT_EQ(db_->core_memory("ann"), "{}");
+  auto other = open_again();
+  other->execute_script(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+      "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  auto again = db_->history(t.conversation_id, 10);
+  ASSERT_EQ(again.size(), 1u);
+  EXPECT_EQ(again[0].content, "hello");
+  EXPECT_EQ(db_->core_memory("ann"), "{}");
+  // Writes too, in a transaction begun on the new connection.
+  auto next = user_turn("ann", "s1", "again", "r2", 2);
+  EXPECT_EQ(next.conversation_id, t.conversation_id);
+  EXPECT_EQ(db_->history(t.conversation_id, 10).size(), 2u);
+}
+
 // Row ids: 32 hex digits, later ones sorting later (each table's id index
 // grows at its right end), distinct within one millisecond.
 TEST(row_ids, are_hex_sort_by_time_and_do_not_repeat) {
@@ -1104,7 +1132,8 @@ TEST_P(store_contract, kb_documents_are_versioned_and_read_back_by_version) {
   EXPECT_TRUE(db->kb_documents_after("faq", 0).empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(backends, store_contract, testing::Values("sqlite", "postgres"),
+INSTANTIATE_TEST_SUITE_P(backends, store_contract,
+                         testing::Values("sqlite", "postgres", "postgres_unprepared"),
                          [](const testing::TestParamInfo<std::string>& info) {
                            return info.param;
                          });
