@@ -231,6 +231,11 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
                          "mark of the rows held: PostgreSQL).");
   metrics::append_sample(extra, "ragtor_recall_rows_read_again_total", "",
                          static_cast<double>(recall.read_again));
+  metrics::append_header(extra, "ragtor_recall_episode_texts_read_total", "counter",
+                         "Recalled episodes' texts read from the store by id: neither kept "
+                         "when they were written here nor read before (then they are kept).");
+  metrics::append_sample(extra, "ragtor_recall_episode_texts_read_total", "",
+                         static_cast<double>(recall.texts_read));
   co_await reply_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8",
                       metrics::render(metrics::global(), extra));
 }

@@ -370,7 +370,7 @@ struct recall_index::impl {
   explicit impl(size_t budget) : memories{budget / 2}, episodes{budget - budget / 2} {}
   lru_map<held_rows<memory_row>> memories;
   lru_map<held_rows<episode_row>> episodes;
-  std::atomic<uint64_t> held{0}, added{0}, read{0}, read_again{0};
+  std::atomic<uint64_t> held{0}, added{0}, read{0}, read_again{0}, texts_read{0};
 
   // The user's rows brought up to date: `read_new(have, from, fresh, mark)`
   // puts the rows created since `from` that `have` does not hold into
@@ -438,6 +438,7 @@ recall_index::counters recall_index::process_stats() {
     sum.added += c.added;
     sum.read += c.read;
     sum.read_again += c.read_again;
+    sum.texts_read += c.texts_read;
     sum.users += c.users;
     sum.bytes += c.bytes;
   }
@@ -530,10 +531,16 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
       missing_at.push_back(i);
     }
   }
+  // Remembered once read: a user whose texts fell out of the cache (or
+  // were written by another node) recalls the same few episodes turn
+  // after turn, and on PostgreSQL each read is a round trip.
   if (!missing.empty()) {
     auto read = db.episode_texts(missing);
-    for (size_t k = 0; k < missing.size() && k < read.size(); ++k)
+    impl_->texts_read += missing.size();
+    for (size_t k = 0; k < missing.size() && k < read.size(); ++k) {
+      remember_episode_text(missing[k], read[k]);
       texts[missing_at[k]] = std::move(read[k]);
+    }
   }
   return texts;
 }
@@ -544,6 +551,7 @@ recall_index::counters recall_index::stats() const {
   c.added = impl_->added;
   c.read = impl_->read;
   c.read_again = impl_->read_again;
+  c.texts_read = impl_->texts_read;
   auto [mu, mb] = impl_->memories.size();
   auto [eu, eb] = impl_->episodes.size();
   c.users = mu + eu;

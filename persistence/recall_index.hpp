@@ -80,6 +80,7 @@ public:
     uint64_t added = 0;    // new rows read and added to those held
     uint64_t read = 0;     // read whole (first turn, another epoch, expiry, age)
     uint64_t read_again = 0;  // rows read again that were held already (no store mark)
+    uint64_t texts_read = 0;  // recalled episodes' texts read by id (not remembered)
     size_t users = 0;      // users held (memories and episodes counted apart)
     size_t bytes = 0;
   };

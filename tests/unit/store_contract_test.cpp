@@ -645,6 +645,31 @@ TEST_P(store_contract, held_episodes_rank_as_read_whole_while_turns_keep_adding)
   EXPECT_EQ(served.held, 5 * turns);
 }
 
+// Recalled episodes' texts this process did not keep when they were
+// written (another node wrote them, or they fell out of the cache) are
+// read by id once and then kept: the next turn that recalls them reads
+// none (on PostgreSQL each read is a round trip).
+TEST_P(store_contract, recalled_texts_read_by_id_are_kept_for_the_next_turn) {
+  auto t = user_turn("gus", "s1", "q", "r1", 1);
+  for (int k = 0; k < 6; ++k)
+    tx([&](store_backend& db) {
+      auto name = "beacon" + std::to_string(k);
+      db.add_episode(episode_of(t.conversation_id, "gus", 10 + k, "Tell me about " + name,
+                                "It is the " + name + " story.", 1000 + k));
+      return 0;
+    });
+  set_recall_cache_budget(16u << 20);  // forgets what was kept when they were written
+  recall_index index{16u << 20};
+  const std::string q = "what about beacon3 and beacon4?";
+  auto first = index.episodes(*db_, "gus", q, "elsewhere", 0, 5000, 3, 0.1);
+  ASSERT_FALSE(first.empty());
+  EXPECT_EQ(first, recall_episodes(q, db_->recent_episodes("gus", 200), "elsewhere", 0, 3, 0.1));
+  EXPECT_EQ(index.stats().texts_read, first.size());
+  auto second = index.episodes(*db_, "gus", q, "elsewhere", 0, 5001, 3, 0.1);
+  EXPECT_EQ(second, first);
+  EXPECT_EQ(index.stats().texts_read, first.size()) << "read by id again";
+}
+
 // A connection made again has none of the statements the one before
 // prepared: after the server ended it, the next read connects again and
 // prepares what it runs again (it would fail on a statement name the new
