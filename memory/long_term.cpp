@@ -372,12 +372,6 @@ void term_columns::add_from(const term_columns& other, size_t i) {
   created_.push_back(other.created_[i]);
 }
 
-void term_columns::reserve(size_t items, size_t terms) {
-  terms_.reserve(terms);
-  ends_.reserve(items);
-  created_.reserve(items);
-}
-
 size_t term_columns::bytes() const {
   return sizeof *this + terms_.capacity() * sizeof(uint64_t)
          + ends_.capacity() * sizeof(uint32_t) + created_.capacity() * sizeof(int64_t);

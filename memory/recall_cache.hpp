@@ -41,7 +41,6 @@ public:
   void add(const term_list& terms, int64_t created_at);
   // Item i of `other`, added as add() would have added it.
   void add_from(const term_columns& other, size_t i);
-  void reserve(size_t items, size_t terms);
   size_t size() const { return ends_.size(); }
   size_t bytes() const;
   // Item i's terms: [begin(i), end(i)).

@@ -197,7 +197,9 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
       // text each time and the server plans it again.
       auto i = prepared_.find(sql);
       if (i == prepared_.end()) {
-        auto name = "ragtor_" + std::to_string(prepared_.size() + 1);
+        // Names never used on this connection before, even when a
+        // DEALLOCATE did not reach the server.
+        auto name = "ragtor_" + std::to_string(++statements_named_);
         r = PQprepare(conn_, name.c_str(), sql, n, nullptr);
         if (r && PQresultStatus(r) == PGRES_COMMAND_OK) {
           PQclear(r);

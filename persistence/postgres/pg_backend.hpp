@@ -117,6 +117,7 @@ private:
   bool prepare_ = true;
   // Statements prepared on this connection: SQL text -> statement name.
   std::unordered_map<std::string, std::string> prepared_;
+  uint64_t statements_named_ = 0;
 };
 
 }  // namespace ragtor
