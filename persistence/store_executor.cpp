@@ -97,11 +97,27 @@ void store_executor::run_batch(std::deque<job>& batch) {
   auto started = std::chrono::steady_clock::now();
   std::vector<std::string> errors(batch.size());
   std::string batch_error;
+  bool committed = false;
   try {
     writer_->begin();
-    for (size_t i = 0; i < batch.size(); ++i)
-      errors[i] = in_savepoint(*writer_, [&] { batch[i].work(*writer_); });
-    writer_->commit();
+    if (batch.size() == 1) {
+      // A job alone: its transaction is all a savepoint would undo, so it
+      // has none (two statements fewer; two round trips on PostgreSQL).
+      try {
+        batch[0].work(*writer_);
+      } catch (const std::exception& e) {
+        errors[0] = e.what();
+      }
+    } else {
+      for (size_t i = 0; i < batch.size(); ++i)
+        errors[i] = in_savepoint(*writer_, [&] { batch[i].work(*writer_); });
+    }
+    if (batch.size() == 1 && !errors[0].empty()) {
+      writer_->rollback();
+    } else {
+      writer_->commit();
+      committed = true;
+    }
   } catch (const std::exception& e) {
     batch_error = e.what();
     try {
@@ -110,13 +126,13 @@ void store_executor::run_batch(std::deque<job>& batch) {
       // The connection is broken; the next batch reports it again.
     }
   }
-  if (batch_error.empty()) {
+  if (committed) {
     ++committed_batches_;
     auto& m = metrics::global();
     m.store_commit_duration.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     m.store_batch_size.observe(static_cast<double>(batch.size()));
-  } else {
+  } else if (!batch_error.empty()) {
     lg->error("store: a batch of {} write(s) failed: {}", batch.size(), batch_error);
   }
   for (size_t i = 0; i < batch.size(); ++i) {

@@ -322,13 +322,14 @@ std::string pg_backend::insert_message(const std::string& conversation_id, int64
                                        const std::string& citations, bool completed,
                                        const std::string& request_id, int64_t now) {
   auto id = new_id();
-  run("INSERT INTO messages (id, conversation_id, seq, role, content, citations, completed, "
-      "request_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)",
+  // The message and the conversation's time in one statement: one round
+  // trip, not two.
+  run("WITH message AS (INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
+      "completed, request_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)) "
+      "UPDATE conversations SET updated_at = $9 WHERE id = $2",
       {id, conversation_id, std::to_string(seq), std::string{role}, content,
        citations.empty() ? std::string{"[]"} : citations, completed ? "1" : "0",
        request_id.empty() ? param{} : param{request_id}, std::to_string(now)});
-  run("UPDATE conversations SET updated_at = $1 WHERE id = $2",
-      {std::to_string(now), conversation_id});
   return id;
 }
 

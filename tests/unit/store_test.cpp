@@ -200,6 +200,59 @@ TEST(store_executor, a_failing_job_does_not_fail_its_batch) {
   EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), 1);
 }
 
+// In one batch a failing job is undone alone (its savepoint) and the
+// others commit; a job alone has no savepoint, and failing, leaves none of
+// its writes. The first job holds the writer until the next three are
+// queued, so they make one batch.
+TEST(store_executor, a_failing_job_in_a_batch_is_undone_alone) {
+  temp_db t;
+  std::vector<std::unique_ptr<store_backend>> readers;
+  readers.push_back(std::make_unique<sqlite_backend>(t.file()));
+  store_executor ex{open_migrated(t.file()), std::move(readers), 256};
+  std::latch queued{1}, batched{4}, alone{1};
+  std::vector<std::string> outcomes(5);
+  auto record = [&](size_t i) {
+    return [&, i](const std::string& e) {
+      outcomes[i] = e.empty() ? "ok" : e;
+      (i < 4 ? batched : alone).count_down();
+    };
+  };
+  // Writes, then fails: a message stored, then a foreign key violation.
+  auto writes_then_fails = [](const std::string& session) {
+    return [session](store_backend& db) {
+      db.begin_turn("u", session, "kept only if this job commits", "", 1);
+      stored_message bad;
+      bad.conversation_id = "missing";
+      bad.content = "x";
+      db.finish_turn(bad, 1);
+    };
+  };
+  ex.submit_write([&](store_backend& db) {
+    queued.wait();
+    db.begin_turn("u", "first", "m", "", 1);
+  }, record(0));
+  ex.submit_write([](store_backend& db) { db.begin_turn("u", "a", "m", "", 1); }, record(1));
+  ex.submit_write(writes_then_fails("b"), record(2));
+  ex.submit_write([](store_backend& db) { db.begin_turn("u", "c", "m", "", 1); }, record(3));
+  queued.count_down();
+  batched.wait();
+  // Alone in its batch: the writer has nothing else.
+  ex.submit_write(writes_then_fails("d"), record(4));
+  alone.wait();
+  EXPECT_EQ(outcomes[0], "ok");
+  EXPECT_EQ(outcomes[1], "ok");
+  EXPECT_NE(outcomes[2], "ok");
+  EXPECT_EQ(outcomes[3], "ok");
+  EXPECT_NE(outcomes[4], "ok");
+  auto s = ex.snapshot();
+  EXPECT_EQ(s.committed_jobs, 3u);
+  EXPECT_EQ(s.failed_jobs, 2u);
+  ex.stop();
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), 3);
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM conversations"), 3)
+      << "a failed job's conversation was kept";
+}
+
 TEST(store_actor, answers_after_commit) {
   live_store live;
   auto& t = live.t;
