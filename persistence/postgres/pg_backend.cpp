@@ -9,6 +9,7 @@
 #include <limits>
 #include <optional>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -309,28 +310,25 @@ void pg_backend::record_migration(int version, std::string_view name, int64_t no
       {std::to_string(version), std::string{name}, std::to_string(now)});
 }
 
-int64_t pg_backend::next_seq(const std::string& conversation_id) {
-  // The row lock serializes writers of one conversation across nodes.
-  run("SELECT id FROM conversations WHERE id = $1 FOR UPDATE", {conversation_id});
-  auto r = run("SELECT COALESCE(MAX(seq), 0) + 1 FROM messages WHERE conversation_id = $1",
-               {conversation_id});
-  return r.integer(0, 0);
-}
-
-std::string pg_backend::insert_message(const std::string& conversation_id, int64_t seq,
-                                       std::string_view role, const std::string& content,
-                                       const std::string& citations, bool completed,
-                                       const std::string& request_id, int64_t now) {
+// The caller holds the conversation's row lock (begin_turn's upsert or
+// finish_turn's FOR UPDATE): writers of one conversation, on any node,
+// take turns, so the message's seq is counted in its own statement, whose
+// snapshot begins after the lock was granted. One round trip stores the
+// message, numbers it and sets the conversation's time.
+std::pair<std::string, int64_t> pg_backend::insert_message(
+    const std::string& conversation_id, std::string_view role, const std::string& content,
+    const std::string& citations, bool completed, const std::string& request_id, int64_t now) {
   auto id = new_id();
-  // The message and the conversation's time in one statement: one round
-  // trip, not two.
-  run("WITH message AS (INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
-      "completed, request_id, created_at) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)) "
-      "UPDATE conversations SET updated_at = $9 WHERE id = $2",
-      {id, conversation_id, std::to_string(seq), std::string{role}, content,
+  auto r = run(
+      "WITH message AS (INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
+      "completed, request_id, created_at) VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM "
+      "messages WHERE conversation_id = $2), $3, $4, $5, $6, $7, $8) RETURNING seq), "
+      "touched AS (UPDATE conversations SET updated_at = $8 WHERE id = $2) "
+      "SELECT seq FROM message",
+      {id, conversation_id, std::string{role}, content,
        citations.empty() ? std::string{"[]"} : citations, completed ? "1" : "0",
        request_id.empty() ? param{} : param{request_id}, std::to_string(now)});
-  return id;
+  return {id, r.integer(0, 0)};
 }
 
 bool pg_backend::find_turn(const std::string& request_id, const std::string& user_id,
@@ -372,15 +370,16 @@ turn_opened pg_backend::begin_turn(const std::string& user_id, const std::string
   size_t n = std::min<size_t>(content.size(), 80);
   while (n > 0 && n < content.size() && (static_cast<unsigned char>(content[n]) & 0xC0) == 0x80)
     --n;
-  // Two nodes may create the same conversation at once: the unique key
-  // decides, and both read the winner.
-  run("INSERT INTO conversations (id, user_id, session_id, title, created_at, updated_at) "
-      "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (user_id, session_id) DO NOTHING",
+  // The conversation made, or its row locked for the rest of the
+  // transaction, in one statement: two nodes may make the same one at
+  // once, and the unique key decides (the other waits and gets the
+  // winner's id); writers of one conversation take turns from here on.
+  auto r = run(
+      "INSERT INTO conversations (id, user_id, session_id, title, created_at, updated_at) "
+      "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (user_id, session_id) "
+      "DO UPDATE SET updated_at = conversations.updated_at RETURNING id",
       {new_id(), user_id, session_id, content.substr(0, n), std::to_string(now)});
-  auto r = run("SELECT id FROM conversations WHERE user_id = $1 AND session_id = $2",
-               {user_id, session_id});
   out.conversation_id = r.text(0, 0);
-  auto seq = next_seq(out.conversation_id);  // also locks the conversation
   if (!request_id.empty()) {
     stored_message user;
     if (find_message(out.conversation_id, request_id, "user", user)) {
@@ -391,15 +390,16 @@ turn_opened pg_backend::begin_turn(const std::string& user_id, const std::string
       return out;
     }
   }
-  out.seq = seq;
-  out.message_id =
-      insert_message(out.conversation_id, seq, "user", content, "[]", true, request_id, now);
+  std::tie(out.message_id, out.seq) =
+      insert_message(out.conversation_id, "user", content, "[]", true, request_id, now);
   return out;
 }
 
 std::string pg_backend::finish_turn(const stored_message& msg, int64_t now) {
-  return insert_message(msg.conversation_id, next_seq(msg.conversation_id), "assistant",
-                        msg.content, msg.citations_json, msg.completed, msg.request_id, now);
+  run("SELECT id FROM conversations WHERE id = $1 FOR UPDATE", {msg.conversation_id});
+  return insert_message(msg.conversation_id, "assistant", msg.content, msg.citations_json,
+                        msg.completed, msg.request_id, now)
+      .first;
 }
 
 std::vector<stored_message> pg_backend::history(const std::string& conversation_id, int32_t limit) {

@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 #include <unordered_map>
+#include <utility>
 #include <vector>
 
 #include "persistence/store_backend.hpp"
@@ -105,10 +106,12 @@ private:
   // Raises the recall epoch of the user (of the conversation's owner).
   void bump_recall_epoch(const std::string& user_id);
   void bump_recall_epoch_of(const std::string& conversation_id);
-  int64_t next_seq(const std::string& conversation_id);
-  std::string insert_message(const std::string& conversation_id, int64_t seq, std::string_view role,
-                             const std::string& content, const std::string& citations,
-                             bool completed, const std::string& request_id, int64_t now_ms);
+  // Stores a message at the conversation's next seq: its id and seq.
+  std::pair<std::string, int64_t> insert_message(const std::string& conversation_id,
+                                                 std::string_view role,
+                                                 const std::string& content,
+                                                 const std::string& citations, bool completed,
+                                                 const std::string& request_id, int64_t now_ms);
   bool find_message(const std::string& conversation_id, const std::string& request_id,
                     std::string_view role, stored_message& out);
 

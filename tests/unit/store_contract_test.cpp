@@ -5,6 +5,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <set>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -692,6 +693,52 @@ TEST_P(store_contract, a_connection_made_again_prepares_its_statements_again) {
   auto next = user_turn("ann", "s1", "again", "r2", 2);
   EXPECT_EQ(next.conversation_id, t.conversation_id);
   EXPECT_EQ(db_->history(t.conversation_id, 10).size(), 2u);
+}
+
+// Writers of one conversation on two connections (two nodes, or a node's
+// writer and a command) take turns: each turn's two messages get the next
+// two seqs, whoever writes first, and neither fails on a seq the other
+// took. On PostgreSQL the conversation's row lock orders them and each
+// message counts its seq in its own statement.
+TEST_P(store_contract, two_writers_of_one_conversation_number_every_message_once) {
+  if (GetParam() == "sqlite")
+    GTEST_SKIP() << "one writer at a time by construction";
+  constexpr int turns = 40;
+  std::vector<std::string> errors(2);
+  auto write = [&](int w) {
+    try {
+      auto db = open_again();
+      for (int i = 0; i < turns; ++i) {
+        auto request = "w" + std::to_string(w) + "-" + std::to_string(i);
+        db->begin();
+        auto t = db->begin_turn("pat", "s1", "question " + request, request, 1000 + i);
+        stored_message m;
+        m.conversation_id = t.conversation_id;
+        m.role = "assistant";
+        m.content = "answer " + request;
+        m.request_id = request;
+        db->finish_turn(m, 1000 + i);
+        db->commit();
+      }
+    } catch (const std::exception& e) {
+      errors[w] = e.what();
+    }
+  };
+  std::thread a{write, 0}, b{write, 1};
+  a.join();
+  b.join();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  auto t = user_turn("pat", "s1", "last", "last", 5000);
+  auto all = db_->history(t.conversation_id, 1000);
+  ASSERT_EQ(all.size(), 2u * 2 * turns + 1);
+  for (size_t i = 0; i < all.size(); ++i)
+    EXPECT_EQ(all[i].seq, static_cast<int64_t>(i + 1));
+  for (size_t i = 0; i + 1 < all.size(); i += 2) {
+    EXPECT_EQ(all[i].role, "user") << i;
+    EXPECT_EQ(all[i + 1].role, "assistant") << i;
+    EXPECT_EQ(all[i].request_id, all[i + 1].request_id) << "a turn split by another at " << i;
+  }
 }
 
 // Row ids: 32 hex digits, later ones sorting later (each table's id index
