@@ -27,6 +27,7 @@ public:
       PQclear(r_);
   }
   int rows() const { return PQntuples(r_); }
+  bool is_null(int row, int col) const { return PQgetisnull(r_, row, col) != 0; }
   std::string text(int row, int col) const {
     return PQgetisnull(r_, row, col) ? std::string{}
                                      : std::string{PQgetvalue(r_, row, col),
@@ -724,21 +725,22 @@ bool pg_backend::save_flow_state(const std::string& conversation_id,
 summary_record pg_backend::load_summary(const std::string& conversation_id) {
   summary_record s;
   s.conversation_id = conversation_id;
-  auto row =
-      run("SELECT summary, covered_seq, version, incremental_updates, updated_at "
-          "FROM conversation_summaries WHERE conversation_id = $1",
-          {conversation_id});
-  if (row.rows()) {
+  // The summary (when there is one) and the conversation's last seq in
+  // one statement, one round trip: seqs are 1..N (see
+  // sqlite_backend::load_summary), so the last is one index seek.
+  auto row = run(
+      "SELECT s.summary, s.covered_seq, s.version, s.incremental_updates, s.updated_at, "
+      "(SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = $1) "
+      "FROM (SELECT 1) AS one LEFT JOIN conversation_summaries s ON s.conversation_id = $1",
+      {conversation_id});
+  if (!row.is_null(0, 0)) {
     s.summary = row.text(0, 0);
     s.covered_seq = std::stoll(row.text(0, 1));
     s.version = std::stoll(row.text(0, 2));
     s.incremental_updates = std::stoi(row.text(0, 3));
     s.updated_at = std::stoll(row.text(0, 4));
   }
-  // Seqs are 1..N (see sqlite_backend::load_summary): one index seek.
-  auto last = run("SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = $1",
-                  {conversation_id});
-  s.count_messages(last.integer(0, 0));
+  s.count_messages(row.integer(0, 5));
   return s;
 }
 
