@@ -32,11 +32,11 @@ struct memory_row {
   std::string content;
   int64_t created_at = 0;
   int64_t expires_at = 0;  // 0: never
+  // As read, until held_rows keys the row (its terms go to the keys).
   std::shared_ptr<const term_list> terms;
 
-  size_t bytes() const {
-    return sizeof *this + id.size() + content.size() + terms->size() * sizeof(uint64_t);
-  }
+  size_t bytes() const { return sizeof *this + id.size() + content.size(); }
+  void keyed() { terms.reset(); }
 };
 
 // An episode's key and where its vector is: `vector` as read, until
@@ -53,6 +53,7 @@ struct episode_row {
     return sizeof *this + id.size() + conversation_id.size()
            + (vector ? vector->size() * sizeof(float) : 0);
   }
+  void keyed() {}  // the slot stays: a full set of columns is made again from the rows
 };
 
 // What a turn reads of every held row, in row order, in a few blocks
@@ -125,12 +126,16 @@ struct held_rows {
   }
   static bool newer(const row_ptr& a, const row_ptr& b) { return newer_row(*a, *b); }
 
-  static std::vector<row_ptr> shared(std::vector<Row>&& fresh) {
+  // Sorted, their keys added to `keyed` in that order, and shared.
+  static std::vector<row_ptr> shared(std::vector<Row>&& fresh, row_keys<Row>& keyed) {
     std::sort(fresh.begin(), fresh.end(), newer_row);
     std::vector<row_ptr> out;
     out.reserve(fresh.size());
-    for (auto& r : fresh)
+    for (auto& r : fresh) {
+      keyed.add(r);
+      r.keyed();
       out.push_back(std::make_shared<const Row>(std::move(r)));
+    }
     return out;
   }
 
@@ -165,10 +170,8 @@ struct held_rows {
       if (from && !to_slots.empty())
         columns->copy(*from, from_slots, to_slots);
     }
-    rows = shared(std::move(all));
     keys = {};
-    for (auto& r : rows)
-      keys.add(*r);
+    rows = shared(std::move(all), keys);
     settle();
   }
 
@@ -195,19 +198,20 @@ struct held_rows {
         r.vector.reset();
       }
     }
-    auto add = shared(std::move(fresh));
+    row_keys<Row> added;
+    auto add = shared(std::move(fresh), added);
     rows.clear();
     rows.reserve(std::min(max_rows, have.rows.size() + add.size()));
     keys = {};
-    // A held row's keys are copied from `have`'s blocks: its row is not
-    // read (once the new rows are placed, the rest are taken unread).
+    // Every row's keys are copied from a block: a held row is not read
+    // (once the new rows are placed, the rest are taken unread).
     auto a = have.rows.begin(), b = add.begin();
     while (rows.size() < max_rows && (a != have.rows.end() || b != add.end())) {
       if (b == add.end() || (a != have.rows.end() && !newer(*b, *a))) {
         keys.add_from(have.keys, static_cast<size_t>(a - have.rows.begin()));
         rows.push_back(*a++);
       } else {
-        keys.add(**b);
+        keys.add_from(added, static_cast<size_t>(b - add.begin()));
         rows.push_back(*b++);
       }
     }

@@ -98,9 +98,10 @@ void store_executor::run_batch(std::deque<job>& batch) {
   std::vector<std::string> errors(batch.size());
   std::string batch_error;
   bool committed = false;
+  const bool alone = batch.size() == 1;
   try {
     writer_->begin();
-    if (batch.size() == 1) {
+    if (alone) {
       // A job alone: its transaction is all a savepoint would undo, so it
       // has none (two statements fewer; two round trips on PostgreSQL).
       try {
@@ -112,7 +113,7 @@ void store_executor::run_batch(std::deque<job>& batch) {
       for (size_t i = 0; i < batch.size(); ++i)
         errors[i] = in_savepoint(*writer_, [&] { batch[i].work(*writer_); });
     }
-    if (batch.size() == 1 && !errors[0].empty()) {
+    if (alone && !errors[0].empty()) {
       writer_->rollback();
     } else {
       writer_->commit();

@@ -15,6 +15,14 @@ constexpr bool is_ascii_space(char c) {
 // `s` without leading and trailing ASCII whitespace (is_ascii_space).
 std::string_view trim(std::string_view s);
 
+// A hash for string-keyed unordered containers that also finds by
+// std::string_view or const char* without making a std::string (with
+// std::equal_to<>).
+struct string_hash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+
 // `s` with ASCII letters lower-cased; other bytes (UTF-8 included) kept.
 std::string to_lower_ascii(std::string_view s);
 

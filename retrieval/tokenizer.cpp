@@ -96,11 +96,6 @@ std::string stem_now(std::string_view word) {
                      static_cast<size_t>(sb_stemmer_length(st.get()))};
 }
 
-struct word_hash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
-
 // Stemming was half of tokenising (libstemmer's own code), and the words of
 // questions, answers and memories repeat: each thread keeps the stems of
 // the words it stemmed last, at most stem_memo_words of them (cleared
@@ -108,7 +103,7 @@ struct word_hash {
 constexpr size_t stem_memo_words = 2048;
 
 std::string stem(std::string_view word) {
-  thread_local std::unordered_map<std::string, std::string, word_hash, std::equal_to<>> memo;
+  thread_local std::unordered_map<std::string, std::string, string_hash, std::equal_to<>> memo;
   if (auto i = memo.find(word); i != memo.end())
     return i->second;
   auto s = stem_now(word);

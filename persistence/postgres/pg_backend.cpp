@@ -197,7 +197,7 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
     } else {
       // Parsed and planned once per connection: PQexecParams sends the
       // text each time and the server plans it again.
-      auto i = prepared_.find(sql);
+      auto i = prepared_.find(std::string_view{sql});
       if (i == prepared_.end()) {
         // Names never used on this connection before, even when a
         // DEALLOCATE did not reach the server.

@@ -14,6 +14,7 @@
 #include <vector>
 
 #include "persistence/store_backend.hpp"
+#include "protocol/text.hpp"
 
 struct pg_conn;
 struct pg_result;
@@ -119,7 +120,8 @@ private:
   pg_conn* conn_ = nullptr;
   bool prepare_ = true;
   // Statements prepared on this connection: SQL text -> statement name.
-  std::unordered_map<std::string, std::string> prepared_;
+  // Found by the statement's text without copying it (every run()).
+  std::unordered_map<std::string, std::string, string_hash, std::equal_to<>> prepared_;
   uint64_t statements_named_ = 0;
 };
 
