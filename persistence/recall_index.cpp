@@ -549,6 +549,16 @@ std::vector<std::string> recall_index::episodes(store_backend& db, const std::st
   return texts;
 }
 
+void recall_index::plan(turn_reads& reads, const std::string& user_id) {
+  auto since = [&](auto& map) {
+    auto have = map.find(user_id);
+    return have && have->current(have->epoch, reads.now) ? have->since() : store_backend::all_time;
+  };
+  reads.memories_since = since(impl_->memories);
+  reads.episodes_since = since(impl_->episodes);
+  reads.episode_keys = static_cast<int32_t>(max_rows);
+}
+
 recall_index::counters recall_index::stats() const {
   counters c;
   c.held = impl_->held;

@@ -33,6 +33,7 @@
 namespace ragtor {
 
 class store_backend;
+struct turn_reads;
 
 class recall_index {
 public:
@@ -73,6 +74,12 @@ public:
                                     size_t limit = episodes_per_turn,
                                     double min_similarity = episode_min_similarity,
                                     std::optional<int64_t> epoch = std::nullopt);
+
+  // What this turn's memories() and episodes() will ask the store (rows
+  // created since the newest held, or all of them), assuming the user's
+  // recall epoch is still the one held: recall's part of what a backend
+  // reads ahead (store_backend::read_ahead).
+  void plan(turn_reads& reads, const std::string& user_id);
 
   // How each look-up was served, for tests and benches.
   struct counters {

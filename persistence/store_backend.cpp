@@ -57,6 +57,10 @@ turn_context read_turn_context(store_backend& db, const std::string& conversatio
     explicit snapshot(store_backend& d) : db{d} { db.begin_read(); }
     ~snapshot() { db.end_read(); }
   } one_snapshot{db};
+  turn_reads reads{conversation_id, user_id, window_limit, incognito, now};
+  if (!incognito)
+    recall.plan(reads, user_id);
+  db.read_ahead(reads);
   turn_context out;
   auto part = [&](const char* name, auto&& read) {
     try {

@@ -21,6 +21,20 @@ public:
   using std::runtime_error::runtime_error;
 };
 
+// What a turn's context read will ask (store_backend::read_ahead): the
+// window, and unless `incognito` the summary, the core memory, the recall
+// epoch, and recall's rows created from `memories_since` / `episodes_since`
+// (list_memories at `now`, recent_episode_keys of `episode_keys`; INT64_MIN:
+// whole; recall_index::plan fills them in).
+struct turn_reads {
+  std::string_view conversation_id, user_id;
+  int32_t window_limit = 0;
+  bool incognito = false;
+  int64_t now = 0;
+  int64_t memories_since = INT64_MIN, episodes_since = INT64_MIN;
+  int32_t episode_keys = 0;  // 0: recall asks for none
+};
+
 class store_backend {
 public:
   // "No lower bound" for the since_ms arguments below.
@@ -55,6 +69,13 @@ public:
   // end_read() never throws.
   virtual void begin_read() {}
   virtual void end_read() noexcept {}
+  // A turn's context reads sent at once, before the first is asked
+  // (read_turn_context), where the backend gains by it: PostgreSQL sends
+  // them in one pipeline, one round trip instead of one per read, and the
+  // calls that ask the same until end_read() take their results. Nothing
+  // by default (SQLite reads in the process). Never throws: a read that
+  // could not be sent ahead is made when it is asked.
+  virtual void read_ahead(const turn_reads& reads) { (void)reads; }
   virtual void record_migration(int version, std::string_view name, int64_t now_ms) = 0;
 
   // -- conversations ---------------------------------------------------------------

@@ -22,6 +22,10 @@ class pg_backend::result {
 public:
   explicit result(PGresult* r) : r_(r) {}
   result(result&& other) noexcept : r_(std::exchange(other.r_, nullptr)) {}
+  result& operator=(result&& other) noexcept {
+    std::swap(r_, other.r_);
+    return *this;
+  }
   ~result() {
     if (r_)
       PQclear(r_);
@@ -44,6 +48,12 @@ public:
 
 private:
   PGresult* r_;
+};
+
+// A result read ahead, and the statement it answers.
+struct pg_backend::read_ahead_result {
+  statement asked;
+  result answer;
 };
 
 namespace {
@@ -165,6 +175,7 @@ pg_backend::~pg_backend() {
 void pg_backend::reset_connection() {
   PQreset(conn_);
   prepared_.clear();
+  ahead_.clear();
 }
 
 void pg_backend::ensure_connected() {
@@ -180,6 +191,12 @@ void pg_backend::ensure_connected() {
 
 pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& params,
                                    bool prepare) {
+  for (auto i = ahead_.begin(); i != ahead_.end(); ++i)
+    if (std::string_view{i->asked.sql} == sql && i->asked.params == params) {
+      auto r = std::move(i->answer);
+      ahead_.erase(i);
+      return r;
+    }
   std::vector<const char*> values;
   values.reserve(params.size());
   for (auto& p : params)
@@ -192,25 +209,25 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
   bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
   for (int attempt = 0;; ++attempt) {
     pg_result* r = nullptr;
+    ++round_trips_;
     if (!prepare) {
       r = PQexecParams(conn_, sql, n, nullptr, values.data(), nullptr, nullptr, 0);
     } else {
       // Parsed and planned once per connection: PQexecParams sends the
       // text each time and the server plans it again.
-      auto i = prepared_.find(std::string_view{sql});
-      if (i == prepared_.end()) {
-        // Names never used on this connection before, even when a
-        // DEALLOCATE did not reach the server.
-        auto name = "ragtor_" + std::to_string(++statements_named_);
-        r = PQprepare(conn_, name.c_str(), sql, n, nullptr);
+      auto* name = prepared_name(sql);
+      if (!name) {
+        auto fresh = next_statement_name();
+        r = PQprepare(conn_, fresh.c_str(), sql, n, nullptr);
+        ++round_trips_;
         if (r && PQresultStatus(r) == PGRES_COMMAND_OK) {
           PQclear(r);
           r = nullptr;
-          i = prepared_.emplace(sql, std::move(name)).first;
+          name = &prepared_.emplace(sql, std::move(fresh)).first->second;
         }
       }
-      if (i != prepared_.end())
-        r = PQexecPrepared(conn_, i->second.c_str(), n, values.data(), nullptr, nullptr, 0);
+      if (name)
+        r = PQexecPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0);
     }
     auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
     if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
@@ -231,6 +248,117 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
     }
     throw store_error("postgres: " + msg);
   }
+}
+
+pg_backend::result pg_backend::run(const statement& s) {
+  return run(s.sql, s.params);
+}
+
+const std::string* pg_backend::prepared_name(const char* sql) const {
+  auto i = prepared_.find(std::string_view{sql});
+  return i == prepared_.end() ? nullptr : &i->second;
+}
+
+// Names never used on this connection before, even when a DEALLOCATE did
+// not reach the server.
+std::string pg_backend::next_statement_name() {
+  return "ragtor_" + std::to_string(++statements_named_);
+}
+
+void pg_backend::read_ahead(const turn_reads& t) {
+  ahead_.clear();
+  // Not inside a transaction: a failing statement of the pipeline would
+  // abort it. The calls make every read on their own then.
+  if (PQstatus(conn_) != CONNECTION_OK || PQtransactionStatus(conn_) != PQTRANS_IDLE)
+    return;
+  std::vector<statement> list;
+  list.push_back(messages_statement(t.conversation_id, t.window_limit, 0));
+  if (!t.incognito) {
+    list.push_back(summary_statement(t.conversation_id));
+    list.push_back(core_memory_statement(t.user_id));
+    list.push_back(recall_epoch_statement(t.user_id));
+    list.push_back(memories_statement(t.user_id, t.now, t.memories_since));
+    if (t.episode_keys > 0)
+      list.push_back(episode_keys_statement(t.user_id, t.episode_keys, t.episodes_since));
+  }
+  pipeline(std::move(list));
+}
+
+void pg_backend::end_read() noexcept {
+  ahead_.clear();
+}
+
+// libpq's pipeline mode: every statement (and the preparing of those not
+// prepared yet) is sent, then one Sync; the server answers them in order.
+// The statements run in one implicit transaction, each with its own
+// snapshot (READ COMMITTED), as they would one after another. A statement
+// that fails aborts those after it: only the results before it are kept.
+void pg_backend::pipeline(std::vector<statement> list) {
+  if (PQenterPipelineMode(conn_) != 1)
+    return;
+  ++round_trips_;
+  // Per statement: the name it is being prepared under ("" when it is
+  // prepared already or runs unprepared).
+  std::vector<std::string> preparing(list.size());
+  bool sent = true;
+  for (size_t k = 0; k < list.size() && sent; ++k) {
+    auto& s = list[k];
+    std::vector<const char*> values;
+    for (auto& p : s.params)
+      values.push_back(p ? p->c_str() : nullptr);
+    const int n = static_cast<int>(values.size());
+    if (!prepare_ || n == 0) {
+      sent = PQsendQueryParams(conn_, s.sql, n, nullptr, values.data(), nullptr, nullptr, 0) == 1;
+      continue;
+    }
+    const std::string* name = prepared_name(s.sql);
+    if (!name) {
+      preparing[k] = next_statement_name();
+      name = &preparing[k];
+      sent = PQsendPrepare(conn_, name->c_str(), s.sql, n, nullptr) == 1;
+    }
+    sent = sent
+           && PQsendQueryPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0)
+                  == 1;
+  }
+  // Each command's results end with a null; false when the connection
+  // broke (no result where one was due).
+  auto finish_command = [&](pg_result* r, bool keep_ok, size_t k) {
+    if (!r)
+      return false;
+    auto st = PQresultStatus(r);
+    if (keep_ok && st == PGRES_TUPLES_OK)
+      ahead_.push_back({std::move(list[k]), result{r}});
+    else
+      PQclear(r);
+    while (auto* more = PQgetResult(conn_))
+      PQclear(more);
+    return st != PGRES_FATAL_ERROR || PQstatus(conn_) == CONNECTION_OK;
+  };
+  bool whole = sent && PQpipelineSync(conn_) == 1;
+  for (size_t k = 0; k < list.size() && whole; ++k) {
+    if (!preparing[k].empty()) {
+      auto* r = PQgetResult(conn_);
+      if (r && PQresultStatus(r) == PGRES_COMMAND_OK)
+        prepared_.emplace(list[k].sql, std::move(preparing[k]));
+      whole = finish_command(r, false, k);
+      if (!whole)
+        break;
+    }
+    whole = finish_command(PQgetResult(conn_), true, k);
+  }
+  if (whole) {
+    auto* r = PQgetResult(conn_);
+    whole = r && PQresultStatus(r) == PGRES_PIPELINE_SYNC;
+    if (r)
+      PQclear(r);
+  }
+  if (whole && PQexitPipelineMode(conn_) == 1)
+    return;
+  // Broken off (the connection lost): nothing read ahead is trusted, and
+  // the connection is made again for the calls.
+  ahead_.clear();
+  reset_connection();
 }
 
 void pg_backend::begin() {
@@ -407,16 +535,20 @@ std::vector<stored_message> pg_backend::history(const std::string& conversation_
   return messages_page(conversation_id, limit, 0);
 }
 
+pg_backend::statement pg_backend::messages_statement(std::string_view conversation_id,
+                                                     int32_t limit, int64_t before_seq) {
+  return {"SELECT id, seq, role, content, citations, completed, request_id, created_at "
+          "FROM messages WHERE conversation_id = $1 AND seq < $2 "
+          "ORDER BY seq DESC LIMIT $3",
+          {std::string{conversation_id},
+           std::to_string(before_seq > 0 ? before_seq : std::numeric_limits<int64_t>::max()),
+           limit_param(limit)}};
+}
+
 std::vector<stored_message> pg_backend::messages_page(const std::string& conversation_id,
                                                       int32_t limit, int64_t before_seq) {
   ensure_connected();
-  auto r =
-      run("SELECT id, seq, role, content, citations, completed, request_id, created_at "
-          "FROM messages WHERE conversation_id = $1 AND seq < $2 "
-          "ORDER BY seq DESC LIMIT $3",
-          {conversation_id,
-           std::to_string(before_seq > 0 ? before_seq : std::numeric_limits<int64_t>::max()),
-           limit_param(limit)});
+  auto r = run(messages_statement(conversation_id, limit, before_seq));
   std::vector<stored_message> out;
   for (int i = r.rows() - 1; i >= 0; --i) {  // newest first -> oldest first
     stored_message m;
@@ -535,8 +667,12 @@ std::string pg_backend::toggle_feedback(const feedback_vote& vote, int64_t now) 
   return vote.is_positive ? "positive" : "negative";
 }
 
+pg_backend::statement pg_backend::core_memory_statement(std::string_view user_id) {
+  return {"SELECT profile FROM core_memory WHERE user_id = $1", {std::string{user_id}}};
+}
+
 std::string pg_backend::core_memory(const std::string& user_id) {
-  auto r = run("SELECT profile FROM core_memory WHERE user_id = $1", {user_id});
+  auto r = run(core_memory_statement(user_id));
   return r.rows() ? r.text(0, 0) : std::string{"{}"};
 }
 
@@ -565,14 +701,18 @@ bool pg_backend::add_memory(const memory_record& m) {
 
 // PostgreSQL's rows have no commit order to mark (store_backend.hpp):
 // `after` is left as it is.
+pg_backend::statement pg_backend::memories_statement(std::string_view user_id, int64_t now,
+                                                     int64_t since) {
+  return {"SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
+          "COALESCE(expires_at, 0) FROM memories WHERE user_id = $1 AND created_at >= $3 AND "
+          "(expires_at IS NULL OR expires_at = 0 OR expires_at > $2) "
+          "ORDER BY created_at DESC, id LIMIT 200",
+          {std::string{user_id}, std::to_string(now), std::to_string(since)}};
+}
+
 std::vector<memory_record> pg_backend::list_memories(const std::string& user_id, int64_t now,
                                                      int64_t since, int64_t* /*after*/) {
-  auto r = run(
-      "SELECT id, kind, content, COALESCE(source_message_id, ''), created_at, "
-      "COALESCE(expires_at, 0) FROM memories WHERE user_id = $1 AND created_at >= $3 AND "
-      "(expires_at IS NULL OR expires_at = 0 OR expires_at > $2) "
-      "ORDER BY created_at DESC, id LIMIT 200",
-      {user_id, std::to_string(now), std::to_string(since)});
+  auto r = run(memories_statement(user_id, now, since));
   std::vector<memory_record> out;
   for (int i = 0; i < r.rows(); ++i) {
     memory_record m;
@@ -598,8 +738,12 @@ int64_t pg_backend::delete_memories(const std::string& user_id, const std::strin
   return n;
 }
 
+pg_backend::statement pg_backend::recall_epoch_statement(std::string_view user_id) {
+  return {"SELECT epoch FROM recall_epochs WHERE user_id = $1", {std::string{user_id}}};
+}
+
 int64_t pg_backend::recall_epoch(const std::string& user_id) {
-  auto r = run("SELECT epoch FROM recall_epochs WHERE user_id = $1", {user_id});
+  auto r = run(recall_epoch_statement(user_id));
   return r.rows() ? std::stoll(r.text(0, 0)) : 0;
 }
 
@@ -640,12 +784,17 @@ episode_record episode_key(const Result& r, int row, const std::string& user_id)
 
 }  // namespace
 
+pg_backend::statement pg_backend::episode_keys_statement(std::string_view user_id,
+                                                         int32_t limit, int64_t since) {
+  return {"SELECT id, conversation_id, seq, created_at FROM episodes WHERE user_id = $1 "
+          "AND created_at >= $3 ORDER BY created_at DESC, id LIMIT $2",
+          {std::string{user_id}, std::to_string(limit), std::to_string(since)}};
+}
+
 std::vector<episode_record> pg_backend::recent_episode_keys(const std::string& user_id,
                                                             int32_t limit, int64_t since,
                                                             int64_t* /*after*/) {
-  auto r = run("SELECT id, conversation_id, seq, created_at FROM episodes WHERE user_id = $1 "
-               "AND created_at >= $3 ORDER BY created_at DESC, id LIMIT $2",
-               {user_id, std::to_string(limit), std::to_string(since)});
+  auto r = run(episode_keys_statement(user_id, limit, since));
   std::vector<episode_record> out;
   for (int i = 0; i < r.rows(); ++i) {
     out.push_back(episode_key(r, i, user_id));
@@ -722,17 +871,20 @@ bool pg_backend::save_flow_state(const std::string& conversation_id,
   return true;
 }
 
+// The summary (when there is one) and the conversation's last seq in one
+// statement, one round trip: seqs are 1..N (see
+// sqlite_backend::load_summary), so the last is one index seek.
+pg_backend::statement pg_backend::summary_statement(std::string_view conversation_id) {
+  return {"SELECT s.summary, s.covered_seq, s.version, s.incremental_updates, s.updated_at, "
+          "(SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = $1) "
+          "FROM (SELECT 1) AS one LEFT JOIN conversation_summaries s ON s.conversation_id = $1",
+          {std::string{conversation_id}}};
+}
+
 summary_record pg_backend::load_summary(const std::string& conversation_id) {
   summary_record s;
   s.conversation_id = conversation_id;
-  // The summary (when there is one) and the conversation's last seq in
-  // one statement, one round trip: seqs are 1..N (see
-  // sqlite_backend::load_summary), so the last is one index seek.
-  auto row = run(
-      "SELECT s.summary, s.covered_seq, s.version, s.incremental_updates, s.updated_at, "
-      "(SELECT COALESCE(MAX(seq), 0) FROM messages WHERE conversation_id = $1) "
-      "FROM (SELECT 1) AS one LEFT JOIN conversation_summaries s ON s.conversation_id = $1",
-      {conversation_id});
+  auto row = run(summary_statement(conversation_id));
   if (!row.is_null(0, 0)) {
     s.summary = row.text(0, 0);
     s.covered_seq = std::stoll(row.text(0, 1));

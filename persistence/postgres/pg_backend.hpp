@@ -40,6 +40,11 @@ public:
   void release_savepoint() override;
   void rollback_to_savepoint() override;
 
+  // One pipeline for a turn's context reads (store_backend::read_ahead);
+  // what no call took is dropped at end_read().
+  void read_ahead(const turn_reads& reads) override;
+  void end_read() noexcept override;
+
   void execute_script(std::string_view sql) override;
   std::vector<int> applied_migrations() override;
   void record_migration(int version, std::string_view name, int64_t now_ms) override;
@@ -94,13 +99,41 @@ public:
   void unlock_schema() override;
   std::vector<member_info> list_members() override;
 
+  // Round trips to the server on this connection so far (a pipeline is
+  // one), for tests and benches.
+  uint64_t round_trips() const { return round_trips_; }
+
 private:
   class result;
   using param = std::optional<std::string>;  // nullopt = SQL NULL
+  struct statement {
+    const char* sql;
+    std::vector<param> params;
+  };
+  struct read_ahead_result;
   // Runs one statement with $1..$n text parameters; throws store_error.
   // One with parameters is prepared on the connection the first time
-  // (prepare_ on, `prepare` true: SQL built per call passes false).
+  // (prepare_ on, `prepare` true: SQL built per call passes false). The
+  // result of the same statement read ahead is taken instead when there
+  // is one.
   result run(const char* sql, const std::vector<param>& params = {}, bool prepare = true);
+  result run(const statement& s);
+  // The name `sql` is prepared under on this connection; nullptr when it
+  // is not (yet).
+  const std::string* prepared_name(const char* sql) const;
+  std::string next_statement_name();
+  // Sends `list` in one pipeline and keeps each result for run().
+  void pipeline(std::vector<statement> list);
+  // The statements of a turn's context read, built in one place for the
+  // calls and for read_ahead().
+  static statement messages_statement(std::string_view conversation_id, int32_t limit,
+                                      int64_t before_seq);
+  static statement summary_statement(std::string_view conversation_id);
+  static statement core_memory_statement(std::string_view user_id);
+  static statement recall_epoch_statement(std::string_view user_id);
+  static statement memories_statement(std::string_view user_id, int64_t now_ms, int64_t since_ms);
+  static statement episode_keys_statement(std::string_view user_id, int32_t limit,
+                                          int64_t since_ms);
   // The connection was made again: its prepared statements are gone.
   void reset_connection();
   void ensure_connected();
@@ -123,6 +156,8 @@ private:
   // Found by the statement's text without copying it (every run()).
   std::unordered_map<std::string, std::string, string_hash, std::equal_to<>> prepared_;
   uint64_t statements_named_ = 0;
+  uint64_t round_trips_ = 0;
+  std::vector<read_ahead_result> ahead_;
 };
 
 }  // namespace ragtor

@@ -6,6 +6,7 @@
 #include <filesystem>
 #include <set>
 #include <thread>
+#include <tuple>
 
 #include <gtest/gtest.h>
 
@@ -484,6 +485,81 @@ TEST_P(store_contract, a_turns_context_in_one_read_is_what_the_separate_reads_gi
   EXPECT_TRUE(quiet.episodes.empty());
 }
 
+// A turn's context read with the store's recall index gives what the
+// calls one by one give: for a new user, for one whose rows the index
+// holds, and when what the backend read ahead was not what recall then
+// asked (a memory deleted since: the user's epoch moved, so the rows are
+// read whole). On PostgreSQL the reads go in one pipeline: one round trip
+// for the whole context, not one per read.
+TEST_P(store_contract, a_turns_context_read_ahead_is_what_the_calls_give) {
+  recall_index index{16u << 20};
+  auto t1 = user_turn("fay", "s1", "How long should green tea steep?", "r1", 10);
+  assistant_turn(t1.conversation_id, "About ninety seconds.", "r1", 11);
+  auto t2 = user_turn("fay", "s1", "And how hot should the water be for tea?", "r2", 20);
+  tx([&](store_backend& db) {
+    db.set_core_memory("fay", R"({"name":"Fay"})", 12);
+    // The second far newer: recall then asks for the rows from shortly
+    // before it, which leave out the first.
+    for (auto [id, content, at] :
+         {std::tuple{"m1", "prefers green tea", 12},
+          std::tuple{"m2", "heats the water for tea to 80 degrees", 100000}}) {
+      memory_record m;
+      m.id = id;
+      m.user_id = "fay";
+      m.kind = "preference";
+      m.content = content;
+      m.created_at = at;
+      db.add_memory(m);
+    }
+    db.add_episode(episode_of(t1.conversation_id, "fay", 2, "How long should green tea steep?",
+                              "About ninety seconds.", 11));
+    summary_record s;
+    s.conversation_id = t1.conversation_id;
+    s.summary = "They talk about tea.";
+    s.covered_seq = 1;
+    db.save_summary(s, 0, 13);
+    return 0;
+  });
+  const std::string question = "green tea water temperature";
+  auto* pg = dynamic_cast<pg_backend*>(db_.get());
+  auto trips = [&] { return pg ? pg->round_trips() : 0; };
+  auto read = [&](int64_t now, recall_index* with) {
+    return read_turn_context(*db_, t2.conversation_id, "fay", question, 7, 3, false, now, with);
+  };
+  auto same = [](const turn_context& a, const turn_context& b, const char* when) {
+    EXPECT_TRUE(a.failed.empty()) << when;
+    ASSERT_EQ(a.history.size(), b.history.size()) << when;
+    for (size_t i = 0; i < a.history.size(); ++i)
+      EXPECT_EQ(a.history[i].message_id, b.history[i].message_id) << when;
+    EXPECT_EQ(a.summary, b.summary) << when;
+    EXPECT_EQ(a.summary_version, b.summary_version) << when;
+    EXPECT_EQ(a.summary_covered_seq, b.summary_covered_seq) << when;
+    EXPECT_EQ(a.core_memory, b.core_memory) << when;
+    EXPECT_EQ(a.memories, b.memories) << when;
+    EXPECT_EQ(a.episodes, b.episodes) << when;
+  };
+  auto whole = read(200000, nullptr);
+  ASSERT_TRUE(whole.failed.empty());
+  ASSERT_EQ(whole.history.size(), 3u);
+  ASSERT_EQ(whole.summary, "They talk about tea.");
+  ASSERT_EQ(whole.core_memory, R"({"name":"Fay"})");
+  ASSERT_EQ(whole.memories.size(), 2u);
+  ASSERT_EQ(whole.episodes.size(), 1u);
+  auto before = trips();
+  same(read(200000, &index), whole, "a new user");
+  if (pg)
+    EXPECT_EQ(trips() - before, 1u) << "a new user's context in one pipeline";
+  before = trips();
+  same(read(200001, &index), whole, "rows held");
+  if (pg)
+    EXPECT_EQ(trips() - before, 1u) << "a held user's context in one pipeline";
+  EXPECT_EQ(tx([&](store_backend& db) { return db.delete_memories("fay", "m2"); }), 1);
+  auto after = read(200002, &index);
+  same(after, read(200002, nullptr), "a memory deleted");
+  EXPECT_EQ(after.memories, std::vector<std::string>{"prefers green tea"})
+      << "read whole, not the newest rows read ahead";
+}
+
 // The per-user rows a store holds between turns (persistence/recall_index)
 // give what reading them whole gives after every kind of write: rows
 // added (read alone), a deleted conversation, deleted memories, a memory's
@@ -693,6 +769,16 @@ TEST_P(store_contract, a_connection_made_again_prepares_its_statements_again) {
   auto next = user_turn("ann", "s1", "again", "r2", 2);
   EXPECT_EQ(next.conversation_id, t.conversation_id);
   EXPECT_EQ(db_->history(t.conversation_id, 10).size(), 2u);
+  // A turn's context, whose reads go ahead in one pipeline, on a
+  // connection the server ended meanwhile: read whole on a new one.
+  other->execute_script(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+      "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  auto ctx = read_turn_context(*db_, t.conversation_id, "ann", "hello", 10, 0, false, 3);
+  EXPECT_TRUE(ctx.failed.empty()) << ctx.failed.front();
+  EXPECT_EQ(ctx.history.size(), 2u);
+  EXPECT_EQ(ctx.core_memory, "{}");
+  EXPECT_EQ(db_->history(t.conversation_id, 10).size(), 2u) << "and the connection is usable";
 }
 
 // Writers of one conversation on two connections (two nodes, or a node's
