@@ -56,6 +56,11 @@ struct pg_backend::read_ahead_result {
   result answer;
 };
 
+struct pg_backend::outcome {
+  std::optional<result> answer;
+  std::string error;
+};
+
 namespace {
 
 // The DSN's host/port/dbname for messages, never the password.
@@ -173,6 +178,9 @@ pg_backend::~pg_backend() {
 }
 
 void pg_backend::reset_connection() {
+  // Inside a transaction the server had begun (its BEGIN was sent).
+  if (in_transaction_ && (pending_.empty() || std::string_view{pending_.front()} != "BEGIN"))
+    transaction_lost_ = true;
   PQreset(conn_);
   prepared_.clear();
   ahead_.clear();
@@ -197,48 +205,47 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
       ahead_.erase(i);
       return r;
     }
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (auto& p : params)
-    values.push_back(p ? p->c_str() : nullptr);
-  const int n = static_cast<int>(values.size());
-  prepare = prepare && prepare_ && n > 0;
-  // A statement outside a transaction (a read, or BEGIN) may be retried once
-  // on a fresh connection: libpq only notices that the server went away
-  // (and came back) when a statement fails.
+  prepare = prepare && prepare_ && !params.empty();
+  const std::string* name = prepare ? prepared_name(sql) : nullptr;
+  // A statement outside a transaction (a read, or a transaction's first
+  // statement with its BEGIN) may be retried once on a fresh connection:
+  // libpq only notices that the server went away (and came back) when a
+  // statement fails.
   bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
   for (int attempt = 0;; ++attempt) {
-    pg_result* r = nullptr;
-    ++round_trips_;
-    if (!prepare) {
-      r = PQexecParams(conn_, sql, n, nullptr, values.data(), nullptr, nullptr, 0);
+    std::string msg;
+    if (pending_.empty() && (!prepare || name)) {
+      // Alone: one exchange, without a pipeline's Sync.
+      std::vector<const char*> values;
+      values.reserve(params.size());
+      for (auto& p : params)
+        values.push_back(p ? p->c_str() : nullptr);
+      const int n = static_cast<int>(values.size());
+      ++round_trips_;
+      auto* r = name ? PQexecPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0)
+                     : PQexecParams(conn_, sql, n, nullptr, values.data(), nullptr, nullptr, 0);
+      auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+        return result{r};
+      msg = trimmed(r ? PQresultErrorMessage(r) : "");
+      if (r)
+        PQclear(r);
     } else {
-      // Parsed and planned once per connection: PQexecParams sends the
-      // text each time and the server plans it again.
-      auto* name = prepared_name(sql);
-      if (!name) {
-        auto fresh = next_statement_name();
-        r = PQprepare(conn_, fresh.c_str(), sql, n, nullptr);
-        ++round_trips_;
-        if (r && PQresultStatus(r) == PGRES_COMMAND_OK) {
-          PQclear(r);
-          r = nullptr;
-          name = &prepared_.emplace(sql, std::move(fresh)).first->second;
-        }
+      // With the control statements waiting (BEGIN, SAVEPOINT, RELEASE)
+      // and its preparing, when due: one round trip for all.
+      statement one{sql, params, prepare};
+      std::vector<outcome> out;
+      if (exchange({&one}, out)) {
+        if (out[0].answer)
+          return std::move(*out[0].answer);
+        throw store_error("postgres: " + out[0].error);
       }
-      if (name)
-        r = PQexecPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0);
     }
-    auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
-      return result{r};
-    auto msg = trimmed(r ? PQresultErrorMessage(r) : "");
     if (msg.empty())
       msg = trimmed(PQerrorMessage(conn_));
-    if (r)
-      PQclear(r);
     if (retryable && attempt == 0 && PQstatus(conn_) == CONNECTION_BAD) {
       reset_connection();
+      name = nullptr;
       if (PQstatus(conn_) == CONNECTION_OK)
         continue;
       throw store_error(
@@ -246,12 +253,13 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
                                + describe(conn_) + ")",
                            dsn_));
     }
+    pending_.clear();
     throw store_error("postgres: " + msg);
   }
 }
 
 pg_backend::result pg_backend::run(const statement& s) {
-  return run(s.sql, s.params);
+  return run(s.sql, s.params, s.prepare);
 }
 
 const std::string* pg_backend::prepared_name(const char* sql) const {
@@ -265,49 +273,31 @@ std::string pg_backend::next_statement_name() {
   return "ragtor_" + std::to_string(++statements_named_);
 }
 
-void pg_backend::read_ahead(const turn_reads& t) {
-  ahead_.clear();
-  // Not inside a transaction: a failing statement of the pipeline would
-  // abort it. The calls make every read on their own then.
-  if (PQstatus(conn_) != CONNECTION_OK || PQtransactionStatus(conn_) != PQTRANS_IDLE)
-    return;
-  std::vector<statement> list;
-  list.push_back(messages_statement(t.conversation_id, t.window_limit, 0));
-  if (!t.incognito) {
-    list.push_back(summary_statement(t.conversation_id));
-    list.push_back(core_memory_statement(t.user_id));
-    list.push_back(recall_epoch_statement(t.user_id));
-    list.push_back(memories_statement(t.user_id, t.now, t.memories_since));
-    if (t.episode_keys > 0)
-      list.push_back(episode_keys_statement(t.user_id, t.episode_keys, t.episodes_since));
-  }
-  pipeline(std::move(list));
-}
-
-void pg_backend::end_read() noexcept {
-  ahead_.clear();
-}
-
-// libpq's pipeline mode: every statement (and the preparing of those not
-// prepared yet) is sent, then one Sync; the server answers them in order.
-// The statements run in one implicit transaction, each with its own
+// libpq's pipeline mode: the control statements waiting, then every
+// statement (after its preparing, when not prepared yet), then one Sync;
+// the server answers them in order, one round trip for all. Outside a
+// transaction they run in one implicit transaction, each with its own
 // snapshot (READ COMMITTED), as they would one after another. A statement
-// that fails aborts those after it: only the results before it are kept.
-void pg_backend::pipeline(std::vector<statement> list) {
-  if (PQenterPipelineMode(conn_) != 1)
-    return;
+// that fails aborts those after it, which report its error.
+bool pg_backend::exchange(const std::vector<const statement*>& list, std::vector<outcome>& out) {
+  out.clear();
+  out.resize(list.size());
+  if (PQstatus(conn_) != CONNECTION_OK || PQenterPipelineMode(conn_) != 1)
+    return false;
   ++round_trips_;
   // Per statement: the name it is being prepared under ("" when it is
   // prepared already or runs unprepared).
   std::vector<std::string> preparing(list.size());
   bool sent = true;
+  for (auto* control : pending_)
+    sent = sent && PQsendQueryParams(conn_, control, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
   for (size_t k = 0; k < list.size() && sent; ++k) {
-    auto& s = list[k];
+    auto& s = *list[k];
     std::vector<const char*> values;
     for (auto& p : s.params)
       values.push_back(p ? p->c_str() : nullptr);
     const int n = static_cast<int>(values.size());
-    if (!prepare_ || n == 0) {
+    if (!(s.prepare && prepare_ && n > 0)) {
       sent = PQsendQueryParams(conn_, s.sql, n, nullptr, values.data(), nullptr, nullptr, 0) == 1;
       continue;
     }
@@ -321,31 +311,42 @@ void pg_backend::pipeline(std::vector<statement> list) {
            && PQsendQueryPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0)
                   == 1;
   }
-  // Each command's results end with a null; false when the connection
+  sent = sent && PQpipelineSync(conn_) == 1;
+  // Each command's results end with a null. False when the connection
   // broke (no result where one was due).
-  auto finish_command = [&](pg_result* r, bool keep_ok, size_t k) {
+  std::string first_error;
+  auto next = [&](auto&& take) {
+    auto* r = PQgetResult(conn_);
     if (!r)
       return false;
     auto st = PQresultStatus(r);
-    if (keep_ok && st == PGRES_TUPLES_OK)
-      ahead_.push_back({std::move(list[k]), result{r}});
-    else
+    bool ok = st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK;
+    if (!ok && first_error.empty())
+      first_error = trimmed(PQresultErrorMessage(r));
+    if (!take(r, ok))
       PQclear(r);
     while (auto* more = PQgetResult(conn_))
       PQclear(more);
     return st != PGRES_FATAL_ERROR || PQstatus(conn_) == CONNECTION_OK;
   };
-  bool whole = sent && PQpipelineSync(conn_) == 1;
+  auto ignore = [](pg_result*, bool) { return false; };
+  bool whole = sent;
+  for (size_t i = 0; i < pending_.size() && whole; ++i)
+    whole = next(ignore);
   for (size_t k = 0; k < list.size() && whole; ++k) {
-    if (!preparing[k].empty()) {
-      auto* r = PQgetResult(conn_);
-      if (r && PQresultStatus(r) == PGRES_COMMAND_OK)
-        prepared_.emplace(list[k].sql, std::move(preparing[k]));
-      whole = finish_command(r, false, k);
-      if (!whole)
-        break;
-    }
-    whole = finish_command(PQgetResult(conn_), true, k);
+    if (!preparing[k].empty())
+      whole = next([&](pg_result*, bool ok) {
+        if (ok)
+          prepared_.emplace(list[k]->sql, std::move(preparing[k]));
+        return false;
+      });
+    whole = whole && next([&](pg_result* r, bool ok) {
+      if (ok)
+        out[k].answer.emplace(r);
+      else
+        out[k].error = first_error.empty() ? "the statement failed" : first_error;
+      return ok;
+    });
   }
   if (whole) {
     auto* r = PQgetResult(conn_);
@@ -353,50 +354,111 @@ void pg_backend::pipeline(std::vector<statement> list) {
     if (r)
       PQclear(r);
   }
-  if (whole && PQexitPipelineMode(conn_) == 1)
-    return;
-  // Broken off (the connection lost): nothing read ahead is trusted, and
-  // the connection is made again for the calls.
-  ahead_.clear();
-  reset_connection();
+  if (whole && PQexitPipelineMode(conn_) == 1) {
+    pending_.clear();
+    return true;
+  }
+  // Broken off: nothing read is trusted, and a connection still up is in
+  // a state no call expects.
+  out.clear();
+  if (PQstatus(conn_) == CONNECTION_OK)
+    reset_connection();
+  return false;
 }
 
+void pg_backend::read_ahead(const turn_reads& t) {
+  ahead_.clear();
+  // Not inside a transaction: a failing statement of the pipeline would
+  // abort it. The calls make every read on their own then.
+  if (in_transaction_ || PQstatus(conn_) != CONNECTION_OK)
+    return;
+  std::vector<statement> list;
+  list.push_back(messages_statement(t.conversation_id, t.window_limit, 0));
+  if (!t.incognito) {
+    list.push_back(summary_statement(t.conversation_id));
+    list.push_back(core_memory_statement(t.user_id));
+    list.push_back(recall_epoch_statement(t.user_id));
+    list.push_back(memories_statement(t.user_id, t.now, t.memories_since));
+    if (t.episode_keys > 0)
+      list.push_back(episode_keys_statement(t.user_id, t.episode_keys, t.episodes_since));
+  }
+  std::vector<const statement*> asked;
+  for (auto& s : list)
+    asked.push_back(&s);
+  std::vector<outcome> out;
+  if (!exchange(asked, out))
+    return;  // the calls make the reads (and the connection) again
+  for (size_t k = 0; k < list.size(); ++k)
+    if (out[k].answer)
+      ahead_.push_back({std::move(list[k]), std::move(*out[k].answer)});
+}
+
+void pg_backend::end_read() noexcept {
+  ahead_.clear();
+}
+
+// A transaction's control statements wait for its next statement and go
+// in one pipeline with it: BEGIN with the first, each job's SAVEPOINT with
+// the job's first, its RELEASE with the next job's SAVEPOINT (or COMMIT).
+// A group commit of n jobs makes n + 1 round trips fewer than 2n + 2.
 void pg_backend::begin() {
   ensure_connected();
-  run("BEGIN");
+  pending_.assign(1, "BEGIN");
+  in_transaction_ = true;
+  transaction_lost_ = false;
 }
 
 void pg_backend::commit() {
   // COMMIT of a transaction that already failed "succeeds" with the tag
-  // ROLLBACK: nothing was written, so that is an error here.
-  auto aborted = PQtransactionStatus(conn_) == PQTRANS_INERROR;
+  // ROLLBACK: nothing was written, so that is an error here. So does one
+  // on a connection made again since BEGIN (no transaction there).
+  auto aborted = PQtransactionStatus(conn_) == PQTRANS_INERROR || transaction_lost_;
+  in_transaction_ = false;
   auto r = run("COMMIT");
   if (aborted || r.tag() != "COMMIT")
     throw store_error("postgres: the transaction was rolled back (an earlier statement failed)");
 }
 
 void pg_backend::rollback() {
+  // What waits was never sent: nothing of it to undo.
+  pending_.clear();
+  in_transaction_ = false;
+  transaction_lost_ = false;
   if (PQstatus(conn_) == CONNECTION_OK && PQtransactionStatus(conn_) != PQTRANS_IDLE)
     run("ROLLBACK");
 }
 
 void pg_backend::savepoint() {
-  run("SAVEPOINT job");
+  pending_.push_back("SAVEPOINT job");
 }
 
 void pg_backend::release_savepoint() {
-  run("RELEASE SAVEPOINT job");
+  // A job that sent nothing: its SAVEPOINT need not be sent either.
+  if (!pending_.empty() && std::string_view{pending_.back()} == "SAVEPOINT job") {
+    pending_.pop_back();
+    return;
+  }
+  pending_.push_back("RELEASE SAVEPOINT job");
 }
 
 void pg_backend::rollback_to_savepoint() {
+  if (!pending_.empty() && std::string_view{pending_.back()} == "SAVEPOINT job") {
+    pending_.pop_back();
+    return;
+  }
   run("ROLLBACK TO SAVEPOINT job");
-  run("RELEASE SAVEPOINT job");
+  pending_.push_back("RELEASE SAVEPOINT job");
 }
 
 void pg_backend::execute_script(std::string_view sql) {
   ensure_connected();
   // PQexec runs a multi-statement script (no parameters).
-  std::string text{sql};
+  // What waits of a transaction goes first, in the same round trip.
+  std::string text;
+  for (auto* control : pending_)
+    (text += control) += ";\n";
+  pending_.clear();
+  text += sql;
   // A migration may change a table a prepared statement reads ("cached
   // plan must not change result type"): they are prepared again.
   if (!prepared_.empty()) {

@@ -109,8 +109,10 @@ private:
   struct statement {
     const char* sql;
     std::vector<param> params;
+    bool prepare = true;  // false: SQL built per call, never prepared
   };
   struct read_ahead_result;
+  struct outcome;  // a statement's result, or its error
   // Runs one statement with $1..$n text parameters; throws store_error.
   // One with parameters is prepared on the connection the first time
   // (prepare_ on, `prepare` true: SQL built per call passes false). The
@@ -122,8 +124,10 @@ private:
   // is not (yet).
   const std::string* prepared_name(const char* sql) const;
   std::string next_statement_name();
-  // Sends `list` in one pipeline and keeps each result for run().
-  void pipeline(std::vector<statement> list);
+  // Sends the control statements waiting (pending_), then `list`, in one
+  // pipeline: each statement's result or error in `out`. False when the
+  // connection broke on the way.
+  bool exchange(const std::vector<const statement*>& list, std::vector<outcome>& out);
   // The statements of a turn's context read, built in one place for the
   // calls and for read_ahead().
   static statement messages_statement(std::string_view conversation_id, int32_t limit,
@@ -158,6 +162,13 @@ private:
   uint64_t statements_named_ = 0;
   uint64_t round_trips_ = 0;
   std::vector<read_ahead_result> ahead_;
+  // Control statements (BEGIN, SAVEPOINT, RELEASE) not sent yet: they go
+  // with the next statement, in one round trip.
+  std::vector<const char*> pending_;
+  bool in_transaction_ = false;
+  // The connection was made again inside a transaction: what it wrote is
+  // gone, and its COMMIT must fail.
+  bool transaction_lost_ = false;
 };
 
 }  // namespace ragtor

@@ -781,6 +781,61 @@ TEST_P(store_contract, a_connection_made_again_prepares_its_statements_again) {
   EXPECT_EQ(db_->history(t.conversation_id, 10).size(), 2u) << "and the connection is usable";
 }
 
+// A group commit as the store's writer makes it (store_executor): each
+// job under a savepoint, one that fails undone alone, one that writes
+// nothing, the rest committed together. On PostgreSQL BEGIN, SAVEPOINT and
+// RELEASE wait for the next statement and go with it in one round trip:
+// the batch costs its jobs' statements and its COMMIT, nothing more.
+TEST_P(store_contract, a_group_commit_undoes_a_failing_job_alone) {
+  auto* pg = dynamic_cast<pg_backend*>(db_.get());
+  auto trips = [&] { return pg ? pg->round_trips() : 0; };
+  auto open = [](const std::string& session) {
+    return [session](store_backend& db) { db.begin_turn("gus", session, "m", "", 1); };
+  };
+  // The same statements outside a transaction, for their round trips.
+  auto before = trips();
+  open("alone-1")(*db_);
+  open("alone-2")(*db_);
+  auto statements = trips() - before;
+  std::vector<std::string> errors;
+  before = trips();
+  db_->begin();
+  errors.push_back(in_savepoint(*db_, [&] { open("a")(*db_); }));
+  errors.push_back(in_savepoint(*db_, [&] {}));
+  errors.push_back(in_savepoint(*db_, [&] { open("b")(*db_); }));
+  db_->commit();
+  if (pg)
+    EXPECT_EQ(trips() - before, statements + 1) << "the control statements went with the jobs'";
+  errors.push_back(tx([&](store_backend& db) {
+    return in_savepoint(db, [&] {
+      open("c")(db);
+      stored_message bad;
+      bad.conversation_id = "missing";
+      bad.content = "x";
+      db.finish_turn(bad, 1);
+    });
+  }));
+  db_->begin();
+  errors.push_back(in_savepoint(*db_, [&] { open("d")(*db_); }));
+  errors.push_back(in_savepoint(*db_, [&] {
+    open("e")(*db_);
+    throw store_error("the job gave up");
+  }));
+  errors.push_back(in_savepoint(*db_, [&] { open("f")(*db_); }));
+  db_->commit();
+  EXPECT_EQ(errors[0], "");
+  EXPECT_EQ(errors[1], "");
+  EXPECT_EQ(errors[2], "");
+  EXPECT_NE(errors[3], "");
+  EXPECT_EQ(errors[4], "");
+  EXPECT_EQ(errors[5], "the job gave up");
+  EXPECT_EQ(errors[6], "");
+  std::set<std::string> sessions;
+  for (auto& c : db_->list_conversations("gus", 50, "").conversations)
+    sessions.insert(c.session_id);
+  EXPECT_EQ(sessions, (std::set<std::string>{"alone-1", "alone-2", "a", "b", "d", "f"}));
+}
+
 // Writers of one conversation on two connections (two nodes, or a node's
 // writer and a command) take turns: each turn's two messages get the next
 // two seqs, whoever writes first, and neither fails on a seq the other
