@@ -207,55 +207,75 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
     }
   prepare = prepare && prepare_ && !params.empty();
   const std::string* name = prepare ? prepared_name(sql) : nullptr;
-  // A statement outside a transaction (a read, or a transaction's first
-  // statement with its BEGIN) may be retried once on a fresh connection:
-  // libpq only notices that the server went away (and came back) when a
-  // statement fails.
-  bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
-  for (int attempt = 0;; ++attempt) {
-    std::string msg;
-    if (pending_.empty() && (!prepare || name)) {
-      // Alone: one exchange, without a pipeline's Sync.
-      std::vector<const char*> values;
-      values.reserve(params.size());
-      for (auto& p : params)
-        values.push_back(p ? p->c_str() : nullptr);
-      const int n = static_cast<int>(values.size());
-      ++round_trips_;
-      auto* r = name ? PQexecPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0)
-                     : PQexecParams(conn_, sql, n, nullptr, values.data(), nullptr, nullptr, 0);
-      auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
-      if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
-        return result{r};
-      msg = trimmed(r ? PQresultErrorMessage(r) : "");
-      if (r)
-        PQclear(r);
-    } else {
-      // With the control statements waiting (BEGIN, SAVEPOINT, RELEASE)
-      // and its preparing, when due: one round trip for all.
-      statement one{sql, params, prepare};
-      std::vector<outcome> out;
-      if (exchange({&one}, out)) {
-        if (out[0].answer)
-          return std::move(*out[0].answer);
-        throw store_error("postgres: " + out[0].error);
-      }
-    }
-    if (msg.empty())
-      msg = trimmed(PQerrorMessage(conn_));
-    if (retryable && attempt == 0 && PQstatus(conn_) == CONNECTION_BAD) {
-      reset_connection();
-      name = nullptr;
-      if (PQstatus(conn_) == CONNECTION_OK)
-        continue;
-      throw store_error(
-          without_password("PostgreSQL is unreachable: " + trimmed(PQerrorMessage(conn_)) + " ("
-                               + describe(conn_) + ")",
-                           dsn_));
-    }
-    pending_.clear();
-    throw store_error("postgres: " + msg);
+  if (!pending_.empty() || (prepare && !name)) {
+    // With the control statements waiting (BEGIN, SAVEPOINT, RELEASE) and
+    // its preparing, when due: one round trip for all.
+    std::vector<statement> one;
+    one.push_back({sql, params, prepare});
+    return std::move(run_all(std::move(one)).front());
   }
+  const bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (auto& p : params)
+    values.push_back(p ? p->c_str() : nullptr);
+  const int n = static_cast<int>(values.size());
+  for (int attempt = 0;; ++attempt) {
+    ++round_trips_;
+    auto* r = name ? PQexecPrepared(conn_, name->c_str(), n, values.data(), nullptr, nullptr, 0)
+                   : PQexecParams(conn_, sql, n, nullptr, values.data(), nullptr, nullptr, 0);
+    auto st = r ? PQresultStatus(r) : PGRES_FATAL_ERROR;
+    if (st == PGRES_COMMAND_OK || st == PGRES_TUPLES_OK)
+      return result{r};
+    auto msg = trimmed(r ? PQresultErrorMessage(r) : "");
+    if (r)
+      PQclear(r);
+    if (again_after(retryable, attempt, std::move(msg))) {
+      if (prepare)  // prepared again on the new connection
+        return run(sql, params, true);
+    }
+  }
+}
+
+std::vector<pg_backend::result> pg_backend::run_all(std::vector<statement> list) {
+  const bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
+  std::vector<const statement*> asked;
+  for (auto& s : list)
+    asked.push_back(&s);
+  for (int attempt = 0;; ++attempt) {
+    std::vector<outcome> out;
+    if (exchange(asked, out)) {
+      std::vector<result> results;
+      for (auto& o : out) {
+        if (!o.answer)
+          throw store_error("postgres: " + o.error);
+        results.push_back(std::move(*o.answer));
+      }
+      return results;
+    }
+    again_after(retryable, attempt, "");
+  }
+}
+
+// A statement outside a transaction (a read, or a transaction's first
+// statement with its BEGIN waiting) may be retried once on a fresh
+// connection: libpq only notices that the server went away (and came
+// back) when a statement fails. True: go again; else throws.
+bool pg_backend::again_after(bool retryable, int attempt, std::string msg) {
+  if (msg.empty())
+    msg = trimmed(PQerrorMessage(conn_));
+  if (retryable && attempt == 0 && PQstatus(conn_) == CONNECTION_BAD) {
+    reset_connection();
+    if (PQstatus(conn_) == CONNECTION_OK)
+      return true;
+    pending_.clear();
+    throw store_error(
+        without_password("PostgreSQL is unreachable: " + trimmed(PQerrorMessage(conn_)) + " ("
+                             + describe(conn_) + ")",
+                         dsn_));
+  }
+  pending_.clear();
+  throw store_error("postgres: " + msg);
 }
 
 pg_backend::result pg_backend::run(const statement& s) {
@@ -501,25 +521,27 @@ void pg_backend::record_migration(int version, std::string_view name, int64_t no
       {std::to_string(version), std::string{name}, std::to_string(now)});
 }
 
-// The caller holds the conversation's row lock (begin_turn's upsert or
-// finish_turn's FOR UPDATE): writers of one conversation, on any node,
-// take turns, so the message's seq is counted in its own statement, whose
-// snapshot begins after the lock was granted. One round trip stores the
-// message, numbers it and sets the conversation's time.
-std::pair<std::string, int64_t> pg_backend::insert_message(
-    const std::string& conversation_id, std::string_view role, const std::string& content,
-    const std::string& citations, bool completed, const std::string& request_id, int64_t now) {
-  auto id = new_id();
-  auto r = run(
-      "WITH message AS (INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
-      "completed, request_id, created_at) VALUES ($1, $2, (SELECT COALESCE(MAX(seq), 0) + 1 FROM "
-      "messages WHERE conversation_id = $2), $3, $4, $5, $6, $7, $8) RETURNING seq), "
-      "touched AS (UPDATE conversations SET updated_at = $8 WHERE id = $2) "
-      "SELECT seq FROM message",
-      {id, conversation_id, std::string{role}, content,
-       citations.empty() ? std::string{"[]"} : citations, completed ? "1" : "0",
-       request_id.empty() ? param{} : param{request_id}, std::to_string(now)});
-  return {id, r.integer(0, 0)};
+// Stores a message at the conversation's next seq and sets the
+// conversation's time, in one statement; returns the seq. The caller
+// holds the conversation's row lock (begin_turn's upsert, finish_turn's
+// FOR UPDATE, each the statement before in the same round trip): writers
+// of one conversation, on any node, take turns, so the seq is counted in
+// the message's own statement, whose snapshot begins after the lock was
+// granted.
+pg_backend::statement pg_backend::message_statement(const std::string& id,
+                                                    const std::string& conversation_id,
+                                                    std::string_view role,
+                                                    const std::string& content,
+                                                    const std::string& citations, bool completed,
+                                                    const std::string& request_id, int64_t now) {
+  return {"WITH message AS (INSERT INTO messages (id, conversation_id, seq, role, content, "
+          "citations, completed, request_id, created_at) VALUES ($1, $2, (SELECT COALESCE(MAX(seq), "
+          "0) + 1 FROM messages WHERE conversation_id = $2), $3, $4, $5, $6, $7, $8) RETURNING seq), "
+          "touched AS (UPDATE conversations SET updated_at = $8 WHERE id = $2) "
+          "SELECT seq FROM message",
+          {id, conversation_id, std::string{role}, content,
+           citations.empty() ? std::string{"[]"} : citations, completed ? "1" : "0",
+           request_id.empty() ? param{} : param{request_id}, std::to_string(now)}};
 }
 
 bool pg_backend::find_turn(const std::string& request_id, const std::string& user_id,
@@ -561,36 +583,55 @@ turn_opened pg_backend::begin_turn(const std::string& user_id, const std::string
   size_t n = std::min<size_t>(content.size(), 80);
   while (n > 0 && n < content.size() && (static_cast<unsigned char>(content[n]) & 0xC0) == 0x80)
     --n;
-  // The conversation made, or its row locked for the rest of the
-  // transaction, in one statement: two nodes may make the same one at
-  // once, and the unique key decides (the other waits and gets the
-  // winner's id); writers of one conversation take turns from here on.
-  auto r = run(
-      "INSERT INTO conversations (id, user_id, session_id, title, created_at, updated_at) "
-      "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (user_id, session_id) "
-      "DO UPDATE SET updated_at = conversations.updated_at RETURNING id",
-      {new_id(), user_id, session_id, content.substr(0, n), std::to_string(now)});
-  out.conversation_id = r.text(0, 0);
-  if (!request_id.empty()) {
-    stored_message user;
-    if (find_message(out.conversation_id, request_id, "user", user)) {
-      out.existing = true;
-      out.message_id = user.message_id;
-      out.seq = user.seq;
-      out.has_answer = find_message(out.conversation_id, request_id, "assistant", out.answer);
-      return out;
-    }
+  // One round trip: the conversation made, or its row locked for the rest
+  // of the transaction (two nodes may make the same one at once, and the
+  // unique key decides: the other waits and gets the winner's id); then,
+  // unless its request is stored already, the user's message at the next
+  // seq, by a statement the server runs once the first holds the lock.
+  auto id = new_id();
+  std::vector<statement> both;
+  both.push_back(
+      {"INSERT INTO conversations (id, user_id, session_id, title, created_at, updated_at) "
+       "VALUES ($1, $2, $3, $4, $5, $5) ON CONFLICT (user_id, session_id) "
+       "DO UPDATE SET updated_at = conversations.updated_at RETURNING id",
+       {new_id(), user_id, session_id, content.substr(0, n), std::to_string(now)}});
+  both.push_back(
+      {"WITH message AS (INSERT INTO messages (id, conversation_id, seq, role, content, "
+       "citations, completed, request_id, created_at) SELECT $1, c.id, (SELECT COALESCE(MAX(seq), "
+       "0) + 1 FROM messages WHERE conversation_id = c.id), 'user', $4, '[]', 1, $5, $6 "
+       "FROM conversations c WHERE c.user_id = $2 AND c.session_id = $3 AND ($5::text IS NULL OR "
+       "NOT EXISTS (SELECT 1 FROM messages m WHERE m.conversation_id = c.id AND m.request_id = $5 "
+       "AND m.role = 'user')) RETURNING conversation_id, seq), "
+       "touched AS (UPDATE conversations SET updated_at = $6 WHERE id IN "
+       "(SELECT conversation_id FROM message)) SELECT seq FROM message",
+       {id, user_id, session_id, content, request_id.empty() ? param{} : param{request_id},
+        std::to_string(now)}});
+  auto done = run_all(std::move(both));
+  out.conversation_id = done[0].text(0, 0);
+  if (done[1].rows() > 0) {
+    out.message_id = id;
+    out.seq = done[1].integer(0, 0);
+    return out;
   }
-  std::tie(out.message_id, out.seq) =
-      insert_message(out.conversation_id, "user", content, "[]", true, request_id, now);
+  // The request's message is stored already (a retry): the turn it began.
+  stored_message user;
+  if (!find_message(out.conversation_id, request_id, "user", user))
+    throw store_error("postgres: the user's message was neither stored nor found");
+  out.existing = true;
+  out.message_id = user.message_id;
+  out.seq = user.seq;
+  out.has_answer = find_message(out.conversation_id, request_id, "assistant", out.answer);
   return out;
 }
 
 std::string pg_backend::finish_turn(const stored_message& msg, int64_t now) {
-  run("SELECT id FROM conversations WHERE id = $1 FOR UPDATE", {msg.conversation_id});
-  return insert_message(msg.conversation_id, "assistant", msg.content, msg.citations_json,
-                        msg.completed, msg.request_id, now)
-      .first;
+  auto id = new_id();
+  std::vector<statement> both;
+  both.push_back({"SELECT id FROM conversations WHERE id = $1 FOR UPDATE", {msg.conversation_id}});
+  both.push_back(message_statement(id, msg.conversation_id, "assistant", msg.content,
+                                   msg.citations_json, msg.completed, msg.request_id, now));
+  run_all(std::move(both));
+  return id;
 }
 
 std::vector<stored_message> pg_backend::history(const std::string& conversation_id, int32_t limit) {

@@ -120,6 +120,13 @@ private:
   // is one.
   result run(const char* sql, const std::vector<param>& params = {}, bool prepare = true);
   result run(const statement& s);
+  // Runs `list` in one round trip (with the control statements waiting);
+  // throws the first one's error that failed.
+  std::vector<result> run_all(std::vector<statement> list);
+  // After a failed round trip: true to go again on a connection made
+  // again (a statement outside a transaction, the first attempt); else
+  // throws `msg` (libpq's message when empty).
+  bool again_after(bool retryable, int attempt, std::string msg);
   // The name `sql` is prepared under on this connection; nullptr when it
   // is not (yet).
   const std::string* prepared_name(const char* sql) const;
@@ -144,12 +151,10 @@ private:
   // Raises the recall epoch of the user (of the conversation's owner).
   void bump_recall_epoch(const std::string& user_id);
   void bump_recall_epoch_of(const std::string& conversation_id);
-  // Stores a message at the conversation's next seq: its id and seq.
-  std::pair<std::string, int64_t> insert_message(const std::string& conversation_id,
-                                                 std::string_view role,
-                                                 const std::string& content,
-                                                 const std::string& citations, bool completed,
-                                                 const std::string& request_id, int64_t now_ms);
+  static statement message_statement(const std::string& id, const std::string& conversation_id,
+                                     std::string_view role, const std::string& content,
+                                     const std::string& citations, bool completed,
+                                     const std::string& request_id, int64_t now_ms);
   bool find_message(const std::string& conversation_id, const std::string& request_id,
                     std::string_view role, stored_message& out);
 
