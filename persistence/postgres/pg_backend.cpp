@@ -420,7 +420,8 @@ void pg_backend::end_read() noexcept {
 // A transaction's control statements wait for its next statement and go
 // in one pipeline with it: BEGIN with the first, each job's SAVEPOINT with
 // the job's first, its RELEASE with the next job's SAVEPOINT (or COMMIT).
-// A group commit of n jobs makes n + 1 round trips fewer than 2n + 2.
+// A group commit of n jobs sends its control statements in one round trip
+// of their own (its COMMIT) instead of 2n + 2.
 void pg_backend::begin() {
   ensure_connected();
   pending_.assign(1, "BEGIN");
