@@ -95,6 +95,38 @@ protected:
     return e;
   }
 
+  // Two turns about tea by `user` (the second not answered yet), with a
+  // core memory, `memories` (id, content, created_at), the first turn's
+  // episode and a summary of seq 1: what a turn's context reads. Returns
+  // the second turn.
+  turn_opened tea_talk(const std::string& user,
+                       const std::vector<std::tuple<std::string, std::string, int64_t>>& memories) {
+    auto t1 = user_turn(user, "s1", "How long should green tea steep?", "r1", 10);
+    assistant_turn(t1.conversation_id, "About ninety seconds.", "r1", 11);
+    auto t2 = user_turn(user, "s1", "And how hot should the water be?", "r2", 20);
+    tx([&](store_backend& db) {
+      db.set_core_memory(user, R"({"name":")" + user + R"("})", 12);
+      for (auto& [id, content, at] : memories) {
+        memory_record m;
+        m.id = id;
+        m.user_id = user;
+        m.kind = "preference";
+        m.content = content;
+        m.created_at = at;
+        db.add_memory(m);
+      }
+      db.add_episode(episode_of(t1.conversation_id, user, 2, "How long should green tea steep?",
+                                "About ninety seconds.", 11));
+      summary_record s;
+      s.conversation_id = t1.conversation_id;
+      s.summary = "They talk about tea.";
+      s.covered_seq = 1;
+      db.save_summary(s, 0, 13);
+      return 0;
+    });
+    return t2;
+  }
+
   std::string assistant_turn(const std::string& conversation, const std::string& text,
                              const std::string& request_id, int64_t t, bool completed = true) {
     stored_message m;
@@ -421,27 +453,7 @@ TEST_P(store_contract, a_stored_episode_vector_is_remembered_as_the_store_will_d
 }
 
 TEST_P(store_contract, a_turns_context_in_one_read_is_what_the_separate_reads_give) {
-  auto t1 = user_turn("di", "s1", "How long should green tea steep?", "r1", 10);
-  assistant_turn(t1.conversation_id, "About ninety seconds.", "r1", 11);
-  auto t2 = user_turn("di", "s1", "And how hot should the water be?", "r2", 20);
-  tx([&](store_backend& db) {
-    db.set_core_memory("di", R"({"name":"Di"})", 12);
-    memory_record m;
-    m.id = "m1";
-    m.user_id = "di";
-    m.kind = "preference";
-    m.content = "prefers green tea";
-    m.created_at = 12;
-    db.add_memory(m);
-    db.add_episode(episode_of(t1.conversation_id, "di", 2, "How long should green tea steep?",
-                              "About ninety seconds.", 11));
-    summary_record s;
-    s.conversation_id = t1.conversation_id;
-    s.summary = "They talk about tea.";
-    s.covered_seq = 1;
-    db.save_summary(s, 0, 13);
-    return 0;
-  });
+  auto t2 = tea_talk("di", {{"m1", "prefers green tea", 12}});
   const std::string question = "green tea water temperature";
   // The window starts after seq 2, so the first turn's episode may be recalled.
   auto ctx = read_turn_context(*db_, t2.conversation_id, "di", question, 7, 3, false, 30);
@@ -493,33 +505,10 @@ TEST_P(store_contract, a_turns_context_in_one_read_is_what_the_separate_reads_gi
 // for the whole context, not one per read.
 TEST_P(store_contract, a_turns_context_read_ahead_is_what_the_calls_give) {
   recall_index index{16u << 20};
-  auto t1 = user_turn("fay", "s1", "How long should green tea steep?", "r1", 10);
-  assistant_turn(t1.conversation_id, "About ninety seconds.", "r1", 11);
-  auto t2 = user_turn("fay", "s1", "And how hot should the water be for tea?", "r2", 20);
-  tx([&](store_backend& db) {
-    db.set_core_memory("fay", R"({"name":"Fay"})", 12);
-    // The second far newer: recall then asks for the rows from shortly
-    // before it, which leave out the first.
-    for (auto [id, content, at] :
-         {std::tuple{"m1", "prefers green tea", 12},
-          std::tuple{"m2", "heats the water for tea to 80 degrees", 100000}}) {
-      memory_record m;
-      m.id = id;
-      m.user_id = "fay";
-      m.kind = "preference";
-      m.content = content;
-      m.created_at = at;
-      db.add_memory(m);
-    }
-    db.add_episode(episode_of(t1.conversation_id, "fay", 2, "How long should green tea steep?",
-                              "About ninety seconds.", 11));
-    summary_record s;
-    s.conversation_id = t1.conversation_id;
-    s.summary = "They talk about tea.";
-    s.covered_seq = 1;
-    db.save_summary(s, 0, 13);
-    return 0;
-  });
+  // The second memory far newer: recall then asks for the rows from
+  // shortly before it, which leave out the first.
+  auto t2 = tea_talk("fay", {{"m1", "prefers green tea", 12},
+                             {"m2", "heats the water for tea to 80 degrees", 100000}});
   const std::string question = "green tea water temperature";
   auto* pg = dynamic_cast<pg_backend*>(db_.get());
   auto trips = [&] { return pg ? pg->round_trips() : 0; };
@@ -542,7 +531,7 @@ TEST_P(store_contract, a_turns_context_read_ahead_is_what_the_calls_give) {
   ASSERT_TRUE(whole.failed.empty());
   ASSERT_EQ(whole.history.size(), 3u);
   ASSERT_EQ(whole.summary, "They talk about tea.");
-  ASSERT_EQ(whole.core_memory, R"({"name":"Fay"})");
+  ASSERT_EQ(whole.core_memory, R"({"name":"fay"})");
   ASSERT_EQ(whole.memories.size(), 2u);
   ASSERT_EQ(whole.episodes.size(), 1u);
   auto before = trips();
