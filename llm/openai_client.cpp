@@ -1,6 +1,7 @@
 #include "llm/openai_client.hpp"
 
 #include <pthread.h>
+#include <sys/socket.h>
 
 #include <algorithm>
 #include <atomic>
@@ -72,6 +73,10 @@ struct connection {
   std::optional<beast::tcp_stream> plain;
   std::optional<beast::ssl_stream<beast::tcp_stream>> tls;
   beast::flat_buffer buffer;
+  // The request was written by the caller's thread (openai_client::impl::
+  // send_early): what of it the socket did not take yet.
+  bool sent_early = false;
+  std::string unsent;
 
   beast::tcp_stream& lowest() { return tls ? beast::get_lowest_layer(*tls) : *plain; }
   void close() {
@@ -141,9 +146,11 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   // O(1) amortised however many are open (10,000 streams: issue 20).
   std::vector<std::weak_ptr<call_state>> calls;
   size_t sweep_at = 64;
-  // The I/O thread only (no lock): the pooled connections and the jitter
-  // of retries and descriptor waits.
+  // The pooled connections: taken by the I/O thread, and by a caller's
+  // thread that writes its request itself (send_early).
+  std::mutex idle_mx;
   std::vector<std::unique_ptr<connection>> idle;
+  // The I/O thread only: the jitter of retries and descriptor waits.
   std::mt19937_64 rng{std::random_device{}()};
 
   explicit impl(endpoint_config c) : cfg(std::move(c)) {
@@ -172,6 +179,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   std::unique_ptr<connection> take_idle() {
+    std::lock_guard lock{idle_mx};
     if (idle.empty())
       return nullptr;
     auto c = std::move(idle.back());
@@ -180,8 +188,46 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   void put_idle(std::unique_ptr<connection> c) {
+    std::lock_guard lock{idle_mx};
     if (idle.size() < cfg.max_idle_connections)
       idle.push_back(std::move(c));
+  }
+
+  // On the caller's thread: a pooled plain connection with the streamed
+  // chat request for `body` written to it at once, without waiting for
+  // the I/O thread to wake (one thread hand-off less before the model
+  // sees the request: docs/performance.md). Nothing pooled, or TLS: none.
+  // The socket is this call's alone from take_idle() on, with no
+  // operation pending, so one non-blocking send() from here is safe; what
+  // it did not take (or all, when it failed: a connection the server
+  // closed meets that on the I/O thread and is retried fresh) is written
+  // by the I/O thread.
+  std::unique_ptr<connection> send_early(const std::string& body) {
+    if (url.tls)
+      return nullptr;
+    auto c = take_idle();
+    if (!c)
+      return nullptr;
+    auto req = make_request("/chat/completions", body, true);
+    http::request_serializer<http::string_body> sr{req};
+    beast::error_code ec;
+    while (!ec && !sr.is_done())
+      sr.next(ec, [&](beast::error_code&, const auto& buffers) {
+        for (auto b : beast::buffers_range_ref(buffers))
+          c->unsent.append(static_cast<const char*>(b.data()), b.size());
+        sr.consume(beast::buffer_bytes(buffers));
+      });
+    if (ec)
+      c->unsent.clear();  // the I/O thread writes the request as usual
+    else
+      c->sent_early = true;
+    if (c->sent_early) {
+      auto n = ::send(c->plain->socket().native_handle(), c->unsent.data(), c->unsent.size(),
+                      MSG_NOSIGNAL | MSG_DONTWAIT);
+      if (n > 0)
+        c->unsent.erase(0, static_cast<size_t>(n));
+    }
+    return c;
   }
 
   std::chrono::milliseconds backoff(int attempt_no) {
@@ -334,9 +380,21 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       Stream& s, connection& c, http::request<http::string_body>& req, Parser& p,
       clock_type::time_point deadline) {
     c.lowest().expires_at(deadline);
-    auto [wec, wn] = co_await http::async_write(s, req, tuple_awaitable);
-    if (wec)
-      co_return wec;
+    if (c.sent_early) {
+      // Written by the caller's thread, but for what the socket did not take.
+      c.sent_early = false;
+      auto unsent = std::move(c.unsent);
+      if (!unsent.empty()) {
+        auto [wec, wn] =
+            co_await net::async_write(c.lowest(), net::buffer(unsent), tuple_awaitable);
+        if (wec)
+          co_return wec;
+      }
+    } else {
+      auto [wec, wn] = co_await http::async_write(s, req, tuple_awaitable);
+      if (wec)
+        co_return wec;
+    }
     c.lowest().expires_at(deadline);
     auto [rec, rn] = co_await http::async_read_header(s, c.buffer, p, tuple_awaitable);
     co_return rec;
@@ -540,9 +598,12 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   // Runs attempts with retries. `one(conn, header_seen, reusable)` is one
   // attempt on a connection; `can_retry()` says whether retrying is still
   // allowed (false once a delta was delivered).
+  // `early`: a pooled connection the request was written to already
+  // (send_early), for the first attempt.
   template <class One, class CanRetry>
   net::awaitable<std::optional<llm_error>> with_retries(call_state& st, One one, CanRetry can_retry,
-                                                        clock_type::time_point total_deadline) {
+                                                        clock_type::time_point total_deadline,
+                                                        std::unique_ptr<connection> early = {}) {
     auto ex = co_await net::this_coro::executor;
     int attempts = 0;
     for (;;) {
@@ -551,7 +612,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       // A pooled connection the server closed meanwhile fails before any
       // response byte: then try once more on a fresh connection for free.
       for (int fresh_try = 0; fresh_try < 2; ++fresh_try) {
-        auto conn = fresh_try == 0 ? take_idle() : nullptr;
+        auto conn = fresh_try > 0 ? nullptr : early ? std::move(early) : take_idle();
         bool pooled = conn != nullptr;
         if (!conn) {
           auto [c, err] = co_await connect(st, total_deadline);
@@ -564,6 +625,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
           conn = std::move(c);
         }
         if (st.cancelled) {
+          conn->close();  // a request written early must not be answered
           co_return std::nullopt;
         }
         st.active = conn.get();
@@ -597,7 +659,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   net::awaitable<void> run_stream(std::shared_ptr<call_state> st, std::string body,
-                                  stream_callbacks cb) {
+                                  stream_callbacks cb, std::unique_ptr<connection> early) {
     // No shared_from_this: the client's destructor joins the I/O thread
     // before the impl goes away, and frames left in the io_context must not
     // keep it alive.
@@ -610,7 +672,9 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       err = co_await with_retries(
           *st,
           [&](connection& c, bool& header_seen, bool& reusable) -> net::awaitable<attempt> {
-            auto req = make_request("/chat/completions", body, true);
+            // Built only when it is not on the wire already.
+            auto req = c.sent_early ? http::request<http::string_body>{}
+                                    : make_request("/chat/completions", body, true);
             text.clear();
             result = completion{};
             if (c.tls)
@@ -619,7 +683,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
             co_return co_await stream_on(*c.plain, c, *st, req, cb, delivered, text, result,
                                          header_seen, reusable, total_deadline, body);
           },
-          [&] { return !delivered; }, total_deadline);
+          [&] { return !delivered; }, total_deadline, std::move(early));
     } catch (const std::exception& e) {
       err = llm_error{failure::protocol, 0, std::string{"client error: "} + e.what(), delivered};
     }
@@ -688,6 +752,7 @@ openai_client::~openai_client() {
   impl_->work.reset();
   // Give cancellations a moment to run, then stop whatever is left.
   net::post(impl_->ioc, [i = impl_.get()] {
+    std::lock_guard lock{i->idle_mx};
     for (auto& c : i->idle)
       c->close();
     i->idle.clear();
@@ -708,7 +773,9 @@ std::shared_ptr<call_handle> openai_client::stream_chat_body(std::string body,
                                                              stream_callbacks cb) {
   auto st = impl_->new_call();
   st->on_cancel = cb.on_error;
-  net::co_spawn(st->exec, impl_->run_stream(st, std::move(body), std::move(cb)), net::detached);
+  auto early = impl_->send_early(body);
+  net::co_spawn(st->exec, impl_->run_stream(st, std::move(body), std::move(cb), std::move(early)),
+                net::detached);
   return st;
 }
 

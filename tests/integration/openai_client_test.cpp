@@ -154,6 +154,34 @@ TEST(openai_client, streams_a_completion_with_usage_and_reuses_the_connection) {
   EXPECT_EQ(body.items("/messages").size(), 2u);
 }
 
+// On a pooled connection the caller's thread writes the request itself
+// (send_early); the I/O thread writes what the socket did not take. A
+// request larger than the socket takes at once arrives whole, and one the
+// server answers by closing the connection goes again on a fresh one, for
+// free (no retry is allowed here).
+TEST(openai_client, a_request_written_early_arrives_whole_or_goes_again_fresh) {
+  fake_openai fake{R"({"default":{"reply":"first"}})"};
+  auto cfg = config_for(fake);
+  cfg.max_retries = 0;
+  llm::openai_client client{cfg};
+  auto first = streamed(client, "one");
+  ASSERT_FALSE(first.error) << first.error->message;
+  // Larger than a loopback socket's send buffer (at most 4 MiB).
+  const std::string big(12 * 1024 * 1024, 'q');
+  auto whole = streamed(client, big);
+  ASSERT_FALSE(whole.error) << whole.error->message;
+  EXPECT_EQ(whole.text(), "first");
+  auto body = json::parse(fake.stats().str("/last_chat_request"));
+  ASSERT_EQ(body.items("/messages").size(), 2u);
+  EXPECT_EQ(body.str("/messages/1/content").size(), big.size()) << "the request arrived whole";
+  EXPECT_EQ(fake.stat("connections_accepted"), 1);
+  fake.set_script(R"({"default":{"reply":"second","fault":"close_before_headers","fault_times":1}})");
+  auto again = streamed(client, "two");
+  ASSERT_FALSE(again.error) << again.error->message;
+  EXPECT_EQ(again.text(), "second");
+  EXPECT_EQ(fake.stat("connections_accepted"), 2) << "sent again on a fresh connection";
+}
+
 TEST(openai_client, non_streaming_chat_and_embeddings) {
   fake_openai fake{R"({"rules":[{"match":"route","reply":"{\"kb_prefix\": \"tea\"}"}],)"
                    R"("embedding_dims":16})"};
