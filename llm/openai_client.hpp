@@ -103,7 +103,10 @@ public:
 
   std::shared_ptr<call_handle> stream_chat(chat_params p, stream_callbacks cb);
   // The same with its request body already built (build_chat_body with this
-  // client's model, streamed), e.g. by the caller's thread.
+  // client's model, streamed), e.g. by the caller's thread. On a pooled
+  // plain-HTTP connection the caller's thread also writes the request (one
+  // non-blocking send; the I/O thread writes any rest), so the model does
+  // not wait for the I/O thread to wake.
   std::shared_ptr<call_handle> stream_chat_body(std::string body, stream_callbacks cb);
   std::shared_ptr<call_handle> chat(chat_params p, std::function<void(chat_result)> cb);
   std::shared_ptr<call_handle> embed(std::vector<std::string> inputs,
