@@ -768,6 +768,15 @@ TEST_P(store_contract, a_connection_made_again_prepares_its_statements_again) {
   EXPECT_EQ(ctx.history.size(), 2u);
   EXPECT_EQ(ctx.core_memory, "{}");
   EXPECT_EQ(db_->history(t.conversation_id, 10).size(), 2u) << "and the connection is usable";
+  // A transaction's first statement, its BEGIN riding with it, on a
+  // connection the server ended: sent again, whole, on a new one.
+  other->execute_script(
+      "SELECT pg_terminate_backend(pid) FROM pg_stat_activity "
+      "WHERE datname = current_database() AND pid <> pg_backend_pid()");
+  auto third = user_turn("ann", "s1", "once more", "r3", 4);
+  EXPECT_EQ(third.conversation_id, t.conversation_id);
+  EXPECT_FALSE(third.existing);
+  EXPECT_EQ(open_again()->history(t.conversation_id, 10).size(), 3u) << "committed";
 }
 
 // A group commit as the store's writer makes it (store_executor): each
