@@ -21,19 +21,7 @@ public:
   using std::runtime_error::runtime_error;
 };
 
-// What a turn's context read will ask (store_backend::read_ahead): the
-// window, and unless `incognito` the summary, the core memory, the recall
-// epoch, and recall's rows created from `memories_since` / `episodes_since`
-// (list_memories at `now`, recent_episode_keys of `episode_keys`; INT64_MIN:
-// whole; recall_index::plan fills them in).
-struct turn_reads {
-  std::string_view conversation_id, user_id;
-  int32_t window_limit = 0;
-  bool incognito = false;
-  int64_t now = 0;
-  int64_t memories_since = INT64_MIN, episodes_since = INT64_MIN;
-  int32_t episode_keys = 0;  // 0: recall asks for none
-};
+struct turn_reads;
 
 class store_backend {
 public:
@@ -229,6 +217,20 @@ public:
   // Replaces it.
   virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,
                                int64_t now_ms) = 0;
+};
+
+// What a turn's context read will ask (store_backend::read_ahead): the
+// window, and unless `incognito` the summary, the core memory, the recall
+// epoch, and recall's rows created from `memories_since` / `episodes_since`
+// (list_memories at `now`, recent_episode_keys of `episode_keys`; all_time:
+// whole; recall_index::plan fills them in).
+struct turn_reads {
+  std::string_view conversation_id, user_id;
+  int32_t window_limit = 0;
+  bool incognito = false;
+  int64_t now = 0;
+  int64_t memories_since = store_backend::all_time, episodes_since = store_backend::all_time;
+  int32_t episode_keys = 0;  // 0: recall asks for none
 };
 
 // A new row's id: 32 hex characters, the time in milliseconds (12) then

@@ -154,6 +154,15 @@ std::optional<std::string> limit_param(int64_t limit) {
   return std::to_string(limit);
 }
 
+// libpq's parameter values: a pointer per parameter, null for SQL NULL.
+std::vector<const char*> values_of(const std::vector<std::optional<std::string>>& params) {
+  std::vector<const char*> values;
+  values.reserve(params.size());
+  for (auto& p : params)
+    values.push_back(p ? p->c_str() : nullptr);
+  return values;
+}
+
 }  // namespace
 
 pg_backend::pg_backend(std::string dsn, bool prepare)
@@ -215,10 +224,7 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
     return std::move(run_all(std::move(one)).front());
   }
   const bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
-  std::vector<const char*> values;
-  values.reserve(params.size());
-  for (auto& p : params)
-    values.push_back(p ? p->c_str() : nullptr);
+  const auto values = values_of(params);
   const int n = static_cast<int>(values.size());
   for (int attempt = 0;; ++attempt) {
     ++round_trips_;
@@ -239,12 +245,9 @@ pg_backend::result pg_backend::run(const char* sql, const std::vector<param>& pa
 
 std::vector<pg_backend::result> pg_backend::run_all(std::vector<statement> list) {
   const bool retryable = PQtransactionStatus(conn_) == PQTRANS_IDLE;
-  std::vector<const statement*> asked;
-  for (auto& s : list)
-    asked.push_back(&s);
   for (int attempt = 0;; ++attempt) {
     std::vector<outcome> out;
-    if (exchange(asked, out)) {
+    if (exchange(list, out)) {
       std::vector<result> results;
       for (auto& o : out) {
         if (!o.answer)
@@ -299,7 +302,7 @@ std::string pg_backend::next_statement_name() {
 // transaction they run in one implicit transaction, each with its own
 // snapshot (READ COMMITTED), as they would one after another. A statement
 // that fails aborts those after it, which report its error.
-bool pg_backend::exchange(const std::vector<const statement*>& list, std::vector<outcome>& out) {
+bool pg_backend::exchange(std::span<const statement> list, std::vector<outcome>& out) {
   out.clear();
   out.resize(list.size());
   if (PQstatus(conn_) != CONNECTION_OK || PQenterPipelineMode(conn_) != 1)
@@ -312,10 +315,8 @@ bool pg_backend::exchange(const std::vector<const statement*>& list, std::vector
   for (auto* control : pending_)
     sent = sent && PQsendQueryParams(conn_, control, 0, nullptr, nullptr, nullptr, nullptr, 0) == 1;
   for (size_t k = 0; k < list.size() && sent; ++k) {
-    auto& s = *list[k];
-    std::vector<const char*> values;
-    for (auto& p : s.params)
-      values.push_back(p ? p->c_str() : nullptr);
+    auto& s = list[k];
+    const auto values = values_of(s.params);
     const int n = static_cast<int>(values.size());
     if (!(s.prepare && prepare_ && n > 0)) {
       sent = PQsendQueryParams(conn_, s.sql, n, nullptr, values.data(), nullptr, nullptr, 0) == 1;
@@ -357,7 +358,7 @@ bool pg_backend::exchange(const std::vector<const statement*>& list, std::vector
     if (!preparing[k].empty())
       whole = next([&](pg_result*, bool ok) {
         if (ok)
-          prepared_.emplace(list[k]->sql, std::move(preparing[k]));
+          prepared_.emplace(list[k].sql, std::move(preparing[k]));
         return false;
       });
     whole = whole && next([&](pg_result* r, bool ok) {
@@ -402,11 +403,8 @@ void pg_backend::read_ahead(const turn_reads& t) {
     if (t.episode_keys > 0)
       list.push_back(episode_keys_statement(t.user_id, t.episode_keys, t.episodes_since));
   }
-  std::vector<const statement*> asked;
-  for (auto& s : list)
-    asked.push_back(&s);
   std::vector<outcome> out;
-  if (!exchange(asked, out))
+  if (!exchange(list, out))
     return;  // the calls make the reads (and the connection) again
   for (size_t k = 0; k < list.size(); ++k)
     if (out[k].answer)

@@ -8,6 +8,7 @@
 #pragma once
 
 #include <optional>
+#include <span>
 #include <string>
 #include <unordered_map>
 #include <utility>
@@ -134,7 +135,7 @@ private:
   // Sends the control statements waiting (pending_), then `list`, in one
   // pipeline: each statement's result or error in `out`. False when the
   // connection broke on the way.
-  bool exchange(const std::vector<const statement*>& list, std::vector<outcome>& out);
+  bool exchange(std::span<const statement> list, std::vector<outcome>& out);
   // The statements of a turn's context read, built in one place for the
   // calls and for read_ahead().
   static statement messages_statement(std::string_view conversation_id, int32_t limit,
