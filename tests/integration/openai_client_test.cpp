@@ -356,6 +356,32 @@ TEST(openai_client, timeouts_first_token_and_idle) {
   EXPECT_TRUE(fake.wait_for_stat("streams_aborted", 1)) << "the stalled connection was closed";
 }
 
+// The fake records its own first-token time of each streamed chat (what
+// bench_load subtracts): at least its configured delay, and no more than
+// the client saw from its call to the first delta.
+TEST(openai_client, the_fake_reports_its_own_first_token_time) {
+  fake_openai fake{R"({"rules":[{"match":"wait","reply":"x y","first_token_delay_ms":40}]})"};
+  llm::openai_client client{config_for(fake)};
+  EXPECT_EQ(fake.first_tokens().integer("/count"), 0);
+  auto before = std::chrono::steady_clock::now();
+  collector c;
+  client.stream_chat(ask("wait for it"), c.callbacks());
+  ASSERT_EQ(c.first_delta.get_future().wait_for(20s), std::future_status::ready);
+  auto seen_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                     std::chrono::steady_clock::now() - before)
+                     .count();
+  auto r = c.wait();
+  ASSERT_FALSE(r.error) << r.error->message;
+  auto recorded = fake.first_tokens();
+  ASSERT_EQ(recorded.integer("/count"), 1);
+  auto us = recorded.items("/us");
+  ASSERT_EQ(us.size(), 1u);
+  EXPECT_GE(us[0].integer(""), 40'000);
+  EXPECT_LE(us[0].integer(""), seen_us);
+  EXPECT_EQ(fake.stat("first_tokens"), 1);
+  EXPECT_EQ(fake.first_tokens(1).items("/us").size(), 0u) << "from=1 lists none";
+}
+
 TEST(openai_client, the_idle_deadline_follows_the_tokens) {
   // The idle deadline moves as tokens come: an answer that takes 1.6 idle
   // timeouts, a token every tenth of one, completes; and an idle timeout

@@ -44,6 +44,10 @@ void fake_openai::reset_stats() {
   request(port(), "POST", "/_fake/reset", "{}");
 }
 
+json fake_openai::first_tokens(size_t from) {
+  return json::parse(request(port(), "GET", "/_fake/first_tokens?from=" + std::to_string(from)).body);
+}
+
 json fake_openai::stats() {
   return json::parse(request(port(), "GET", "/_fake/stats").body);
 }

@@ -32,6 +32,9 @@ public:
   // Zeroes the counters.
   void reset_stats();
   json stats();
+  // GET /_fake/first_tokens?from=N: {"count", "us": [the fake's own
+  // first-token time of each streamed chat from the N-th on, in µs]}.
+  json first_tokens(size_t from = 0);
   int64_t stat(std::string_view name);
   // Waits until counter `name` >= value (the fake answers GET /_fake/wait
   // when the counter changes) or `timeout` passed.
