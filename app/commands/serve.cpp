@@ -23,6 +23,7 @@
 
 #include <unistd.h>
 
+#include "actors/scheduler.hpp"
 #include "actors/admin/admin.hpp"
 #include "actors/agents/agent_pool.hpp"
 #include "memory/long_term.hpp"
@@ -317,6 +318,9 @@ int run_serve(const serve_options& opts) {
   // first-token overhead, and no loss at 64 streams or in a burst of 1,000
   // (docs/performance.md, "Idle workers wait instead of polling").
   caf_cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
+  // CAF's work stealing with a clock that does not wake its thread for every
+  // request's timeout (actors/scheduler.hpp).
+  use_ragtor_scheduler(caf_cfg);
   configure_cluster(caf_cfg, *cfg);
   caf::actor_system sys{caf_cfg};
   auto node = node_name_of(*cfg, listen->second);

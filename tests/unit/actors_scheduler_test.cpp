@@ -1,0 +1,80 @@
+// ragtor's scheduler (actors/scheduler.hpp): CAF's work stealing with a
+// clock that keeps its schedule under a mutex and wakes its thread only for
+// an earlier deadline. Timeouts and delayed messages still arrive, an
+// earlier deadline still wakes the sleeping thread, later ones do not, and
+// a system with timers pending still shuts down.
+#include <gtest/gtest.h>
+#include <caf/actor_system.hpp>
+#include <caf/actor_system_config.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/scoped_actor.hpp>
+#include <caf/sec.hpp>
+
+#include "actors/scheduler.hpp"
+
+using namespace ragtor;
+using namespace std::chrono_literals;
+
+namespace {
+
+caf::actor_system_config& ragtor_config(caf::actor_system_config& cfg) {
+  use_ragtor_scheduler(cfg);
+  return cfg;
+}
+
+struct ragtor_scheduler : ::testing::Test {
+  caf::actor_system_config cfg;
+  caf::actor_system sys{ragtor_config(cfg)};
+  caf::actor echo = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](int x) { return x; }};
+  });
+  caf::actor silent = sys.spawn([](caf::event_based_actor*) -> caf::behavior {
+    return {[](int) -> caf::result<int> { return caf::delegated<int>{}; }};
+  });
+};
+
+TEST_F(ragtor_scheduler, runs_the_system_on_its_clock) {
+  caf::scoped_actor self{sys};
+  auto before = clock_counts_of(sys).operations;
+  self->request(echo, 1min, 1).receive([](int) {}, [](caf::error& e) { FAIL() << to_string(e); });
+  EXPECT_GT(clock_counts_of(sys).operations, before) << "the request's timeout went to this clock";
+}
+
+TEST_F(ragtor_scheduler, a_request_nobody_answers_times_out) {
+  caf::scoped_actor self{sys};
+  bool timed_out = false;
+  self->request(silent, 50ms, 1)
+      .receive([](int) { FAIL() << "answered"; },
+               [&](caf::error& e) { timed_out = e == caf::sec::request_timeout; });
+  EXPECT_TRUE(timed_out);
+}
+
+TEST_F(ragtor_scheduler, an_earlier_deadline_wakes_the_sleeping_clock) {
+  caf::scoped_actor self{sys};
+  // The clock thread sleeps until this one...
+  self->delayed_send(self, std::chrono::seconds(3600), std::string{"late"});
+  // ...and must wake for this one, or it would arrive an hour late.
+  self->delayed_send(self, 20ms, std::string{"early"});
+  std::string got;
+  self->receive([&](const std::string& s) { got = s; },
+                caf::after(std::chrono::seconds(30)) >> [&] { got = "nothing"; });
+  EXPECT_EQ(got, "early");
+}
+
+TEST_F(ragtor_scheduler, later_deadlines_do_not_wake_the_clock) {
+  caf::scoped_actor self{sys};
+  self->delayed_send(self, std::chrono::seconds(3600), std::string{"pending"});
+  // Let the clock thread take the hour as its deadline.
+  self->request(echo, std::chrono::seconds(7200), 0).receive([](int) {}, [](caf::error& e) { FAIL() << to_string(e); });
+  auto before = clock_counts_of(sys);
+  for (int i = 0; i < 500; ++i)
+    self->request(echo, std::chrono::seconds(7200), i).receive([](int) {},
+                                       [](caf::error& e) { FAIL() << to_string(e); });
+  auto after = clock_counts_of(sys);
+  EXPECT_GE(after.operations - before.operations, 500u);
+  EXPECT_EQ(after.wakeups, before.wakeups)
+      << "a deadline after the one the thread sleeps until needs no wake-up";
+  // The system shuts down with the hour and the requests' entries pending.
+}
+
+}  // namespace
