@@ -1,6 +1,9 @@
 #include "actors/scheduler.hpp"
 
 #include <atomic>
+#include <functional>
+#include <memory>
+#include <vector>
 #include <condition_variable>
 #include <mutex>
 #include <thread>
@@ -21,72 +24,73 @@ using caf::detail::simple_actor_clock;
 // The schedule under a mutex (see scheduler.hpp). Derived from CAF's
 // thread_safe_actor_clock only because the coordinator's clock() must
 // return one; none of its own machinery is used.
+//
+// Re-entry: the schedule holds strong references to actors (a timeout's
+// owner, a delayed message's receiver and sender). Dropping the last one
+// destroys an actor that never terminated, and its destructor cancels its
+// timeouts — on the thread that is changing the schedule, under the lock.
+// Such a call is queued and runs once the change is done (CAF's clock
+// queues every call for the same reason).
 class locked_clock final : public caf::detail::thread_safe_actor_clock {
 public:
   void set_ordinary_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
                             uint64_t id) override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::set_ordinary_timeout(t, self, type, id);
-    added(t);
+    adding(t, [=, this, ptr = strong(self)] {
+      simple_actor_clock::set_ordinary_timeout(t, ptr->get(), type, id);
+    });
   }
 
   void set_request_timeout(time_point t, caf::abstract_actor* self, caf::message_id id) override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::set_request_timeout(t, self, id);
-    added(t);
+    adding(t, [=, this, ptr = strong(self)] {
+      simple_actor_clock::set_request_timeout(t, ptr->get(), id);
+    });
   }
 
   void set_multi_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
                          uint64_t id) override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::set_multi_timeout(t, self, type, id);
-    added(t);
+    adding(t, [=, this, ptr = strong(self)] {
+      simple_actor_clock::set_multi_timeout(t, ptr->get(), type, id);
+    });
   }
 
+  // Cancellations keep the actor's id only: a destroyed actor's pointer
+  // does not outlive the call.
   void cancel_ordinary_timeout(caf::abstract_actor* self, caf::atom_value type) override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::cancel_ordinary_timeout(self, type);
-    ++operations_;
+    locked([this, aid = self->id(), type] { handle(ordinary_timeout_cancellation{aid, type}); });
   }
 
   void cancel_request_timeout(caf::abstract_actor* self, caf::message_id id) override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::cancel_request_timeout(self, id);
-    ++operations_;
+    locked([this, aid = self->id(), id] { handle(request_timeout_cancellation{aid, id}); });
   }
 
   void cancel_timeouts(caf::abstract_actor* self) override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::cancel_timeouts(self);
-    ++operations_;
+    locked([this, aid = self->id()] { handle(timeouts_cancellation{aid}); });
   }
 
   void schedule_message(time_point t, caf::strong_actor_ptr receiver,
                         caf::mailbox_element_ptr content) override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::schedule_message(t, std::move(receiver), std::move(content));
-    added(t);
+    auto box = std::make_shared<caf::mailbox_element_ptr>(std::move(content));
+    adding(t, [=, this] {
+      simple_actor_clock::schedule_message(t, receiver, std::move(*box));
+    });
   }
 
   void schedule_message(time_point t, caf::group target, caf::strong_actor_ptr sender,
                         caf::message content) override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::schedule_message(t, std::move(target), std::move(sender),
-                                         std::move(content));
-    added(t);
+    adding(t, [=, this] { simple_actor_clock::schedule_message(t, target, sender, content); });
   }
 
   void cancel_all() override {
-    std::lock_guard lock{mx_};
-    simple_actor_clock::cancel_all();
-    ++operations_;
+    locked([this] { drop_everything(); });
   }
 
   // The clock thread: sleeps until the earliest deadline (or a new, earlier
   // one), then ships what is due. Shipping enqueues messages to actors,
-  // which never calls back into the clock.
+  // which never sets a timer; an actor destroyed meanwhile queues its
+  // cancellation (see above).
   void run() {
     std::unique_lock lock{mx_};
+    holder = this;
     while (!stopping_) {
       if (schedule_.empty()) {
         sleeping_until_ = time_point::max();
@@ -98,7 +102,13 @@ public:
       }
       sleeping_until_ = time_point::min();  // awake: nobody needs to wake it
       trigger_expired_timeouts();
+      run_queued();
     }
+    // What never came due is dropped here, while the system still runs,
+    // not by the destructor (as CAF's clock does at shutdown).
+    drop_everything();
+    run_queued();
+    holder = nullptr;
   }
 
   void stop() {
@@ -113,15 +123,56 @@ public:
   }
 
 private:
-  // Under mx_: an entry due at `t` was added; the thread sleeps past it.
-  void added(time_point t) {
-    ++operations_;
-    if (t < sleeping_until_) {
-      sleeping_until_ = time_point::min();
-      ++wakeups_;
-      cv_.notify_one();
+  static caf::strong_actor_ptr strong(caf::abstract_actor* self) { return self->ctrl(); }
+
+  // Runs `op` under the lock, or queues it when this thread holds the lock
+  // already (re-entry, see above).
+  template <class F>
+  void locked(F&& op) {
+    ++operations_;  // (a plain counter: read for tests under the lock)
+    if (holder == this) {
+      queued_.emplace_back(std::forward<F>(op));
+      return;
+    }
+    std::lock_guard lock{mx_};
+    holder = this;
+    op();
+    run_queued();
+    holder = nullptr;
+  }
+
+  // An entry due at `t` is added by `op`; the sleeping thread is woken if
+  // it sleeps past `t`.
+  template <class F>
+  void adding(time_point t, F&& op) {
+    locked([this, t, op = std::forward<F>(op)]() mutable {
+      op();
+      if (t < sleeping_until_) {
+        sleeping_until_ = time_point::min();
+        ++wakeups_;
+        cv_.notify_one();
+      }
+    });
+  }
+
+  void run_queued() {
+    while (!queued_.empty()) {
+      auto ops = std::move(queued_);
+      queued_.clear();
+      for (auto& op : ops)
+        op();
     }
   }
+
+  // Empties the schedule; the entries die after both maps are consistent.
+  void drop_everything() {
+    auto dead = std::move(schedule_);
+    schedule_.clear();
+    actor_lookup_.clear();
+    dead.clear();
+  }
+
+  static thread_local locked_clock* holder;  // the clock whose lock this thread holds
 
   std::mutex mx_;
   std::condition_variable cv_;
@@ -129,9 +180,12 @@ private:
   // When the sleeping thread wakes by itself; min() while it is awake (or
   // already woken), so that no operation signals it needlessly.
   time_point sleeping_until_ = time_point::min();
-  uint64_t operations_ = 0;
+  std::vector<std::function<void()>> queued_;
+  std::atomic<uint64_t> operations_{0};
   uint64_t wakeups_ = 0;
 };
+
+thread_local locked_clock* locked_clock::holder = nullptr;
 
 using stealing = caf::scheduler::coordinator<caf::policy::work_stealing>;
 

@@ -9,6 +9,12 @@
 #include <caf/event_based_actor.hpp>
 #include <caf/scoped_actor.hpp>
 #include <caf/sec.hpp>
+#include <caf/send.hpp>
+
+#include <atomic>
+#include <cstdlib>
+#include <future>
+#include <thread>
 
 #include "actors/scheduler.hpp"
 
@@ -75,6 +81,45 @@ TEST_F(ragtor_scheduler, later_deadlines_do_not_wake_the_clock) {
   EXPECT_EQ(after.wakeups, before.wakeups)
       << "a deadline after the one the thread sleeps until needs no wake-up";
   // The system shuts down with the hour and the requests' entries pending.
+}
+
+// An actor whose last reference is the clock's (the sender of a delayed
+// message to an actor that is gone by then) is destroyed by the clock
+// thread when it drops that message, and its destructor cancels its
+// timeouts on that thread, inside the clock's lock: the call must be
+// queued, not deadlock the clock.
+TEST_F(ragtor_scheduler, an_actor_the_clock_destroys_does_not_stall_it) {
+  auto destroyed = std::make_shared<std::promise<void>>();
+  auto gone = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; });
+  {
+    caf::scoped_actor self{sys};
+    self->monitor(gone);
+    auto sender = sys.spawn([gone](caf::event_based_actor* a) -> caf::behavior {
+      a->delayed_send(gone, std::chrono::milliseconds(50), 1);
+      return {[](const std::string&) {}};
+    });
+    sender->attach_functor([destroyed](const caf::error&) { destroyed->set_value(); });
+    caf::anon_send_exit(gone, caf::exit_reason::kill);
+    self->receive([](const caf::down_msg&) {});
+  }
+  gone = nullptr;
+  // The sender lives on only in the clock's entry; the clock drops it when
+  // the message finds its receiver gone, 50 ms from now.
+  ASSERT_EQ(destroyed->get_future().wait_for(std::chrono::seconds(20)), std::future_status::ready);
+  // The clock still runs: a delayed message arrives.
+  auto works = std::async(std::launch::async, [this] {
+    caf::scoped_actor self{sys};
+    self->delayed_send(self, std::chrono::milliseconds(20), std::string{"on time"});
+    std::string got;
+    self->receive([&](const std::string& s) { got = s; },
+                  caf::after(std::chrono::seconds(10)) >> [&] { got = "nothing"; });
+    return got;
+  });
+  if (works.wait_for(std::chrono::seconds(20)) != std::future_status::ready) {
+    ADD_FAILURE() << "the clock's lock is held by its own stuck thread";
+    std::_Exit(1);  // the system could not shut down either
+  }
+  EXPECT_EQ(works.get(), "on time");
 }
 
 }  // namespace
