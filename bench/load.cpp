@@ -277,7 +277,8 @@ double histogram_ms(const std::vector<std::pair<double, double>>& before,
 // (GET /_fake/first_tokens): the request read whole to the first content
 // chunk written, its configured delay plus its own lateness.
 std::vector<double> model_first_tokens(uint16_t port, long from) {
-  auto body = call(port, http::verb::get, "/_fake/first_tokens?from=" + std::to_string(from), "").body;
+  auto target = "/_fake/first_tokens?from=" + std::to_string(from);
+  auto body = call(port, http::verb::get, target, "").body;
   std::vector<double> out;
   auto at = body.find("\"us\":[");
   if (at == std::string::npos)
@@ -440,7 +441,8 @@ int main(int argc, char** argv) {
       auto rss_before = rss_kib(server->pid);
       double server_cpu0 = cpu_seconds(server->pid), model_cpu0 = cpu_seconds(fake.pid),
              client_cpu0 = self_cpu();
-      auto model_from = counter(call(fake.port, http::verb::get, "/_fake/stats", "").body, "first_tokens");
+      auto model_from =
+          counter(call(fake.port, http::verb::get, "/_fake/stats", "").body, "first_tokens");
       auto t0 = steady::now();
       ioc.run();
       auto secs = std::chrono::duration<double>(steady::now() - t0).count();

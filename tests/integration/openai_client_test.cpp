@@ -380,6 +380,8 @@ TEST(openai_client, the_fake_reports_its_own_first_token_time) {
   EXPECT_LE(us[0].integer(""), seen_us);
   EXPECT_EQ(fake.stat("first_tokens"), 1);
   EXPECT_EQ(fake.first_tokens(1).items("/us").size(), 0u) << "from=1 lists none";
+  fake.reset_stats();
+  EXPECT_EQ(fake.first_tokens().integer("/count"), 0) << "a reset forgets them";
 }
 
 TEST(openai_client, the_idle_deadline_follows_the_tokens) {

@@ -29,7 +29,7 @@ public:
 
   // Replaces the script (POST /_fake/script); throws on a rejected script.
   void set_script(const std::string& json);
-  // Zeroes the counters.
+  // Zeroes the counters and forgets the first-token times.
   void reset_stats();
   json stats();
   // GET /_fake/first_tokens?from=N: {"count", "us": [the fake's own
