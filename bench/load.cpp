@@ -275,7 +275,7 @@ double histogram_ms(const std::vector<std::pair<double, double>>& before,
 
 // The fake model's own first-token times (ms) from its n-th on
 // (GET /_fake/first_tokens): the request read whole to the first content
-// chunk written, its configured delay plus its own lateness.
+// chunk handed to the socket: its configured delay plus its own lateness.
 std::vector<double> model_first_tokens(uint16_t port, long from) {
   auto target = "/_fake/first_tokens?from=" + std::to_string(from);
   auto body = call(port, http::verb::get, target, "").body;
