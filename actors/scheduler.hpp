@@ -17,6 +17,8 @@
 // instants.
 #pragma once
 
+#include <cstdint>
+
 #include <caf/fwd.hpp>
 
 namespace ragtor {
@@ -25,8 +27,8 @@ namespace ragtor {
 void use_ragtor_scheduler(caf::actor_system_config& cfg);
 
 // Timer operations the running system's clock handled since it started, and
-// how many of them woke its thread (for tests; 0 and 0 when the system does
-// not run ragtor's scheduler).
+// how many of them woke its thread (/metrics: ragtor_actor_clock_*; 0 and 0
+// when the system does not run ragtor's scheduler).
 struct clock_counts {
   uint64_t operations = 0;
   uint64_t wakeups = 0;

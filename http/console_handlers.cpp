@@ -17,6 +17,7 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 
+#include "actors/scheduler.hpp"
 #include "actors/admin/admin.hpp"
 #include "actors/admin/measured.hpp"
 #include "http/caf_asio.hpp"
@@ -185,6 +186,19 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
   for (auto& [kind, n] : dir.kinds(ctx.sys))
     metrics::append_sample(extra, "ragtor_actors", "kind=\"" + kind + "\"",
                            static_cast<double>(n));
+  // The actor clock (actors/scheduler.hpp): timer operations, and how
+  // many of them had to wake its thread.
+  auto clock = clock_counts_of(ctx.sys);
+  metrics::append_header(extra, "ragtor_actor_clock_operations_total", "counter",
+                         "Timer operations of the actor clock: request timeouts, actor "
+                         "timeouts and delayed messages set or cancelled.");
+  metrics::append_sample(extra, "ragtor_actor_clock_operations_total", "",
+                         static_cast<double>(clock.operations));
+  metrics::append_header(extra, "ragtor_actor_clock_wakeups_total", "counter",
+                         "Timer operations that woke the clock's thread (their deadline came "
+                         "before the one it slept until).");
+  metrics::append_sample(extra, "ragtor_actor_clock_wakeups_total", "",
+                         static_cast<double>(clock.wakeups));
   // Memory that RSS alone does not explain: what the allocator hands out
   // (live objects), what it keeps free, and SQLite's share (page caches).
   // Read by the heap sampler's own thread (http/heap_sampler.hpp).

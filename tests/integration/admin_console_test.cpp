@@ -339,6 +339,13 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
   EXPECT_GE(lookups("read"), 2);
   EXPECT_GE(sample(after, "ragtor_recall_index_users"), 2);
   EXPECT_GT(sample(after, "ragtor_recall_index_bytes"), 0);
+  // The actor clock: every turn's requests set timeouts on it, and most of
+  // them fall after the deadline its thread already sleeps until (CAF's own
+  // clock was woken for each one).
+  auto clock_ops = moved("ragtor_actor_clock_operations_total");
+  auto clock_wakeups = moved("ragtor_actor_clock_wakeups_total");
+  EXPECT_GE(clock_ops, 4 * 4) << "a turn makes several requests";
+  EXPECT_LT(clock_wakeups * 2, clock_ops) << clock_wakeups << " wake-ups for " << clock_ops;
   // The heap, read on the sampler's thread: a live server has some in use.
   EXPECT_GT(sample(after, "ragtor_heap_in_use_bytes"), 1 << 20);
   EXPECT_GE(sample(after, "ragtor_heap_free_bytes"), 0);
