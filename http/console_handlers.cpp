@@ -170,18 +170,28 @@ handler_result admin_page(handler_context&, exchange& ex) {
   co_await reply_text(ex, 200, "text/html; charset=utf-8", std::string{admin_console_html()});
 }
 
+namespace {
+
+// One unlabelled series of the scrape-time section: its HELP and TYPE
+// lines, then its sample.
+void series(std::string& out, std::string_view name, std::string_view type, std::string_view help,
+            double value) {
+  metrics::append_header(out, name, type, help);
+  metrics::append_sample(out, name, "", value);
+}
+
+}  // namespace
+
 handler_result metrics_text(handler_context& ctx, exchange& ex) {
   // Gauges read at scrape time from the actor directory.
   std::string extra;
   auto& dir = actor_directory::instance();
-  metrics::append_header(extra, "ragtor_active_streams", "gauge",
-                         "Chat turns whose stream actor is alive on this node.");
-  metrics::append_sample(extra, "ragtor_active_streams", "",
-                         static_cast<double>(dir.count(ctx.sys, "stream")));
-  metrics::append_header(extra, "ragtor_active_sessions", "gauge",
-                         "Conversations with a live session actor on this node.");
-  metrics::append_sample(extra, "ragtor_active_sessions", "",
-                         static_cast<double>(dir.count(ctx.sys, "session")));
+  series(extra, "ragtor_active_streams", "gauge",
+         "Chat turns whose stream actor is alive on this node.",
+         static_cast<double>(dir.count(ctx.sys, "stream")));
+  series(extra, "ragtor_active_sessions", "gauge",
+         "Conversations with a live session actor on this node.",
+         static_cast<double>(dir.count(ctx.sys, "session")));
   metrics::append_header(extra, "ragtor_actors", "gauge", "Live actors on this node by kind.");
   for (auto& [kind, n] : dir.kinds(ctx.sys))
     metrics::append_sample(extra, "ragtor_actors", "kind=\"" + kind + "\"",
@@ -189,16 +199,14 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
   // The actor clock (actors/scheduler.hpp): timer operations, and how
   // many of them had to wake its thread.
   auto clock = clock_counts_of(ctx.sys);
-  metrics::append_header(extra, "ragtor_actor_clock_operations_total", "counter",
-                         "Timer operations of the actor clock: request timeouts, actor "
-                         "timeouts and delayed messages set or cancelled.");
-  metrics::append_sample(extra, "ragtor_actor_clock_operations_total", "",
-                         static_cast<double>(clock.operations));
-  metrics::append_header(extra, "ragtor_actor_clock_wakeups_total", "counter",
-                         "Timer operations that woke the clock's thread (their deadline came "
-                         "before the one it slept until).");
-  metrics::append_sample(extra, "ragtor_actor_clock_wakeups_total", "",
-                         static_cast<double>(clock.wakeups));
+  series(extra, "ragtor_actor_clock_operations_total", "counter",
+         "Timer operations of the actor clock: request timeouts, actor timeouts and delayed "
+         "messages set or cancelled.",
+         static_cast<double>(clock.operations));
+  series(extra, "ragtor_actor_clock_wakeups_total", "counter",
+         "Timer operations that woke the clock's thread (their deadline came before the one it "
+         "slept until).",
+         static_cast<double>(clock.wakeups));
   // Memory that RSS alone does not explain: what the allocator hands out
   // (live objects), what it keeps free, and SQLite's share (page caches).
   // Read by the heap sampler's own thread (http/heap_sampler.hpp).
@@ -210,29 +218,25 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
     uint64_t in_use = 0, free = 0;
     if (!parser.parse(*heap).get(doc) && !doc["in_use"].get(in_use)
         && !doc["free"].get(free)) {
-      metrics::append_header(extra, "ragtor_heap_in_use_bytes", "gauge",
-                             "Heap bytes allocated and not freed (glibc mallinfo2, all arenas).");
-      metrics::append_sample(extra, "ragtor_heap_in_use_bytes", "", static_cast<double>(in_use));
-      metrics::append_header(extra, "ragtor_heap_free_bytes", "gauge",
-                             "Heap bytes freed but kept by the allocator (glibc mallinfo2).");
-      metrics::append_sample(extra, "ragtor_heap_free_bytes", "", static_cast<double>(free));
+      series(extra, "ragtor_heap_in_use_bytes", "gauge",
+             "Heap bytes allocated and not freed (glibc mallinfo2, all arenas).",
+             static_cast<double>(in_use));
+      series(extra, "ragtor_heap_free_bytes", "gauge",
+             "Heap bytes freed but kept by the allocator (glibc mallinfo2).",
+             static_cast<double>(free));
     }
   }
-  metrics::append_header(extra, "ragtor_sqlite_memory_bytes", "gauge",
-                         "Heap bytes held by SQLite, page caches included.");
-  metrics::append_sample(extra, "ragtor_sqlite_memory_bytes", "",
-                         static_cast<double>(sqlite_backend::memory_used()));
+  series(extra, "ragtor_sqlite_memory_bytes", "gauge",
+         "Heap bytes held by SQLite, page caches included.",
+         static_cast<double>(sqlite_backend::memory_used()));
   // The per-user recall rows the store holds between turns.
   auto recall = recall_index::process_stats();
-  metrics::append_header(extra, "ragtor_recall_index_bytes", "gauge",
-                         "Bytes of users' recall rows held between turns ([memory] "
-                         "recall_index_mb).");
-  metrics::append_sample(extra, "ragtor_recall_index_bytes", "",
-                         static_cast<double>(recall.bytes));
-  metrics::append_header(extra, "ragtor_recall_index_users", "gauge",
-                         "Users whose memories or episodes are held (each counted once per kind).");
-  metrics::append_sample(extra, "ragtor_recall_index_users", "",
-                         static_cast<double>(recall.users));
+  series(extra, "ragtor_recall_index_bytes", "gauge",
+         "Bytes of users' recall rows held between turns ([memory] recall_index_mb).",
+         static_cast<double>(recall.bytes));
+  series(extra, "ragtor_recall_index_users", "gauge",
+         "Users whose memories or episodes are held (each counted once per kind).",
+         static_cast<double>(recall.users));
   metrics::append_header(extra, "ragtor_recall_lookups_total", "counter",
                          "Recall look-ups by how they were served: held (nothing new), added "
                          "(only new rows read), read (rows read whole).");
@@ -240,16 +244,14 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
                            std::pair{"read", recall.read}})
     metrics::append_sample(extra, "ragtor_recall_lookups_total",
                            std::string{"served=\""} + served + "\"", static_cast<double>(n));
-  metrics::append_header(extra, "ragtor_recall_rows_read_again_total", "counter",
-                         "Recall rows read again that were held already (a store without a "
-                         "mark of the rows held: PostgreSQL).");
-  metrics::append_sample(extra, "ragtor_recall_rows_read_again_total", "",
-                         static_cast<double>(recall.read_again));
-  metrics::append_header(extra, "ragtor_recall_episode_texts_read_total", "counter",
-                         "Recalled episodes' texts read from the store by id: neither kept "
-                         "when they were written here nor read before (then they are kept).");
-  metrics::append_sample(extra, "ragtor_recall_episode_texts_read_total", "",
-                         static_cast<double>(recall.texts_read));
+  series(extra, "ragtor_recall_rows_read_again_total", "counter",
+         "Recall rows read again that were held already (a store without a mark of the rows held: "
+         "PostgreSQL).",
+         static_cast<double>(recall.read_again));
+  series(extra, "ragtor_recall_episode_texts_read_total", "counter",
+         "Recalled episodes' texts read from the store by id: neither kept when they were written "
+         "here nor read before (then they are kept).",
+         static_cast<double>(recall.texts_read));
   co_await reply_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8",
                       metrics::render(metrics::global(), extra));
 }
