@@ -35,21 +35,21 @@ class locked_clock final : public caf::detail::thread_safe_actor_clock {
 public:
   void set_ordinary_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
                             uint64_t id) override {
-    adding(t, [=, this, ptr = strong(self)] {
-      simple_actor_clock::set_ordinary_timeout(t, ptr->get(), type, id);
+    setting(t, self, [=, this](caf::abstract_actor* a) {
+      simple_actor_clock::set_ordinary_timeout(t, a, type, id);
     });
   }
 
   void set_request_timeout(time_point t, caf::abstract_actor* self, caf::message_id id) override {
-    adding(t, [=, this, ptr = strong(self)] {
-      simple_actor_clock::set_request_timeout(t, ptr->get(), id);
+    setting(t, self, [=, this](caf::abstract_actor* a) {
+      simple_actor_clock::set_request_timeout(t, a, id);
     });
   }
 
   void set_multi_timeout(time_point t, caf::abstract_actor* self, caf::atom_value type,
                          uint64_t id) override {
-    adding(t, [=, this, ptr = strong(self)] {
-      simple_actor_clock::set_multi_timeout(t, ptr->get(), type, id);
+    setting(t, self, [=, this](caf::abstract_actor* a) {
+      simple_actor_clock::set_multi_timeout(t, a, type, id);
     });
   }
 
@@ -123,8 +123,6 @@ public:
   }
 
 private:
-  static caf::strong_actor_ptr strong(caf::abstract_actor* self) { return self->ctrl(); }
-
   // Runs `op` under the lock, or queues it when this thread holds the lock
   // already (re-entry, see above).
   template <class F>
@@ -153,6 +151,16 @@ private:
         cv_.notify_one();
       }
     });
+  }
+
+  // An actor's own timeout due at `t`, set by `op(actor)`. The caller runs
+  // the actor, so its pointer is good for the call; only a queued call
+  // keeps a reference to it.
+  template <class F>
+  void setting(time_point t, caf::abstract_actor* self, F op) {
+    if (holder == this)
+      return adding(t, [op, ptr = caf::strong_actor_ptr{self->ctrl()}] { op(ptr->get()); });
+    adding(t, [op, self] { op(self); });
   }
 
   void run_queued() {
@@ -196,12 +204,18 @@ public:
   locked_clock& clock() noexcept override { return clock_; }
 
 protected:
+  // The clock's thread replaces CAF's: one per process, which only sleeps
+  // until a deadline and ships what is due (it runs no actor).
   void start() override {
     timer_ = std::thread{[this] {
       caf::detail::set_thread_name("ragtor.clock");
       clock_.run();
     }};
     stealing::start();
+    // CAF's coordinator started its own clock thread too, for a clock
+    // nothing uses now: it ends here, so the process keeps one clock
+    // thread, as with CAF's clock (stop() joins it).
+    stealing::clock().cancel_dispatch_loop();
   }
 
   void stop() override {

@@ -7,6 +7,7 @@
 #include <array>
 #include <charconv>
 #include <map>
+#include <vector>
 #include <chrono>
 
 
@@ -172,26 +173,25 @@ handler_result admin_page(handler_context&, exchange& ex) {
 
 namespace {
 
-// One unlabelled series of the scrape-time section: its HELP and TYPE
-// lines, then its sample.
-void series(std::string& out, std::string_view name, std::string_view type, std::string_view help,
-            double value) {
-  metrics::append_header(out, name, type, help);
-  metrics::append_sample(out, name, "", value);
-}
+// An unlabelled series of the scrape-time section.
+struct unlabelled {
+  std::string_view name, type, help;
+  double value;
+};
 
 }  // namespace
 
 handler_result metrics_text(handler_context& ctx, exchange& ex) {
-  // Gauges read at scrape time from the actor directory.
   std::string extra;
+  std::vector<unlabelled> plain;
+  // Gauges read at scrape time from the actor directory.
   auto& dir = actor_directory::instance();
-  series(extra, "ragtor_active_streams", "gauge",
-         "Chat turns whose stream actor is alive on this node.",
-         static_cast<double>(dir.count(ctx.sys, "stream")));
-  series(extra, "ragtor_active_sessions", "gauge",
-         "Conversations with a live session actor on this node.",
-         static_cast<double>(dir.count(ctx.sys, "session")));
+  plain.push_back({"ragtor_active_streams", "gauge",
+                   "Chat turns whose stream actor is alive on this node.",
+                   static_cast<double>(dir.count(ctx.sys, "stream"))});
+  plain.push_back({"ragtor_active_sessions", "gauge",
+                   "Conversations with a live session actor on this node.",
+                   static_cast<double>(dir.count(ctx.sys, "session"))});
   metrics::append_header(extra, "ragtor_actors", "gauge", "Live actors on this node by kind.");
   for (auto& [kind, n] : dir.kinds(ctx.sys))
     metrics::append_sample(extra, "ragtor_actors", "kind=\"" + kind + "\"",
@@ -199,14 +199,14 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
   // The actor clock (actors/scheduler.hpp): timer operations, and how
   // many of them had to wake its thread.
   auto clock = clock_counts_of(ctx.sys);
-  series(extra, "ragtor_actor_clock_operations_total", "counter",
-         "Timer operations of the actor clock: request timeouts, actor timeouts and delayed "
-         "messages set or cancelled.",
-         static_cast<double>(clock.operations));
-  series(extra, "ragtor_actor_clock_wakeups_total", "counter",
-         "Timer operations that woke the clock's thread (their deadline came before the one it "
-         "slept until).",
-         static_cast<double>(clock.wakeups));
+  plain.push_back({"ragtor_actor_clock_operations_total", "counter",
+                   "Timer operations of the actor clock: request timeouts, actor timeouts and "
+                   "delayed messages set or cancelled.",
+                   static_cast<double>(clock.operations)});
+  plain.push_back({"ragtor_actor_clock_wakeups_total", "counter",
+                   "Timer operations that woke the clock's thread (their deadline came before "
+                   "the one it slept until).",
+                   static_cast<double>(clock.wakeups)});
   // Memory that RSS alone does not explain: what the allocator hands out
   // (live objects), what it keeps free, and SQLite's share (page caches).
   // Read by the heap sampler's own thread (http/heap_sampler.hpp).
@@ -218,25 +218,25 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
     uint64_t in_use = 0, free = 0;
     if (!parser.parse(*heap).get(doc) && !doc["in_use"].get(in_use)
         && !doc["free"].get(free)) {
-      series(extra, "ragtor_heap_in_use_bytes", "gauge",
-             "Heap bytes allocated and not freed (glibc mallinfo2, all arenas).",
-             static_cast<double>(in_use));
-      series(extra, "ragtor_heap_free_bytes", "gauge",
-             "Heap bytes freed but kept by the allocator (glibc mallinfo2).",
-             static_cast<double>(free));
+      plain.push_back({"ragtor_heap_in_use_bytes", "gauge",
+                       "Heap bytes allocated and not freed (glibc mallinfo2, all arenas).",
+                       static_cast<double>(in_use)});
+      plain.push_back({"ragtor_heap_free_bytes", "gauge",
+                       "Heap bytes freed but kept by the allocator (glibc mallinfo2).",
+                       static_cast<double>(free)});
     }
   }
-  series(extra, "ragtor_sqlite_memory_bytes", "gauge",
-         "Heap bytes held by SQLite, page caches included.",
-         static_cast<double>(sqlite_backend::memory_used()));
+  plain.push_back({"ragtor_sqlite_memory_bytes", "gauge",
+                   "Heap bytes held by SQLite, page caches included.",
+                   static_cast<double>(sqlite_backend::memory_used())});
   // The per-user recall rows the store holds between turns.
   auto recall = recall_index::process_stats();
-  series(extra, "ragtor_recall_index_bytes", "gauge",
-         "Bytes of users' recall rows held between turns ([memory] recall_index_mb).",
-         static_cast<double>(recall.bytes));
-  series(extra, "ragtor_recall_index_users", "gauge",
-         "Users whose memories or episodes are held (each counted once per kind).",
-         static_cast<double>(recall.users));
+  plain.push_back({"ragtor_recall_index_bytes", "gauge",
+                   "Bytes of users' recall rows held between turns ([memory] recall_index_mb).",
+                   static_cast<double>(recall.bytes)});
+  plain.push_back({"ragtor_recall_index_users", "gauge",
+                   "Users whose memories or episodes are held (each counted once per kind).",
+                   static_cast<double>(recall.users)});
   metrics::append_header(extra, "ragtor_recall_lookups_total", "counter",
                          "Recall look-ups by how they were served: held (nothing new), added "
                          "(only new rows read), read (rows read whole).");
@@ -244,14 +244,18 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
                            std::pair{"read", recall.read}})
     metrics::append_sample(extra, "ragtor_recall_lookups_total",
                            std::string{"served=\""} + served + "\"", static_cast<double>(n));
-  series(extra, "ragtor_recall_rows_read_again_total", "counter",
-         "Recall rows read again that were held already (a store without a mark of the rows held: "
-         "PostgreSQL).",
-         static_cast<double>(recall.read_again));
-  series(extra, "ragtor_recall_episode_texts_read_total", "counter",
-         "Recalled episodes' texts read from the store by id: neither kept when they were written "
-         "here nor read before (then they are kept).",
-         static_cast<double>(recall.texts_read));
+  plain.push_back({"ragtor_recall_rows_read_again_total", "counter",
+                   "Recall rows read again that were held already (a store without a mark of "
+                   "the rows held: PostgreSQL).",
+                   static_cast<double>(recall.read_again)});
+  plain.push_back({"ragtor_recall_episode_texts_read_total", "counter",
+                   "Recalled episodes' texts read from the store by id: neither kept when they "
+                   "were written here nor read before (then they are kept).",
+                   static_cast<double>(recall.texts_read)});
+  for (auto& m : plain) {
+    metrics::append_header(extra, m.name, m.type, m.help);
+    metrics::append_sample(extra, m.name, "", m.value);
+  }
   co_await reply_text(ex, 200, "text/plain; version=0.0.4; charset=utf-8",
                       metrics::render(metrics::global(), extra));
 }
