@@ -460,23 +460,45 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     }
     sse_parser sse;
     bool saw_done = false;
+    // The deltas of one socket read go out as one callback (one message to
+    // the stream instead of one per token when the model is fast), however
+    // many turns of the loop `buf` takes to hold them.
+    std::string burst;
+    auto flush_burst = [&] {
+      if (!burst.empty() && !st.finished)
+        cb.on_delta(burst);
+      burst.clear();
+    };
     while (!p.is_done() && !saw_done) {
       p.get().body().data = buf.data();
       p.get().body().size = buf.size();
       auto phase_deadline = delivered ? clock_type::now() + cfg.idle_timeout : first_deadline;
       c.lowest().expires_at(std::min(phase_deadline, total_deadline));
+      auto before = c.buffer.size();
+      auto room = std::max<size_t>(512, c.buffer.capacity() - before);  // what Beast reads at most
       auto [rec, n] = co_await http::async_read_some(s, c.buffer, p, tuple_awaitable);
-      if (rec == http::error::need_buffer)
+      // A read that filled the connection's buffer left more in the socket:
+      // the model writes faster than one read takes. The buffer doubles (to
+      // 16 KiB) so that one read takes a burst; a slow stream's reads never
+      // fill it, and its buffer stays at the 512 bytes Beast starts with.
+      if (!rec && n + c.buffer.size() >= before + room && c.buffer.capacity() < 16 * 1024)
+        c.buffer.reserve(std::min<size_t>(16 * 1024, 2 * std::max<size_t>(512, c.buffer.capacity())));
+      // Beast's read returns after one chunk (an eager parser would instead
+      // wait for the next chunk's header): the chunks the read brought too
+      // are parsed here, as far as `buf` holds, so the events a fast model
+      // wrote together reach the stream as one delta and one SSE event.
+      while (!rec && !p.is_done() && c.buffer.size() > 0 && p.get().body().size > 0) {
+        beast::error_code pec;
+        auto used = p.put(c.buffer.data(), pec);
+        c.buffer.consume(used);
+        if (pec == http::error::need_more || (!pec && used == 0))
+          break;  // a chunk not read whole yet: the next read
+        rec = pec;
+      }
+      bool more = rec == http::error::need_buffer;  // `buf` is full, more is read already
+      if (more)
         rec = {};
       auto got = buf.size() - p.get().body().size;
-      // The deltas of one read go out as one callback (one message to the
-      // gateway actor instead of one per token when the model is fast).
-      std::string burst;
-      auto flush_burst = [&] {
-        if (!burst.empty() && !st.finished)
-          cb.on_delta(burst);
-        burst.clear();
-      };
       for (auto& data : sse.push({buf.data(), got})) {
         if (st.cancelled)
           co_return a;
@@ -509,7 +531,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       }
       if (st.cancelled)
         co_return a;
-      flush_burst();
+      if (!more || saw_done || rec)
+        flush_burst();  // the read is all parsed
       if (rec && !saw_done) {
         a.retriable = !delivered;
         if (rec == beast::error::timeout) {
@@ -524,6 +547,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
         co_return a;
       }
     }
+    flush_burst();
     if (!saw_done && result.finish_reason.empty()) {
       a.err.kind = failure::protocol;
       a.err.message = "the stream ended without [DONE]";

@@ -29,9 +29,11 @@ std::string script() {
   std::string glacial;
   for (int i = 0; i < 3000; ++i)
     glacial += "g" + std::to_string(i) + " ";
+  // Anything else: three tokens 5 ms apart (apart, they come in separate
+  // reads and count as inter-token gaps; together they would be one delta).
   return std::string{R"({"rules":[)"} + R"({"match":"glacially","reply":")" + glacial
          + R"(","token_delay_ms":100},)" + R"({"match":"slowly","reply":")" + slow
-         + R"(","token_delay_ms":100},)" + R"({"match":".*","reply":"Hi there, friend."})" + "]}";
+         + R"(","token_delay_ms":100},)" + R"({"match":".*","reply":"Hi there, friend.","token_delay_ms":5})" + "]}";
 }
 
 header_list bearer(const std::string& token = admin_token) {
