@@ -531,8 +531,12 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       }
       if (st.cancelled)
         co_return a;
+      // Held only while `buf` filled before the read was all parsed: the
+      // rest is in the connection's buffer, and the next turn parses it
+      // without a read unless its last event is not all there yet (then
+      // the read waits for the rest of an event already being written).
       if (!more || saw_done || rec)
-        flush_burst();  // the read is all parsed
+        flush_burst();
       if (rec && !saw_done) {
         a.retriable = !delivered;
         if (rec == beast::error::timeout) {
