@@ -234,6 +234,8 @@ int run_serve(const serve_options& opts) {
     return 2;
   }
   setup_logging(cfg->log.level);
+  if (auto* tunables = std::getenv("GLIBC_TUNABLES"); tunables && *tunables)
+    lg->info("allocator: GLIBC_TUNABLES={}", tunables);
   // Nobody checks who calls an unauthenticated server: only on loopback,
   // unless the operator says otherwise (then at every start, a warning).
   if (cfg->auth.mode == "off" && !http::is_loopback_host(listen->first)) {

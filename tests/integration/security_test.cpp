@@ -13,6 +13,7 @@
 
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 #include <set>
 #include <thread>
@@ -614,6 +615,39 @@ TEST(open_files, the_limit_is_raised_to_what_the_connections_need) {
   auto no_cap = start("0");
   EXPECT_EQ(no_cap.soft, 512u) << no_cap.log;
   EXPECT_EQ(no_cap.hard, 512u) << no_cap.log;
+}
+
+// The value of `name` in a running process's environment (nullopt: unset).
+std::optional<std::string> environment_of(int pid, const std::string& name) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/environ"};
+  std::string entry;
+  while (std::getline(in, entry, '\0'))
+    if (entry.starts_with(name + "="))
+      return entry.substr(name.size() + 1);
+  return std::nullopt;
+}
+
+// `serve` starts itself once again (same process) with glibc's per-thread
+// cache at 64 chunks per size, unless the operator set GLIBC_TUNABLES: then
+// it runs with theirs, and an empty one keeps glibc's defaults.
+TEST(allocator, serve_sizes_the_per_thread_cache_unless_the_operator_did) {
+  auto tunables_of = [](const env_vars& env) {
+    temp_dir tmp{"ragtor-tunables"};
+    ragtor_process server{tmp.path() / "data", env};
+    return std::pair{environment_of(server.pid(), "GLIBC_TUNABLES"), server.stderr_tail(1 << 16)};
+  };
+  if (!std::getenv("GLIBC_TUNABLES")) {
+    auto [set, log] = tunables_of({});
+    EXPECT_EQ(set, "glibc.malloc.tcache_count=64") << log;
+    EXPECT_NE(log.find("allocator: GLIBC_TUNABLES=glibc.malloc.tcache_count=64"),
+              std::string::npos)
+        << log;
+  }
+  auto [theirs, log] = tunables_of({{"GLIBC_TUNABLES", "glibc.malloc.tcache_count=16"}});
+  EXPECT_EQ(theirs, "glibc.malloc.tcache_count=16") << log;
+  auto [empty, quiet] = tunables_of({{"GLIBC_TUNABLES", ""}});
+  EXPECT_EQ(empty, "") << quiet;
+  EXPECT_EQ(quiet.find("allocator:"), std::string::npos) << quiet;
 }
 
 }  // namespace
