@@ -22,7 +22,8 @@ constexpr const char* serve_tunables = "glibc.malloc.tcache_count=64";
 // server served 5-20 % more turns/s (docs/performance.md, nineteenth
 // session). glibc reads the cache's size only from GLIBC_TUNABLES at start,
 // so `serve` sets it and starts itself once again: same process, same
-// arguments. An operator's GLIBC_TUNABLES (even empty) is kept as it is.
+// arguments. An operator's GLIBC_TUNABLES (even empty) is kept as it is:
+// set it under valgrind or heaptrack, which a second start would leave.
 void tune_malloc_for_serve(int argc, char** argv) {
   if (argc < 2 || std::string_view{argv[1]} != "serve" || std::getenv("GLIBC_TUNABLES"))
     return;
