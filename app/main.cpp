@@ -19,10 +19,10 @@ constexpr const char* serve_tunables = "glibc.malloc.tcache_count=64";
 // allocates and frees dozens of strings and messages of a few sizes on
 // every thread, and the rest went through the arena: malloc and free were
 // ~14 % of the server's CPU at 64 streams, and with 64 chunks per size the
-// server served 5-20 % more turns/s (docs/performance.md, nineteenth
-// session). glibc reads the cache's size only from GLIBC_TUNABLES at start,
-// so `serve` sets it and starts itself once again: same process, same
-// arguments. An operator's GLIBC_TUNABLES (even empty) is kept as it is:
+// server served 9 % more turns/s on the mean of four rounds
+// (docs/performance.md, nineteenth session). glibc reads the cache's size
+// only from GLIBC_TUNABLES at start, so `serve` sets it and starts itself
+// once again: same process, same arguments. An operator's GLIBC_TUNABLES (even empty) is kept as it is:
 // set it under valgrind or heaptrack, which a second start would leave.
 void tune_malloc_for_serve(int argc, char** argv) {
   if (argc < 2 || std::string_view{argv[1]} != "serve" || std::getenv("GLIBC_TUNABLES"))
