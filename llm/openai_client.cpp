@@ -499,7 +499,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
       if (more)
         rec = {};
       auto got = buf.size() - p.get().body().size;
-      for (auto& data : sse.push({buf.data(), got})) {
+      std::string_view unread{buf.data(), got}, data;
+      while (sse.next(unread, data)) {
         if (st.cancelled)
           co_return a;
         if (data == "[DONE]") {
@@ -513,7 +514,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
           if (chunk)
             a.err.message = "the model reported an error mid-stream: " + chunk->error;
           else
-            a.err.message = "malformed stream chunk: " + data.substr(0, 200);
+            a.err.message = "malformed stream chunk: " + std::string{data.substr(0, 200)};
           a.retriable = false;
           co_return a;
         }

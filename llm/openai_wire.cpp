@@ -76,26 +76,33 @@ std::string build_rerank_body(std::string_view model, std::string_view query,
   return w.take();
 }
 
-std::vector<std::string> sse_parser::push(std::string_view bytes) {
-  std::vector<std::string> events;
-  for (char c : bytes) {
-    if (c != '\n') {
-      line_ += c;
-      continue;
+bool sse_parser::next(std::string_view& in, std::string_view& event) {
+  while (!in.empty()) {
+    auto nl = in.find('\n');
+    if (nl == std::string_view::npos) {
+      line_.append(in);
+      in = {};
+      return false;
     }
-    if (!line_.empty() && line_.back() == '\r')
-      line_.pop_back();
-    if (line_.empty()) {
-      if (has_data_)
-        events.push_back(std::move(data_));
-      data_.clear();
-      has_data_ = false;
-    } else if (line_[0] != ':') {
-      auto colon = line_.find(':');
-      std::string_view field{line_.data(), colon == std::string::npos ? line_.size() : colon};
+    std::string_view line = in.substr(0, nl);
+    if (!line_.empty()) {
+      line_.append(line);
+      line = line_;
+    }
+    in.remove_prefix(nl + 1);
+    if (!line.empty() && line.back() == '\r')
+      line.remove_suffix(1);
+    bool complete = false;
+    if (line.empty()) {
+      complete = has_data_;
+      if (!complete)
+        data_.clear();
+    } else if (line[0] != ':') {
+      auto colon = line.find(':');
+      auto field = line.substr(0, colon);
       std::string_view value;
-      if (colon != std::string::npos) {
-        value = std::string_view{line_}.substr(colon + 1);
+      if (colon != std::string_view::npos) {
+        value = line.substr(colon + 1);
         if (!value.empty() && value.front() == ' ')
           value.remove_prefix(1);
       }
@@ -107,7 +114,22 @@ std::vector<std::string> sse_parser::push(std::string_view bytes) {
       }
     }
     line_.clear();
+    if (complete) {
+      event_.swap(data_);
+      data_.clear();
+      has_data_ = false;
+      event = event_;
+      return true;
+    }
   }
+  return false;
+}
+
+std::vector<std::string> sse_parser::push(std::string_view bytes) {
+  std::vector<std::string> events;
+  std::string_view event;
+  while (next(bytes, event))
+    events.emplace_back(event);
   return events;
 }
 

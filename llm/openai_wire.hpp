@@ -41,12 +41,21 @@ std::string build_rerank_body(std::string_view model, std::string_view query,
 // comments (":"), other fields (ignored) and lines split across pushes.
 class sse_parser {
 public:
-  // The data of every event completed by `bytes` (blank-line terminated).
+  // Reads `in` up to the end of the next complete event (blank-line
+  // terminated) and points `event` at its data: true then, with `in` left
+  // at the rest. False once `in` is used up without completing one (a
+  // partial line or event is kept for the next call). `event` is valid
+  // until the next call. Lines are scanned with memchr, and a line that
+  // arrived whole is not copied: no allocation per event once the buffers
+  // have grown.
+  bool next(std::string_view& in, std::string_view& event);
+  // The data of every event completed by `bytes`.
   std::vector<std::string> push(std::string_view bytes);
 
 private:
-  std::string line_;
-  std::string data_;
+  std::string line_;  // a line split across reads, so far
+  std::string data_;  // the event being read
+  std::string event_;  // the last event completed (what `event` points at)
   bool has_data_ = false;
 };
 

@@ -64,6 +64,10 @@ public:
   // by default (SQLite reads in the process). Never throws: a read that
   // could not be sent ahead is made when it is asked.
   virtual void read_ahead(const turn_reads& reads) { (void)reads; }
+  // Called by the store executor's thread after each job it ran on this
+  // connection (never throws): a backend may publish what it measures
+  // there (SQLite: its connection's memory, for /metrics).
+  virtual void after_job() noexcept {}
   virtual void record_migration(int version, std::string_view name, int64_t now_ms) = 0;
 
   // -- conversations ---------------------------------------------------------------

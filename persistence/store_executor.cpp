@@ -136,6 +136,7 @@ void store_executor::run_batch(std::deque<job>& batch) {
   } else if (!batch_error.empty()) {
     lg->error("store: a batch of {} write(s) failed: {}", batch.size(), batch_error);
   }
+  writer_->after_job();
   for (size_t i = 0; i < batch.size(); ++i) {
     auto& err = batch_error.empty() ? errors[i] : batch_error;
     if (err.empty())
@@ -168,6 +169,7 @@ void store_executor::run_read(store_backend& reader, job& j) {
   } catch (const std::exception& e) {
     err = e.what();
   }
+  reader.after_job();
   j.done(err);
 }
 

@@ -4,6 +4,7 @@
 #include "memory/recall_cache.hpp"
 
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <limits>
 
@@ -93,7 +94,30 @@ private:
   int next_ = 1;
 };
 
+namespace {
+
+// SQLite counts its heap process-wide by default (sqlite3_memory_used),
+// under one mutex that every allocation and free of every connection
+// takes: the store's writer and readers queued on it, about five futex
+// calls per turn at 64 streams. Off before SQLite initialises (the first
+// connection opened); each connection publishes its own memory instead.
+// If something initialised SQLite first, the setting is refused and
+// SQLite keeps counting: slower, not wrong.
+void count_memory_per_connection() {
+  static const bool once = [] {
+    sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
+    return true;
+  }();
+  (void)once;
+}
+
+// What the open connections last published (memory_used()).
+std::atomic<int64_t> published_total{0};
+
+}  // namespace
+
 sqlite_backend::sqlite_backend(const std::filesystem::path& path) {
+  count_memory_per_connection();
   std::error_code ec;
   if (path.has_parent_path())
     std::filesystem::create_directories(path.parent_path(), ec);
@@ -116,13 +140,38 @@ sqlite_backend::sqlite_backend(const std::filesystem::path& path) {
   // had to commit too. It stays in memory, as do temporary b-trees
   // (docs/performance.md, "Statement journals in memory").
   exec("PRAGMA temp_store=MEMORY");
+  publish_memory();
 }
 
 int64_t sqlite_backend::memory_used() {
-  return sqlite3_memory_used();
+  return published_total.load(std::memory_order_relaxed);
+}
+
+void sqlite_backend::publish_memory() noexcept {
+  auto status = [&](int op) -> int64_t {
+    int current = 0;
+    int highest = 0;
+    return sqlite3_db_status(db_, op, &current, &highest, 0) == SQLITE_OK ? current : 0;
+  };
+  // The page cache after every job (one look at the pager); the schema
+  // and the prepared statements, which walk every statement, only when
+  // the connection prepared a new one.
+  if (statements_.size() != measured_statements_) {
+    measured_statements_ = statements_.size();
+    fixed_bytes_ = status(SQLITE_DBSTATUS_SCHEMA_USED) + status(SQLITE_DBSTATUS_STMT_USED);
+  }
+  auto bytes = status(SQLITE_DBSTATUS_CACHE_USED) + fixed_bytes_;
+  if (bytes != published_bytes_)
+    published_total.fetch_add(bytes - published_bytes_, std::memory_order_relaxed);
+  published_bytes_ = bytes;
+}
+
+void sqlite_backend::after_job() noexcept {
+  publish_memory();
 }
 
 sqlite_backend::~sqlite_backend() {
+  published_total.fetch_sub(published_bytes_, std::memory_order_relaxed);
   statements_.clear();
   if (db_)
     sqlite3_close(db_);
@@ -145,11 +194,15 @@ sqlite_backend::statement_use sqlite_backend::prepare(const char* sql) {
   return statement_use{*slot};
 }
 
+// The writer's control statements run several times per turn: prepared
+// once, like every other statement, instead of parsed by sqlite3_exec on
+// each use (docs/performance.md, "The writer's control statements
+// prepared once"). The rare ones (ROLLBACK) still go through exec.
 void sqlite_backend::begin() {
-  exec("BEGIN IMMEDIATE");
+  prepare("BEGIN IMMEDIATE").step();
 }
 void sqlite_backend::commit() {
-  exec("COMMIT");
+  prepare("COMMIT").step();
 }
 void sqlite_backend::rollback() {
   if (!sqlite3_get_autocommit(db_))
@@ -176,10 +229,10 @@ void sqlite_backend::end_read() noexcept {
   }
 }
 void sqlite_backend::savepoint() {
-  exec("SAVEPOINT job");
+  prepare("SAVEPOINT job").step();
 }
 void sqlite_backend::release_savepoint() {
-  exec("RELEASE SAVEPOINT job");
+  prepare("RELEASE SAVEPOINT job").step();
 }
 void sqlite_backend::rollback_to_savepoint() {
   exec("ROLLBACK TO SAVEPOINT job");

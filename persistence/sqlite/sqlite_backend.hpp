@@ -26,9 +26,13 @@ public:
 
   std::string_view backend_name() const override { return "sqlite"; }
 
-  // Bytes SQLite holds on the heap in this process, every connection's page
-  // cache included (sqlite3_memory_used).
+  // Bytes the open connections hold (page caches, schemas, prepared
+  // statements: sqlite3_db_status), as each last published it: at its
+  // opening and after each job. SQLite's own process-wide count
+  // (sqlite3_memory_used) is off: it took one mutex for every allocation
+  // (docs/performance.md, "SQLite's allocation mutex").
   static int64_t memory_used();
+  void after_job() noexcept override;
 
   void begin() override;
   void commit() override;
@@ -108,8 +112,13 @@ private:
   bool find_message(const std::string& conversation_id, const std::string& request_id,
                     std::string_view role, stored_message& out);
 
+  void publish_memory() noexcept;
+
   sqlite3* db_ = nullptr;
   std::unordered_map<const char*, std::unique_ptr<statement>> statements_;
+  int64_t published_bytes_ = 0;  // this connection's part of memory_used()
+  int64_t fixed_bytes_ = 0;       // its schema and statements, when last measured
+  size_t measured_statements_ = static_cast<size_t>(-1);
 };
 
 }  // namespace ragtor

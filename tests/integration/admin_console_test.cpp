@@ -351,6 +351,9 @@ TEST_F(admin_console_test, metrics_pass_promtool_and_move_by_what_the_test_did) 
   // The heap, read on the sampler's thread: a live server has some in use.
   EXPECT_GT(sample(after, "ragtor_heap_in_use_bytes"), 1 << 20);
   EXPECT_GE(sample(after, "ragtor_heap_free_bytes"), 0);
+  // SQLite's part, as the store's connections published it after their
+  // jobs: the turns' reads and writes filled their page caches.
+  EXPECT_GT(moved("ragtor_sqlite_memory_bytes"), 0);
 
   // Valid exposition format, per Prometheus' own checker.
   temp_dir tmp{"metrics"};

@@ -85,6 +85,32 @@ TEST(store_backend, sqlite_schema_has_every_table) {
   }
 }
 
+// /metrics' ragtor_sqlite_memory_bytes: each connection publishes its page
+// cache, schema and statements when it opens and after its jobs, and takes
+// its part away when it closes.
+TEST(store_backend, sqlite_connections_publish_their_memory) {
+  temp_db t;
+  auto before = sqlite_backend::memory_used();
+  {
+    auto db = open_migrated(t.file());
+    db->after_job();
+    auto migrated = sqlite_backend::memory_used();
+    EXPECT_GT(migrated, before + 16 * 1024) << "the schema and the pages the migrations touched";
+    db->begin();
+    std::string conversation;
+    for (int i = 0; i < 200; ++i)
+      conversation = db->begin_turn("u", "s", std::string(2000, 'x'), new_id(), 0).conversation_id;
+    db->commit();
+    auto reader = std::make_unique<sqlite_backend>(t.file());
+    EXPECT_EQ(reader->history(conversation, 100).size(), 100u);
+    reader->after_job();
+    EXPECT_GT(sqlite_backend::memory_used(), migrated) << "a second connection adds its own";
+    reader.reset();
+    EXPECT_EQ(sqlite_backend::memory_used(), migrated) << "and takes it away when it closes";
+  }
+  EXPECT_EQ(sqlite_backend::memory_used(), before);
+}
+
 TEST(store_backend, sqlite_data_survives_reopening) {
   temp_db t;
   std::string conv;
