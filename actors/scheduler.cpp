@@ -67,11 +67,24 @@ public:
     locked([this, aid = self->id()] { handle(timeouts_cancellation{aid}); });
   }
 
+  // A delayed message. One an actor sent itself (a timer: delayed_send to
+  // self, not a request) is indexed by the actor like its timeouts, so
+  // that its termination (local_actor::cleanup cancels its timeouts)
+  // drops the entry. CAF keeps every delayed message, and the strong
+  // reference to its receiver, until it is due: each stream's 5-second
+  // watchdog kept the finished stream actor for 5 seconds, 60 MiB at 64
+  // streams (docs/performance.md, "Timers that die with their actor").
   void schedule_message(time_point t, caf::strong_actor_ptr receiver,
                         caf::mailbox_element_ptr content) override {
+    bool own_timer = receiver && content && content->sender == receiver
+                     && !content->mid.is_request();
     auto box = std::make_shared<caf::mailbox_element_ptr>(std::move(content));
     adding(t, [=, this] {
-      simple_actor_clock::schedule_message(t, receiver, std::move(*box));
+      if (!own_timer)
+        return simple_actor_clock::schedule_message(t, receiver, std::move(*box));
+      auto aid = receiver->id();
+      auto i = schedule_.emplace(t, std::make_unique<actor_msg>(t, receiver, std::move(*box)));
+      i->second->backlink = actor_lookup_.emplace(aid, i);
     });
   }
 

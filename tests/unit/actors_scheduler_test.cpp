@@ -122,4 +122,42 @@ TEST_F(ragtor_scheduler, an_actor_the_clock_destroys_does_not_stall_it) {
   EXPECT_EQ(works.get(), "on time");
 }
 
+// An actor whose destructor says so.
+class timer_owner : public caf::event_based_actor {
+public:
+  timer_owner(caf::actor_config& cfg, std::shared_ptr<std::promise<void>> destroyed)
+      : caf::event_based_actor(cfg), destroyed_(std::move(destroyed)) {}
+  ~timer_owner() override { destroyed_->set_value(); }
+
+  caf::behavior make_behavior() override {
+    // A timer due in an hour, like a stream's watchdog due after its turn.
+    delayed_send(this, std::chrono::hours(1), std::string{"tick"});
+    return {[this](int) { quit(); }, [](const std::string&) {}};
+  }
+
+private:
+  std::shared_ptr<std::promise<void>> destroyed_;
+};
+
+// A timer an actor set itself dies with the actor: CAF's clock kept the
+// entry, and with it a strong reference to the actor, until it was due
+// (each finished stream for its 5-second watchdog).
+TEST_F(ragtor_scheduler, a_timer_dies_with_the_actor_that_set_it) {
+  auto destroyed = std::make_shared<std::promise<void>>();
+  auto done = destroyed->get_future();
+  {
+    auto owner = sys.spawn<timer_owner>(destroyed);
+    caf::anon_send(owner, 1);  // it quits
+  }
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the actor lives on in its timer's entry";
+  // A timer of a living actor still arrives.
+  caf::scoped_actor self{sys};
+  self->delayed_send(self, 20ms, std::string{"on time"});
+  std::string got;
+  self->receive([&](const std::string& s) { got = s; },
+                caf::after(std::chrono::seconds(10)) >> [&] { got = "nothing"; });
+  EXPECT_EQ(got, "on time");
+}
+
 }  // namespace
