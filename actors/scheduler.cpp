@@ -64,16 +64,22 @@ public:
   }
 
   void cancel_timeouts(caf::abstract_actor* self) override {
-    locked([this, aid = self->id()] { handle(timeouts_cancellation{aid}); });
+    locked([this, aid = self->id()] {
+      handle(timeouts_cancellation{aid});
+      handle(timeouts_cancellation{own_timers_key(aid)});
+    });
   }
 
   // A delayed message. One an actor sent itself (a timer: delayed_send to
-  // self, not a request) is indexed by the actor like its timeouts, so
-  // that its termination (local_actor::cleanup cancels its timeouts)
-  // drops the entry. CAF keeps every delayed message, and the strong
-  // reference to its receiver, until it is due: each stream's 5-second
-  // watchdog kept the finished stream actor for 5 seconds, 60 MiB at 64
-  // streams (docs/performance.md, "Timers that die with their actor").
+  // self, not a request) is indexed by the actor, so that its termination
+  // (local_actor::cleanup cancels its timeouts) drops the entry. CAF keeps
+  // every delayed message, and the strong reference to its receiver, until
+  // it is due: each stream's 5-second watchdog kept the finished stream
+  // actor for 5 seconds, 60 MiB at 64 streams (docs/performance.md,
+  // "Timers that die with their actor"). They are indexed under their own
+  // key (own_timers_key), apart from the actor's timeouts: cancelling a
+  // request's timeout searches the actor's entries, and need not search
+  // its timers too.
   void schedule_message(time_point t, caf::strong_actor_ptr receiver,
                         caf::mailbox_element_ptr content) override {
     bool own_timer = receiver && content && content->sender == receiver
@@ -82,9 +88,9 @@ public:
     adding(t, [=, this] {
       if (!own_timer)
         return simple_actor_clock::schedule_message(t, receiver, std::move(*box));
-      auto aid = receiver->id();
+      auto key = own_timers_key(receiver->id());
       auto i = schedule_.emplace(t, std::make_unique<actor_msg>(t, receiver, std::move(*box)));
-      i->second->backlink = actor_lookup_.emplace(aid, i);
+      i->second->backlink = actor_lookup_.emplace(key, i);
     });
   }
 
@@ -136,6 +142,10 @@ public:
   }
 
 private:
+  // Where an actor's own timers are indexed: its id with the top bit set
+  // (ids count up from 1 and never reach it).
+  static caf::actor_id own_timers_key(caf::actor_id aid) { return aid | (caf::actor_id{1} << 63); }
+
   // Runs `op` under the lock, or queues it when this thread holds the lock
   // already (re-entry, see above).
   template <class F>

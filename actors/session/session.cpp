@@ -71,6 +71,10 @@ struct session_state {
   // pointer, so an idle session does not carry a turn's worth of fields.
   std::unique_ptr<restart> restarting;
   uint64_t epoch = 0;  // bumped on every activity; see the idle timer
+  // The idle timer (arm_idle_timer): one pending at a time.
+  bool idle_timer_armed = false;
+  caf::actor_clock::time_point idle_since{};  // when the session last fell idle
+  uint64_t idle_epoch = 0;                    // the epoch it fell idle in
 };
 
 using session_ptr = measured_pointer<session_actor, session_state>;
@@ -155,6 +159,35 @@ void run_opened(session_ptr self, queued_turn turn, const turn_opened& opened,
     self->send(stream, atom::cancel_v);
 }
 
+// The idle timer: one pending at a time. Every idle spell restarts the
+// count (idle_since); the tick checks it and, when the session was busy
+// meanwhile, waits again for what is left. A timer per idle spell, as
+// before, left one entry in the actor clock for each turn, each living
+// server.idle_timeout: tens of thousands per session under load.
+void arm_idle_timer(session_ptr self) {
+  auto& st = self->state;
+  st.idle_since = self->clock().now();
+  st.idle_epoch = st.epoch;
+  if (st.idle_timer_armed)
+    return;
+  st.idle_timer_armed = true;
+  self->delayed_send(self, st.settings.idle_timeout, atom::tick_v, st.epoch);
+}
+
+void on_idle_tick(session_ptr self) {
+  auto& st = self->state;
+  st.idle_timer_armed = false;
+  if (st.running || st.starting || !st.queue.empty())
+    return;  // busy: start_next arms it again when the work is done
+  if (st.epoch != st.idle_epoch)
+    return arm_idle_timer(self);  // active since: idle from now on
+  auto idle_for = self->clock().now() - st.idle_since;
+  if (idle_for >= st.settings.idle_timeout)
+    return quit_session(self);
+  st.idle_timer_armed = true;
+  self->delayed_send(self, st.settings.idle_timeout - idle_for, atom::tick_v, st.epoch);
+}
+
 void start_next(session_ptr self) {
   auto& st = self->state;
   if (st.running || st.starting || st.clearing)
@@ -165,7 +198,7 @@ void start_next(session_ptr self) {
     if (st.stopping)
       quit_session(self);
     else
-      self->delayed_send(self, st.settings.idle_timeout, atom::tick_v, ++st.epoch);
+      arm_idle_timer(self);
     return;
   }
   auto turn = std::move(st.queue.front());
@@ -310,11 +343,7 @@ session_actor spawn_session(caf::actor_system& sys, std::string user_id, std::st
           return rp;
         },
         [=](atom::turn_done, const std::string& request_id) { turn_ended(self, request_id); },
-        [=](atom::tick, uint64_t epoch) {
-          auto& st = self->state;
-          if (epoch == st.epoch && !st.running && !st.starting && st.queue.empty())
-            quit_session(self);
-        },
+        [=](atom::tick, uint64_t) { on_idle_tick(self); },
         [=](atom::shutdown) {
           auto& st = self->state;
           st.stopping = true;

@@ -601,3 +601,36 @@ TEST_F(session_actors, sessions_stop_with_their_manager) {
   EXPECT_EQ(counted(), 0u);
   EXPECT_EQ(actor_directory::instance().count(sys, "session_manager"), 0u);
 }
+
+// The idle timer: one pending per session, however many turns it ran (a
+// timer per idle spell left one entry in the actor clock per turn, each
+// for server.idle_timeout), and the session still stops once idle that
+// long after its last turn.
+TEST_F(session_actors, an_idle_session_keeps_one_timer_and_stops_once_idle_long_enough) {
+  using clock_type = caf::detail::simple_actor_clock;
+  auto session_ticks = [&] {
+    size_t n = 0;
+    for (auto& [due, ev] : sched.clock().schedule()) {
+      if (ev->subtype != clock_type::actor_msg_type)
+        continue;
+      auto& m = static_cast<const clock_type::actor_msg&>(*ev);
+      if (m.content && m.content->content().match_elements<atom::tick, uint64_t>())
+        ++n;
+    }
+    return n;
+  };
+  auto sessions_alive = [&] { return actor_directory::instance().list(sys, "session").size(); };
+  for (int i = 0; i < 5; ++i)
+    complete(turn("r" + std::to_string(i)));
+  EXPECT_EQ(session_ticks(), 1u) << "one idle timer, not one per turn";
+  // The first idle spell's timer comes due before the session has been
+  // idle for the whole timeout since its last turn: it waits again.
+  sched.advance_time(599s);
+  sched.run();
+  EXPECT_EQ(sessions_alive(), 1u);
+  EXPECT_EQ(session_ticks(), 1u);
+  sched.advance_time(2s);
+  sched.run();
+  EXPECT_EQ(sessions_alive(), 0u) << "idle for the timeout after its last turn";
+  EXPECT_EQ(session_ticks(), 0u);
+}
