@@ -173,7 +173,7 @@ struct session_config {
 };
 
 struct actors_config {
-  int scheduler_threads = 0;  // 0 = CAF default
+  int scheduler_threads = 0;  // 0 = CAF default (one per core, at least 4)
   bool operator==(const actors_config&) const = default;
 };
 

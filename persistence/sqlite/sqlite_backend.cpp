@@ -98,7 +98,7 @@ namespace {
 
 // SQLite counts its heap process-wide by default (sqlite3_memory_used),
 // under one mutex that every allocation and free of every connection
-// takes: the store's writer and readers queued on it, about five futex
+// takes: the store's writer and readers queued on it, four to five futex
 // calls per turn at 64 streams. Off before SQLite initialises (the first
 // connection opened); each connection publishes its own memory instead.
 // If something initialised SQLite first, the setting is refused and
@@ -196,8 +196,8 @@ sqlite_backend::statement_use sqlite_backend::prepare(const char* sql) {
 
 // The writer's control statements run several times per turn: prepared
 // once, like every other statement, instead of parsed by sqlite3_exec on
-// each use (docs/performance.md, "The writer's control statements
-// prepared once"). The rare ones (ROLLBACK) still go through exec.
+// each use (docs/performance.md, "SQLite's allocation mutex"). The rare
+// ones (ROLLBACK) still go through exec.
 void sqlite_backend::begin() {
   prepare("BEGIN IMMEDIATE").step();
 }
