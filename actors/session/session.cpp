@@ -74,7 +74,6 @@ struct session_state {
   // The idle timer (arm_idle_timer): one pending at a time.
   bool idle_timer_armed = false;
   caf::actor_clock::time_point idle_since{};  // when the session last fell idle
-  uint64_t idle_epoch = 0;                    // the epoch it fell idle in
 };
 
 using session_ptr = measured_pointer<session_actor, session_state>;
@@ -167,7 +166,6 @@ void run_opened(session_ptr self, queued_turn turn, const turn_opened& opened,
 void arm_idle_timer(session_ptr self) {
   auto& st = self->state;
   st.idle_since = self->clock().now();
-  st.idle_epoch = st.epoch;
   if (st.idle_timer_armed)
     return;
   st.idle_timer_armed = true;
@@ -177,10 +175,10 @@ void arm_idle_timer(session_ptr self) {
 void on_idle_tick(session_ptr self) {
   auto& st = self->state;
   st.idle_timer_armed = false;
-  if (st.running || st.starting || !st.queue.empty())
-    return;  // busy: start_next arms it again when the work is done
-  if (st.epoch != st.idle_epoch)
-    return arm_idle_timer(self);  // active since: idle from now on
+  // Busy: every activity (a turn, a clear) ends in start_next, which arms
+  // it again and restarts the count.
+  if (st.running || st.starting || st.clearing || !st.queue.empty())
+    return;
   auto idle_for = self->clock().now() - st.idle_since;
   if (idle_for >= st.settings.idle_timeout)
     return quit_session(self);
