@@ -98,6 +98,21 @@ struct row_keys<episode_row> {
   }
 };
 
+// The rows one read or one merge brought, newest first, and the batches
+// before them. A version of a user's rows points into its newest batch
+// and older ones, and holds the newest: the chain keeps every row it
+// points at alive, with no count per row. Copying a count per row was 200
+// atomic increments per new episode (and 200 decrements when the version
+// before was dropped), on rows that lie apart on the heap: a cache miss
+// each (2 % of ragtor's CPU at 64 streams, docs/performance.md).
+template <class Row>
+struct row_batch {
+  std::vector<Row> rows;
+  std::shared_ptr<const row_batch> older;
+  size_t chain_rows = 0;   // rows here and in the older batches
+  size_t chain_bytes = 0;  // what they hold
+};
+
 // One user's rows as last read, newest first (created_at DESC, id: the
 // store's order). The rows are shared between versions: a turn that adds
 // its new rows makes a new version that points at the same held rows, so
@@ -105,7 +120,7 @@ struct row_keys<episode_row> {
 // keeps the version it found.
 template <class Row>
 struct held_rows {
-  using row_ptr = std::shared_ptr<const Row>;
+  using row_ptr = const Row*;  // into `batches`
   int64_t epoch = 0;
   int64_t read_at = 0;              // when they were last read whole
   int64_t valid_until = INT64_MAX;  // the first expiry among them
@@ -113,6 +128,7 @@ struct held_rows {
   // 0 on a store without one, where rows read again are told by their ids.
   int64_t mark = 0;
   std::vector<row_ptr> rows;
+  std::shared_ptr<const row_batch<Row>> batches;  // the newest: keeps `rows` alive
   // Episodes: the rows' vectors by dimension, each row at its slot. Shared
   // with the versions before while it has room for the rows added.
   std::shared_ptr<vector_columns> columns;
@@ -124,19 +140,52 @@ struct held_rows {
   static bool newer_row(const Row& a, const Row& b) {
     return a.created_at != b.created_at ? a.created_at > b.created_at : a.id < b.id;
   }
-  static bool newer(const row_ptr& a, const row_ptr& b) { return newer_row(*a, *b); }
-
-  // Sorted, their keys added to `keyed` in that order, and shared.
-  static std::vector<row_ptr> shared(std::vector<Row>&& fresh, row_keys<Row>& keyed) {
+  // Sorted, their keys added to `keyed` in that order, and put in a new
+  // batch before `older`.
+  static std::shared_ptr<const row_batch<Row>> batch(
+      std::vector<Row>&& fresh, row_keys<Row>& keyed,
+      std::shared_ptr<const row_batch<Row>> older) {
     std::sort(fresh.begin(), fresh.end(), newer_row);
-    std::vector<row_ptr> out;
-    out.reserve(fresh.size());
+    auto b = std::make_shared<row_batch<Row>>();
     for (auto& r : fresh) {
       keyed.add(r);
       r.keyed();
-      out.push_back(std::make_shared<const Row>(std::move(r)));
+      b->chain_bytes += r.bytes() + 16;  // 16: the vector's slack, about
     }
-    return out;
+    b->rows = std::move(fresh);
+    b->chain_rows = b->rows.size();
+    if (older) {
+      b->chain_rows += older->chain_rows;
+      b->chain_bytes += older->chain_bytes;
+    }
+    b->older = std::move(older);
+    return b;
+  }
+
+  // `rows` are those of one batch, in its order.
+  void point_at(std::shared_ptr<const row_batch<Row>> b) {
+    batches = std::move(b);
+    rows.clear();
+    rows.reserve(batches->rows.size());
+    for (auto& r : batches->rows)
+      rows.push_back(&r);
+  }
+
+  // The rows pointed at, copied into one batch: rows that left the newest
+  // max_rows stay in the chain until this (at most as many again).
+  void cut() {
+    std::vector<Row> kept;
+    kept.reserve(rows.size());
+    size_t held_bytes = 0;
+    for (auto* r : rows) {
+      kept.push_back(*r);
+      held_bytes += r->bytes() + 16;
+    }
+    auto b = std::make_shared<row_batch<Row>>();
+    b->rows = std::move(kept);
+    b->chain_rows = b->rows.size();
+    b->chain_bytes = held_bytes;
+    point_at(std::move(b));
   }
 
   // Rows read whole: sorts, keeps the newest max_rows. Episodes' vectors
@@ -171,7 +220,7 @@ struct held_rows {
         columns->copy(*from, from_slots, to_slots);
     }
     keys = {};
-    rows = shared(std::move(all), keys);
+    point_at(batch(std::move(all), keys, nullptr));
     settle();
   }
 
@@ -199,35 +248,41 @@ struct held_rows {
       }
     }
     row_keys<Row> added;
-    auto add = shared(std::move(fresh), added);
+    auto fresh_batch = batch(std::move(fresh), added, have.batches);
+    const auto& add = fresh_batch->rows;
     rows.clear();
     rows.reserve(std::min(max_rows, have.rows.size() + add.size()));
     keys = {};
     // Every row's keys are copied from a block: a held row is not read
     // (once the new rows are placed, the rest are taken unread).
-    auto a = have.rows.begin(), b = add.begin();
-    while (rows.size() < max_rows && (a != have.rows.end() || b != add.end())) {
-      if (b == add.end() || (a != have.rows.end() && !newer(*b, *a))) {
+    auto a = have.rows.begin();
+    size_t b = 0;
+    while (rows.size() < max_rows && (a != have.rows.end() || b < add.size())) {
+      if (b == add.size() || (a != have.rows.end() && !newer_row(add[b], **a))) {
         keys.add_from(have.keys, static_cast<size_t>(a - have.rows.begin()));
         rows.push_back(*a++);
       } else {
-        keys.add_from(added, static_cast<size_t>(b - add.begin()));
-        rows.push_back(*b++);
+        keys.add_from(added, b);
+        rows.push_back(&add[b++]);
       }
     }
+    batches = std::move(fresh_batch);
+    if (batches->chain_rows > 2 * max_rows)
+      cut();
     settle();
   }
 
-  // Sums what the rows hold and finds the first expiry.
+  // Sums what the rows hold (the batches' rows, a row that left the newest
+  // max_rows too, until cut) and finds the first expiry.
   void settle() {
-    bytes = sizeof *this;
+    bytes = sizeof *this + rows.capacity() * sizeof(row_ptr);
+    if (batches)
+      bytes += batches->chain_bytes;
     valid_until = INT64_MAX;
-    for (auto& r : rows) {
-      bytes += r->bytes() + sizeof(row_ptr) + 16;  // 16: the shared block's counts
-      if constexpr (std::is_same_v<Row, memory_row>)
+    if constexpr (std::is_same_v<Row, memory_row>)
+      for (auto* r : rows)
         if (r->expires_at > 0)
           valid_until = std::min(valid_until, r->expires_at);
-    }
     if (columns)
       bytes += columns->bytes();
     bytes += keys.bytes();

@@ -711,6 +711,46 @@ TEST_P(store_contract, held_episodes_rank_as_read_whole_while_turns_keep_adding)
   EXPECT_EQ(served.held, 5 * turns);
 }
 
+// A user's held memories keep ranking as the rows read whole while turns
+// keep adding one, long after the first ones left the newest 200: each
+// version of the rows points into the batches the turns before added, and
+// the rows that left are dropped once the chain holds twice the rows kept
+// (they are copied into one batch). What the index holds stays bounded:
+// without the cut it would grow with every turn.
+TEST_P(store_contract, held_memories_rank_as_read_whole_and_stay_bounded_while_turns_keep_adding) {
+  recall_index index{64u << 20};
+  const size_t turns = 700;
+  auto name = [](size_t k) { return "harbour" + std::to_string(k * 7919 % 10007); };
+  size_t bytes_at_300 = 0, most = 0;
+  for (size_t k = 0; k < turns; ++k) {
+    ASSERT_TRUE(tx([&](store_backend& db) {
+      memory_record m;
+      m.user_id = "gil";
+      m.kind = "fact";
+      m.content = "I sailed from " + name(k) + " once";
+      m.created_at = static_cast<int64_t>(1000 + k);
+      return db.add_memory(m);
+    }));
+    auto now = static_cast<int64_t>(5000 + k);
+    std::vector<std::pair<std::string, int64_t>> all;
+    for (auto& m : db_->list_memories("gil", now))
+      all.emplace_back(m.content, m.created_at);
+    // The newest, one from the middle, the oldest still held.
+    for (size_t asked : {k, k / 2, k >= 199 ? k - 199 : 0}) {
+      auto q = "did I sail from " + name(asked) + "?";
+      ASSERT_EQ(index.memories(*db_, "gil", q, now), recall_memories(q, all, 5))
+          << "turn " << k << ": " << q;
+    }
+    if (k == 300)
+      bytes_at_300 = index.stats().bytes;
+    most = std::max<size_t>(most, index.stats().bytes);
+  }
+  EXPECT_EQ(index.stats().read, 1u) << "read whole only at first";
+  EXPECT_EQ(index.stats().added, turns - 1);
+  ASSERT_GT(bytes_at_300, 0u);
+  EXPECT_LE(most, bytes_at_300 * 3 / 2) << "the rows that left the newest 200 are dropped";
+}
+
 // Recalled episodes' texts this process did not keep when they were
 // written (another node wrote them, or they fell out of the cache) are
 // read by id once and then kept: the next turn that recalls them reads
