@@ -1,6 +1,7 @@
 // Plain-code parts of the model gateway: the SSE line parser, the wire
 // JSON, the token counter, the prompt builder's sections and budget, the
 // streaming citation parser, and structured-output parsing.
+#include <random>
 #include <set>
 
 #include <gtest/gtest.h>
@@ -139,6 +140,98 @@ TEST(token_count, counts_words_cjk_and_symbols) {
   EXPECT_EQ(approx_tokens("café_au_lait, s'il\tvous\r\nplaît"), 11u);
   EXPECT_EQ(approx_tokens("tea泡茶 tea"), 4u);
   EXPECT_EQ(approx_tokens("a\xE4"), 1u) << "a cut-off lead byte at the end joins the word";
+}
+
+// The rule, written plainly: code points decoded one by one (a lead byte
+// whose sequence is cut off is one byte); a word (ASCII letters, digits,
+// '_', or a code point from U+0080 below U+2E80) is ceil(bytes / 4)
+// tokens; white space nothing; any other code point one.
+size_t tokens_by_the_rule(std::string_view s) {
+  size_t tokens = 0, word = 0;
+  for (size_t i = 0; i < s.size();) {
+    auto b = static_cast<unsigned char>(s[i]);
+    size_t len = b < 0x80 ? 1 : (b >> 5) == 6 ? 2 : (b >> 4) == 14 ? 3 : (b >> 3) == 30 ? 4 : 1;
+    if (i + len > s.size())
+      len = 1;
+    uint32_t cp = len == 1 ? b : b & (0xFFu >> (len + 1));
+    for (size_t k = 1; k < len; ++k)
+      cp = (cp << 6) | (static_cast<unsigned char>(s[i + k]) & 0x3F);
+    bool is_word = (cp >= 'a' && cp <= 'z') || (cp >= 'A' && cp <= 'Z') || (cp >= '0' && cp <= '9')
+                   || cp == '_' || (cp >= 0x80 && cp < 0x2E80);
+    if (is_word) {
+      word += len;
+    } else {
+      tokens += (word + 3) / 4;
+      word = 0;
+      if (cp != ' ' && cp != '\t' && cp != '\n' && cp != '\r')
+        ++tokens;
+    }
+    i += len;
+  }
+  return tokens + (word + 3) / 4;
+}
+
+// Mostly-ASCII text is counted 64 bytes at a time from bit masks; every
+// other block byte by byte. Random texts of every length up to 400 bytes,
+// from pieces that put words, spaces, symbols, accented letters, CJK,
+// emoji and broken UTF-8 on and across the blocks' edges, count as the
+// rule says.
+TEST(token_count, blocks_count_as_the_rule_says) {
+  const std::vector<std::string> pieces{
+      "a", "Z", "9", "_", " ", "\t", "\n", "\r", ".", "&", "<", "\x01", "\x7f", "\v",
+      "caf\xC3\xA9", "\xE6\xB3\xA1", "\xF0\x9F\x98\x80", "\x80", "\xE4", "tea",
+      std::string(63, 'w'), std::string(64, 'x'), std::string(65, 'y'), "  ", "word_word"};
+  std::mt19937 rng{20261128};
+  for (int n = 0; n < 3000; ++n) {
+    std::string s;
+    auto target = rng() % 400;
+    while (s.size() < target)
+      s += pieces[rng() % pieces.size()];
+    // Mostly ASCII, as prompts are: most texts drop their non-ASCII pieces.
+    if (n % 3 != 0)
+      std::erase_if(s, [](char c) { return static_cast<unsigned char>(c) >= 0x80; });
+    ASSERT_EQ(approx_tokens(s), tokens_by_the_rule(s)) << "text " << n << ": " << s;
+  }
+  for (size_t lead = 0; lead < 70; ++lead)
+    for (size_t len : {1, 4, 5, 63, 64, 65, 127, 128, 129, 200}) {
+      auto s = std::string(lead, ' ') + std::string(len, 'q') + "!";
+      ASSERT_EQ(approx_tokens(s), (len + 3) / 4 + 1) << lead << " spaces, a word of " << len;
+      auto t = std::string(lead, 'p') + "," + std::string(len, 'q');
+      ASSERT_EQ(approx_tokens(t), (lead + 3) / 4 + 1 + (len + 3) / 4) << lead << ", " << len;
+    }
+}
+
+// Special characters anywhere in a long document, on and across the
+// 16-byte steps the escaping passes over, are all escaped.
+TEST(prompt_builder, documents_are_escaped_wherever_their_special_characters_fall) {
+  auto naive = [](std::string_view s) {
+    std::string out;
+    for (char c : s)
+      out += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;"
+                                                                        : std::string(1, c);
+    return out;
+  };
+  std::mt19937 rng{7};
+  const std::string specials = "&<>\"";
+  for (int n = 0; n < 300; ++n) {
+    std::string text(rng() % 200, 'k');
+    for (auto& c : text)
+      if (rng() % 23 == 0)
+        c = specials[rng() % specials.size()];
+    retrieval_result ev;
+    retrieval_item it;
+    it.result_id = "d#0";
+    it.doc_id = "d";
+    it.title = "t";
+    it.evidence = text;
+    ev.retrieval_results.push_back(it);
+    prompt_inputs in;
+    in.evidence = &ev;
+    in.question = "q?";
+    auto p = build_prompt(in);
+    EXPECT_NE(p.messages[0].content.find(">\n" + naive(text) + "\n</document>"), std::string::npos)
+        << text;
+  }
 }
 
 stored_message msg(int64_t seq, std::string role, std::string content) {
