@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <random>
 #include <string>
 #include <thread>
 
@@ -47,6 +48,31 @@ TEST(protocol_json_writer, replaces_invalid_utf8) {
   for (auto bad : {"\x80", "\xC0\xAF", "\xE4\xB8", "\xED\xA0\x80", "\xF4\x90\x80\x80",
                    "\xF8\x88\x80\x80\x80", "ok\xC3"})
     EXPECT_FALSE(is_valid_utf8(bad)) << bad;
+}
+
+// Plain bytes are passed over 16 at a time; whatever falls on or across
+// those steps (quotes, backslashes, controls, DEL, UTF-8 of every length,
+// a byte that is never UTF-8) is written as when it stands alone.
+TEST(protocol_json_writer, every_piece_is_escaped_wherever_it_falls) {
+  const std::vector<std::string> pieces{
+      "k", std::string(15, 'a'), std::string(16, 'b'), std::string(17, 'c'), std::string(33, 'd'),
+      "\"", "\\", "\n", "\x01", "\x1f", "\x7f", " ", "\xC3\xA9", "\xE4\xB8\xAD",
+      "\xF0\x9F\x99\x82", "\xFF"};
+  auto bare = [](std::string_view piece) {
+    auto q = str(piece);
+    return q.substr(1, q.size() - 2);
+  };
+  std::mt19937 rng{99};
+  for (int n = 0; n < 2000; ++n) {
+    std::string text, expected;
+    auto target = rng() % 200;
+    while (text.size() < target) {
+      auto& piece = pieces[rng() % pieces.size()];
+      text += piece;
+      expected += bare(piece);
+    }
+    ASSERT_EQ(str(text), "\"" + expected + "\"") << n;
+  }
 }
 
 TEST(protocol_json_writer, nests_with_commas) {
