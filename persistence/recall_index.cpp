@@ -111,6 +111,7 @@ struct row_batch {
   std::shared_ptr<const row_batch> older;
   size_t chain_rows = 0;   // rows here and in the older batches
   size_t chain_bytes = 0;  // what they hold
+  static constexpr size_t overhead = 96;  // the batch and its shared block, about
 };
 
 // One user's rows as last read, newest first (created_at DESC, id: the
@@ -147,6 +148,7 @@ struct held_rows {
       std::shared_ptr<const row_batch<Row>> older) {
     std::sort(fresh.begin(), fresh.end(), newer_row);
     auto b = std::make_shared<row_batch<Row>>();
+    b->chain_bytes = row_batch<Row>::overhead;
     for (auto& r : fresh) {
       keyed.add(r);
       r.keyed();
@@ -184,7 +186,7 @@ struct held_rows {
     auto b = std::make_shared<row_batch<Row>>();
     b->rows = std::move(kept);
     b->chain_rows = b->rows.size();
-    b->chain_bytes = held_bytes;
+    b->chain_bytes = row_batch<Row>::overhead + held_bytes;
     point_at(std::move(b));
   }
 
