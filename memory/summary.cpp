@@ -98,6 +98,17 @@ int32_t summary_read_limit(const summary_record& loaded, summary_action action,
   return static_cast<int32_t>(std::clamp<int64_t>(n, 0, INT32_MAX));
 }
 
+int32_t summary_read_deeper(const summary_record& loaded, summary_action action,
+                            std::span<const stored_message> read, int32_t limit) {
+  if (action != summary_action::merge || read.empty()
+      || read.size() < static_cast<size_t>(std::max(limit, 0)))
+    return 0;  // not a merge, or the read reached the conversation's start
+  auto missed = read.front().seq - loaded.covered_seq - 1;
+  if (missed <= 0)
+    return 0;
+  return static_cast<int32_t>(std::min<int64_t>(int64_t{limit} + missed, INT32_MAX));
+}
+
 completion_request summary_request(summary_action action, std::string_view previous,
                                    const std::vector<stored_message>& messages,
                                    size_t max_input_tokens, int32_t max_tokens) {

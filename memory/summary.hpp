@@ -49,6 +49,14 @@ summary_action plan_summary(const summary_record& s, const summary_policy& p);
 int32_t summary_read_limit(const summary_record& loaded, summary_action action,
                            const summary_policy& p, size_t max_input_tokens);
 
+// A merge reads the newest `limit` messages, counted when the summary
+// was loaded. A message stored in between (the conversation's next turn)
+// shifts that read past the oldest ones it needed, which would then never
+// be summarised. Given what the read returned (oldest first), the deeper
+// limit to read once more with, or 0 when nothing was missed.
+int32_t summary_read_deeper(const summary_record& loaded, summary_action action,
+                            std::span<const stored_message> read, int32_t limit);
+
 // Whether a transcript of `messages` (oldest first) within
 // `max_input_tokens` leaves their oldest out: then messages older still
 // could not change it. A full summary written by the model reads a page of

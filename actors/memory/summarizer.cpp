@@ -48,6 +48,9 @@ struct summarizer_state {
   // transcript, which is then read again whole (page_rereads).
   int64_t full_page = 64;
   uint64_t page_enough = 0, page_rereads = 0;
+  // Merges read again deeper: a message stored between loading the summary
+  // and reading shifted the read past messages it needed.
+  uint64_t reads_deeper = 0;
 };
 
 using self_ptr = measured_pointer<summarizer_actor, summarizer_state>;
@@ -204,6 +207,13 @@ void read_and_summarise(self_ptr self, std::string conv, promise_t rp, summary_r
       .then(
           [=](std::vector<stored_message>& all) mutable {
             auto& st = self->state;
+            // A merge whose read a newer message shifted past what it
+            // needed: read once more, deeper (summary_read_deeper).
+            if (auto deeper = whole ? 0 : summary_read_deeper(loaded, action, all, first);
+                deeper > 0) {
+              ++st.reads_deeper;
+              return read_and_summarise(self, conv, rp, loaded, action, deeper, true);
+            }
             if (first < limit && all.size() == static_cast<size_t>(first)) {
               auto older = all.size() > static_cast<size_t>(window) ? all.size() - window : 0;
               if (!transcript_is_full(std::span{all.data(), older}, st.settings.max_input_tokens)) {
@@ -303,6 +313,7 @@ summarizer_actor spawn_summarizer(caf::actor_system& sys, store_actor store, llm
               .field("page_enough", st.page_enough)
               .field("page_rereads", st.page_rereads)
               .field("full_page", st.full_page)
+              .field("reads_deeper", st.reads_deeper)
               .end_object();
           return w.take();
         },

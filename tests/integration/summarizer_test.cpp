@@ -7,6 +7,7 @@
 // across two (two summarizers sharing one database).
 #include <functional>
 #include <future>
+#include <utility>
 
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
@@ -287,6 +288,57 @@ TEST_F(summarizer_test, two_nodes_summarising_at_once_do_not_overwrite_each_othe
   EXPECT_EQ(outcomes(2), (std::vector<std::string>{"conflict", "written"}));
   EXPECT_EQ(fake.stat("chat_requests"), 2) << "both really ran";
   EXPECT_EQ(stored().version, 1) << "exactly one write";
+}
+
+// The conversation's next turn stores its question after the summarizer
+// loaded the summary state and before it read the messages (here made
+// certain by a store in between that stores it first when the read
+// comes). A merge's read of the newest messages, counted at the load,
+// then starts one message too late: it is read again, deeper, and the
+// message that left the window is in the summary's input.
+TEST_F(summarizer_test, a_message_stored_between_the_load_and_the_read_does_not_shift_a_merge) {
+  grow_to(10);
+  ASSERT_EQ(summarize(summarizer()), "written");
+  grow_to(16);
+  auto real = caf::actor_cast<caf::actor>(store);
+  auto once = std::make_shared<bool>(false);
+  auto between = sys.spawn([=](caf::event_based_actor* proxy) -> caf::behavior {
+    proxy->set_default_handler(
+        [=](caf::scheduled_actor* s, caf::message_view& x) -> caf::result<caf::message> {
+          s->delegate(real, x.move_content_to_message());
+          return caf::delegated<caf::message>{};
+        });
+    return {
+        [=](atom::history, std::string& conv, int32_t limit) {
+          auto rp = proxy->make_response_promise();
+          if (std::exchange(*once, true)) {
+            rp.delegate(real, atom::history_v, std::move(conv), limit);
+            return;
+          }
+          proxy
+              ->request(real, 10s, atom::begin_turn_v, std::string{"ann"}, std::string{"s1"},
+                        std::string{"question 17"}, std::string{"r17"})
+              .then([=](turn_opened&) mutable { rp.delegate(real, atom::history_v, conv, limit); },
+                    [=](caf::error& e) mutable { rp.deliver(e); });
+        },
+    };
+  });
+  summarizer_settings settings;
+  settings.use_model = true;
+  settings.timeout = 20s;
+  auto s = spawn_summarizer(sys, caf::actor_cast<store_actor>(between), llm, settings);
+  summarizers.push_back(s);
+  ASSERT_EQ(summarize(s), "written");
+  auto prompt = last_prompt();
+  EXPECT_TRUE(prompt.starts_with("Previous summary:")) << prompt;
+  EXPECT_NE(prompt.find("User: question 5\n"), std::string::npos)
+      << "the oldest message that left the window since the summary: " << prompt;
+  EXPECT_NE(prompt.find("Assistant: answer 10\n"), std::string::npos) << prompt;
+  EXPECT_NE(prompt.find("User: question 11\n"), std::string::npos) << prompt;
+  EXPECT_EQ(prompt.find("question 13\n"), std::string::npos) << "in the window: " << prompt;
+  EXPECT_EQ(stored().covered_seq, 11) << "17 messages now, less the window of 6";
+  EXPECT_EQ(json::parse(status(s)).integer("/reads_deeper"), 1);
+  caf::anon_send_exit(between, caf::exit_reason::user_shutdown);
 }
 
 TEST_F(summarizer_test, one_node_runs_one_summary_per_conversation_at_a_time) {

@@ -159,6 +159,32 @@ TEST(summary_read_limit, a_merge_reads_only_what_came_after_the_summary) {
   EXPECT_EQ(summary_read_limit(state(100000, 9, 99989, 1), summary_action::merge, p, 6000), 11);
 }
 
+// A merge loaded at 40 messages (the summary covering 1..29) reads the
+// newest 11. When the next turn stored two more in between, that read is
+// 32..42 and would leave 30 and 31 out of every summary: it is read again,
+// two deeper. A read that starts where it should, one shorter than its
+// limit (the conversation's start), or a full summary is not.
+TEST(summary_read_limit, a_merge_shifted_by_newer_messages_reads_again_deeper) {
+  auto seqs = [](int64_t from, int64_t to) {
+    std::vector<stored_message> out;
+    for (auto seq = from; seq <= to; ++seq) {
+      stored_message m;
+      m.seq = seq;
+      out.push_back(m);
+    }
+    return out;
+  };
+  auto loaded = state(40, 3, 29, 1);
+  EXPECT_EQ(summary_read_deeper(loaded, summary_action::merge, seqs(30, 40), 11), 0);
+  EXPECT_EQ(summary_read_deeper(loaded, summary_action::merge, seqs(32, 42), 11), 13);
+  EXPECT_EQ(summary_read_deeper(loaded, summary_action::merge, seqs(30, 42), 13), 0)
+      << "the deeper read has them";
+  EXPECT_EQ(summary_read_deeper(loaded, summary_action::merge, seqs(32, 41), 11), 0)
+      << "fewer than asked: nothing older exists";
+  EXPECT_EQ(summary_read_deeper(loaded, summary_action::full, seqs(32, 42), 11), 0);
+  EXPECT_EQ(summary_read_deeper(loaded, summary_action::merge, {}, 11), 0);
+}
+
 TEST(summary_read_limit, a_full_summary_reads_what_a_transcript_can_show_and_one_more) {
   summary_policy p;  // window 6
   EXPECT_EQ(summary_read_limit(state(10), summary_action::full, p, 6000), 10) << "all of it";
