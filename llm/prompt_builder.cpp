@@ -3,10 +3,6 @@
 #include "llm/token_count.hpp"
 #include "protocol/text.hpp"
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
-
 namespace ragtor::llm {
 
 const char* const default_rag_instructions =
@@ -21,27 +17,16 @@ const char* const default_general_instructions =
 namespace {
 
 // The text with &, <, > and " as entities. Documents are most of a
-// prompt and seldom hold one: 16 bytes at a time are passed over (SSE2)
-// until one does, and the text between is appended as one run.
+// prompt and seldom hold one: blocks without one are passed over
+// (skip_plain_blocks), and the text between is appended as one run.
 std::string xml_escape(std::string_view s) {
   std::string out;
   out.reserve(s.size() + s.size() / 16);
   size_t from = 0;  // text since the last special character, appended as one run
   for (size_t i = 0; i < s.size(); ++i) {
-#ifdef __SSE2__
-    for (; i + 16 <= s.size(); i += 16) {
-      auto v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-      auto hit = _mm_or_si128(
-          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('&')), _mm_cmpeq_epi8(v, _mm_set1_epi8('<'))),
-          _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('>')), _mm_cmpeq_epi8(v, _mm_set1_epi8('"'))));
-      if (int m = _mm_movemask_epi8(hit)) {
-        i += static_cast<size_t>(__builtin_ctz(static_cast<unsigned>(m)));
-        break;
-      }
-    }
+    i = skip_plain_blocks<false, '&', '<', '>', '"'>(s, i);
     if (i >= s.size())
       break;
-#endif
     const char* entity = nullptr;
     switch (s[i]) {
       case '&':

@@ -44,39 +44,34 @@ constexpr std::array<ascii_kind, 128> ascii_kinds = [] {
 }();
 
 #ifdef __SSE2__
-// Bit i set where s[i] is an ASCII word byte, and where it is white space,
-// for 64 ASCII bytes.
+// Bit i set where s[i] is an ASCII word byte, where it is white space,
+// and where it is not ASCII, for 64 bytes.
 struct block_masks {
-  uint64_t word = 0, space = 0;
+  uint64_t word = 0, space = 0, non_ascii = 0;
 };
 
 block_masks classify64(const char* p) {
   block_masks m;
+  auto in = [](__m128i x, char lo, char hi) {
+    return _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8(static_cast<char>(lo - 1))),
+                         _mm_cmplt_epi8(x, _mm_set1_epi8(static_cast<char>(hi + 1))));
+  };
   for (int k = 0; k < 4; ++k) {
     auto v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16 * k));
-    auto in = [&](__m128i x, char lo, char hi) {
-      return _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8(static_cast<char>(lo - 1))),
-                           _mm_cmplt_epi8(x, _mm_set1_epi8(static_cast<char>(hi + 1))));
-    };
     auto lower = _mm_or_si128(v, _mm_set1_epi8(0x20));  // only letters land in a..z
     auto word = _mm_or_si128(_mm_or_si128(in(lower, 'a', 'z'), in(v, '0', '9')),
                              _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
     auto space = _mm_or_si128(
         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))),
         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
-    m.word |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(word))) << (16 * k);
-    m.space |= static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(space))) << (16 * k);
+    auto bits = [k](__m128i x) {
+      return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(x))) << (16 * k);
+    };
+    m.word |= bits(word);
+    m.space |= bits(space);
+    m.non_ascii |= bits(v);  // the sign bits
   }
   return m;
-}
-
-bool all_ascii64(const char* p) {
-  auto v = _mm_or_si128(
-      _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)),
-                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 16))),
-      _mm_or_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 32)),
-                   _mm_loadu_si128(reinterpret_cast<const __m128i*>(p + 48))));
-  return _mm_movemask_epi8(v) == 0;
 }
 #endif
 
@@ -122,14 +117,13 @@ size_t approx_tokens(std::string_view s) {
   };
 #ifdef __SSE2__
   while (i + 64 <= s.size()) {
-    const char* p = s.data() + i;
-    if (!all_ascii64(p)) {
+    auto m = classify64(s.data() + i);
+    if (m.non_ascii) {
       // Byte by byte to the block's end (a code point may run past it).
       for (auto end = i + 64; i < end;)
         step();
       continue;
     }
-    auto m = classify64(p);
     tokens += static_cast<size_t>(__builtin_popcountll(~(m.word | m.space)));
     uint64_t w = m.word;
     int at = 0;  // bits below `at` are done

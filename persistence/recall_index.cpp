@@ -141,12 +141,11 @@ struct held_rows {
   static bool newer_row(const Row& a, const Row& b) {
     return a.created_at != b.created_at ? a.created_at > b.created_at : a.id < b.id;
   }
-  // Sorted, their keys added to `keyed` in that order, and put in a new
-  // batch before `older`.
+  // Rows in order (newer_row), their keys added to `keyed` in that order,
+  // put in a new batch before `older`.
   static std::shared_ptr<const row_batch<Row>> batch(
       std::vector<Row>&& fresh, row_keys<Row>& keyed,
       std::shared_ptr<const row_batch<Row>> older) {
-    std::sort(fresh.begin(), fresh.end(), newer_row);
     auto b = std::make_shared<row_batch<Row>>();
     b->chain_bytes = row_batch<Row>::overhead;
     for (auto& r : fresh) {
@@ -250,6 +249,7 @@ struct held_rows {
       }
     }
     row_keys<Row> added;
+    std::sort(fresh.begin(), fresh.end(), newer_row);
     auto fresh_batch = batch(std::move(fresh), added, have.batches);
     const auto& add = fresh_batch->rows;
     rows.clear();

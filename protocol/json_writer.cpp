@@ -3,9 +3,7 @@
 #include <charconv>
 #include <cmath>
 
-#ifdef __SSE2__
-#include <emmintrin.h>
-#endif
+#include "protocol/text.hpp"
 
 namespace ragtor {
 
@@ -103,23 +101,10 @@ void append_json_string(std::string& out, std::string_view s) {
   size_t i = 0, run = 0;
   auto end_run = [&] { out.append(s.data() + run, i - run); };
   while (i < s.size()) {
-#ifdef __SSE2__
-    // 16 such bytes at a time (a model request is mostly a prompt of them).
-    for (; i + 16 <= s.size(); i += 16) {
-      auto v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s.data() + i));
-      auto special = _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('"')),
-                                  _mm_cmpeq_epi8(v, _mm_set1_epi8('\\')));
-      // Signed: bytes from 0x80 are negative, so not above 0x1F either.
-      auto plain = _mm_andnot_si128(special, _mm_cmpgt_epi8(v, _mm_set1_epi8(0x1F)));
-      auto mask = static_cast<unsigned>(_mm_movemask_epi8(plain));
-      if (mask != 0xFFFF) {
-        i += static_cast<size_t>(__builtin_ctz(~mask));
-        break;
-      }
-    }
+    // Plain runs 16 bytes at a time (a model request is mostly a prompt).
+    i = skip_plain_blocks<true, '"', '\\'>(s, i);
     if (i >= s.size())
       break;
-#endif
     auto c = static_cast<unsigned char>(s[i]);
     if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
       ++i;
