@@ -3,7 +3,8 @@
 // (both started here on loopback, in a scratch directory, with the example
 // KB ingested). Prints requests/s, client-side time to first token (p50,
 // p99) minus the fake model's configured first-token delay — i.e. ragtor's
-// own overhead —, the p99 gap between tokens, tokens/s delivered, errors,
+// own overhead —, the p99 gap between tokens (and the fake model's own gap
+// p99, GET /_fake/token_gaps, with the difference), tokens/s delivered, errors,
 // (under each ragtor row) the median time its turns took to be routed, to
 // read their context, to get their evidence, to call the model and to
 // publish the first token, and the mean time of the store commits during
@@ -292,6 +293,46 @@ std::vector<double> model_first_tokens(uint16_t port, long from) {
   return out;
 }
 
+// The fake model's own gaps between content chunks, counted per ms
+// (GET /_fake/token_gaps): what it has counted since it started.
+std::map<long, double> model_token_gaps(uint16_t port) {
+  auto body = call(port, http::verb::get, "/_fake/token_gaps", "").body;
+  std::map<long, double> out;
+  auto at = body.find("\"ms\":[");
+  if (at == std::string::npos)
+    return out;
+  std::istringstream in{body.substr(at + 6)};
+  char c;
+  long ms;
+  double n;
+  while (in >> c && c == '[' && in >> ms >> c >> n >> c) {
+    out[ms] += n;
+    if (!(in >> c) || c != ',')
+      break;
+  }
+  return out;
+}
+
+// The p-quantile (ms) of the gaps counted between two listings.
+double gap_quantile(const std::map<long, double>& before, const std::map<long, double>& after,
+                    double p) {
+  std::vector<std::pair<long, double>> counts;
+  double total = 0;
+  for (auto& [ms, n] : after) {
+    auto was = before.find(ms);
+    double d = n - (was == before.end() ? 0 : was->second);
+    if (d > 0) {
+      counts.emplace_back(ms, d);
+      total += d;
+    }
+  }
+  double seen = 0;
+  for (auto& [ms, n] : counts)
+    if ((seen += n) >= p * total)
+      return static_cast<double>(ms);
+  return 0;
+}
+
 double pct(std::vector<double> v, double p) {
   if (v.empty())
     return 0;
@@ -397,8 +438,9 @@ int main(int argc, char** argv) {
   std::printf(
       "| server | streams | req/s | TTFT p50 ms | TTFT p99 ms | overhead p50 ms | overhead p99 ms "
       "| gap p99 ms | tokens/s | errors | server peak RSS MiB | KiB per stream | server CPU ms/turn "
-      "| CPU %% server / model / client | model's own first token p50 ms | own overhead p50 ms |\n");
-  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
+      "| CPU %% server / model / client | model's own first token p50 ms | own overhead p50 ms "
+      "| model's own gap p99 ms | gap p99 above the model's ms |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|\n");
   std::fflush(stdout);
   for (auto n : levels) {
     for (int round = 0; round < rounds; ++round) {
@@ -443,6 +485,7 @@ int main(int argc, char** argv) {
              client_cpu0 = self_cpu();
       auto model_from =
           counter(call(fake.port, http::verb::get, "/_fake/stats", "").body, "first_tokens");
+      auto model_gaps_before = model_token_gaps(fake.port);
       auto t0 = steady::now();
       ioc.run();
       auto secs = std::chrono::duration<double>(steady::now() - t0).count();
@@ -467,8 +510,12 @@ int main(int argc, char** argv) {
       // ragtor's own overhead against what the model itself took to its
       // first token, rather than against its configured delay.
       auto model_p50 = pct(model_first_tokens(fake.port, model_from), 0.5);
+      // The client's gaps against the model's own, likewise: a model that
+      // falls behind its configured pace (on a saturated machine) widens
+      // both.
+      auto model_gap_p99 = gap_quantile(model_gaps_before, model_token_gaps(fake.port), 0.99);
       std::printf("| %s | %zu | %.1f | %.2f | %.2f | %.2f | %.2f | %.1f | %.0f | %zu | %.0f | %.1f "
-                  "| %.2f | %.0f / %.0f / %.0f | %.2f | %.2f |\n",
+                  "| %.2f | %.0f / %.0f / %.0f | %.2f | %.2f | %.0f | %.1f |\n",
                   pass == 0 ? "ragtor" : pass == 1 ? "ragtor+console" : "floor", n,
                   static_cast<double>(ok) / secs, pct(ttft, 0.5), pct(ttft, 0.99),
                   pct(ttft, 0.5) - first_ms, pct(ttft, 0.99) - first_ms, pct(gaps, 0.99),
@@ -478,7 +525,8 @@ int main(int argc, char** argv) {
                                     : 0.0,
                   ok > 0 ? 1000 * server_cpu / static_cast<double>(ok) : 0.0,
                   100 * server_cpu / secs, 100 * model_cpu / secs, 100 * client_cpu / secs,
-                  model_p50, pct(ttft, 0.5) - model_p50);
+                  model_p50, pct(ttft, 0.5) - model_p50, model_gap_p99,
+                  gaps.empty() ? 0.0 : pct(gaps, 0.99) - model_gap_p99);
       if (pass != 2) {
         // Where ragtor's turns spent their time before the first token
         // (ragtor_turn_phase_seconds, from each turn's start in its stream).

@@ -406,6 +406,37 @@ TEST(openai_client, the_fake_reports_its_own_first_token_time) {
   EXPECT_EQ(fake.first_tokens().integer("/count"), 0) << "a reset forgets them";
 }
 
+// ...and its own gaps between content chunks (what bench_load compares the
+// client's gaps with): a scripted delay between tokens gives one gap per
+// later token, each at least the delay; tokens written at once are 0 ms
+// apart; a reset forgets them.
+TEST(openai_client, the_fake_reports_its_own_gaps_between_tokens) {
+  fake_openai fake{R"({"rules":[{"match":"slow","reply":"a b c d","token_delay_ms":30},)"
+                   R"({"match":"fast","reply":"a b c"}]})"};
+  llm::openai_client client{config_for(fake)};
+  EXPECT_EQ(fake.token_gaps().integer("/count"), 0);
+  auto run = [&](std::string q) {
+    collector c;
+    client.stream_chat(ask(q), c.callbacks());
+    auto r = c.wait();
+    ASSERT_FALSE(r.error) << r.error->message;
+  };
+  run("slow please");
+  auto gaps = fake.token_gaps();
+  EXPECT_EQ(gaps.integer("/count"), 3) << "4 tokens, 3 gaps";
+  for (auto& bucket : gaps.items("/ms")) {
+    EXPECT_GE(bucket.integer("/0"), 30) << "each at least the delay";
+    EXPECT_LT(bucket.integer("/0"), 10'000);
+  }
+  fake.reset_stats();
+  EXPECT_EQ(fake.token_gaps().integer("/count"), 0) << "a reset forgets them";
+  run("fast please");
+  gaps = fake.token_gaps();
+  ASSERT_EQ(gaps.items("/ms").size(), 1u);
+  EXPECT_EQ(gaps.integer("/ms/0/0"), 0) << "written at once";
+  EXPECT_EQ(gaps.integer("/ms/0/1"), 2);
+}
+
 TEST(openai_client, the_idle_deadline_follows_the_tokens) {
   // The idle deadline moves as tokens come: an answer that takes 1.6 idle
   // timeouts, a token every tenth of one, completes; and an idle timeout

@@ -48,6 +48,10 @@ json fake_openai::first_tokens(size_t from) {
   return json::parse(request(port(), "GET", "/_fake/first_tokens?from=" + std::to_string(from)).body);
 }
 
+json fake_openai::token_gaps() {
+  return json::parse(request(port(), "GET", "/_fake/token_gaps").body);
+}
+
 json fake_openai::stats() {
   return json::parse(request(port(), "GET", "/_fake/stats").body);
 }

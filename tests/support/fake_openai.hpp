@@ -29,12 +29,15 @@ public:
 
   // Replaces the script (POST /_fake/script); throws on a rejected script.
   void set_script(const std::string& json);
-  // Zeroes the counters and forgets the first-token times.
+  // Zeroes the counters and forgets the first-token times and token gaps.
   void reset_stats();
   json stats();
   // GET /_fake/first_tokens?from=N: {"count", "us": [the fake's own
   // first-token time of each streamed chat from the N-th on, in µs]}.
   json first_tokens(size_t from = 0);
+  // GET /_fake/token_gaps: {"count", "ms": [[ms, how many], ...]}, the
+  // fake's own gaps between the content chunks of its streamed chats.
+  json token_gaps();
   int64_t stat(std::string_view name);
   // Waits until counter `name` >= value (the fake answers GET /_fake/wait
   // when the counter changes) or `timeout` passed.
