@@ -218,7 +218,33 @@ private:
 
 thread_local locked_clock* locked_clock::holder = nullptr;
 
-using stealing = caf::scheduler::coordinator<caf::policy::work_stealing>;
+// CAF's work stealing, but a job enqueued from outside the workers (the
+// HTTP and model I/O threads, the store's threads, the clock) wakes a
+// sleeping worker after releasing the worker's lock, not while holding
+// it. Woken under the lock, the worker ran only to block on that lock
+// again and be woken a second time when the enqueuer released it: two
+// futex calls and a context switch more per wake-up, which slow streams
+// (a token every 50 ms per stream, workers often asleep between them)
+// pay for nearly every token. The worker still checks its queue under the
+// lock before it sleeps, so a job appended before the enqueuer reads
+// `sleeping` is never missed.
+class stealing_policy : public caf::policy::work_stealing {
+public:
+  template <class Worker>
+  void external_enqueue(Worker* self, caf::resumable* job) {
+    auto& data = d(self);
+    data.queue.append(job);
+    bool asleep;
+    {
+      std::lock_guard guard{data.waitdata.lock};
+      asleep = data.waitdata.sleeping;
+    }
+    if (asleep)
+      data.waitdata.cv.notify_one();
+  }
+};
+
+using stealing = caf::scheduler::coordinator<stealing_policy>;
 
 class coordinator final : public stealing {
 public:

@@ -12,6 +12,8 @@
 #include <caf/send.hpp>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <cstdlib>
 #include <future>
 #include <thread>
@@ -158,6 +160,42 @@ TEST_F(ragtor_scheduler, a_timer_dies_with_the_actor_that_set_it) {
   self->receive([&](const std::string& s) { got = s; },
                 caf::after(std::chrono::seconds(10)) >> [&] { got = "nothing"; });
   EXPECT_EQ(got, "on time");
+}
+
+// A job enqueued from outside the workers wakes a sleeping worker (which
+// ragtor's policy does after releasing the worker's lock). Workers here
+// sleep for an hour when idle instead of 10 ms, as `serve` does not poll
+// between (moderate-poll-attempts 0), so a wake-up that went missing would
+// leave the message unhandled and the wait below would give up.
+TEST(ragtor_scheduler_wakeups, each_message_from_outside_wakes_a_sleeping_worker) {
+  caf::actor_system_config cfg;
+  cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
+  cfg.set("work-stealing.relaxed-sleep-duration", caf::timespan{std::chrono::hours(1)});
+  caf::actor_system sys{ragtor_config(cfg)};
+  struct tally {
+    std::mutex mx;
+    std::condition_variable cv;
+    int handled = 0;
+  };
+  auto t = std::make_shared<tally>();
+  auto counter = sys.spawn([t](caf::event_based_actor*) -> caf::behavior {
+    return {[t](int) {
+      std::lock_guard lock{t->mx};
+      ++t->handled;
+      t->cv.notify_all();
+    }};
+  });
+  for (int i = 0; i < 200; ++i) {
+    // From this thread, not a worker: each message goes through the
+    // coordinator to a worker's queue, and the workers are asleep by the
+    // time it comes (each waits for the one before).
+    caf::anon_send(counter, i);
+    std::unique_lock lock{t->mx};
+    ASSERT_TRUE(t->cv.wait_for(lock, std::chrono::seconds(30), [&] { return t->handled > i; }))
+        << "message " << i << " was not handled: a sleeping worker was not woken";
+  }
+  EXPECT_EQ(t->handled, 200);
+  caf::anon_send_exit(counter, caf::exit_reason::user_shutdown);
 }
 
 }  // namespace
