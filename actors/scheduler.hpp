@@ -1,5 +1,6 @@
 // ragtor's CAF scheduler: CAF 0.17.6's work-stealing coordinator with a
-// different actor clock.
+// different actor clock, and a sleeping worker woken after its lock is
+// released rather than under it (scheduler.cpp, stealing_policy).
 //
 // CAF's clock (thread_safe_actor_clock) hands every timer operation to its
 // thread through a 64-slot ring buffer: each request's timeout, each
@@ -13,8 +14,7 @@
 // mutex: an operation takes the lock and changes the schedule in place, and
 // wakes the clock thread only when it made the earliest deadline earlier.
 // The thread sleeps until the earliest deadline and ships what is due, as
-// CAF's does. Nothing else changes: the same timeouts fire, at the same
-// instants.
+// CAF's does. The same timeouts fire, at the same instants.
 #pragma once
 
 #include <cstdint>
