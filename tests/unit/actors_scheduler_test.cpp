@@ -1,8 +1,9 @@
 // ragtor's scheduler (actors/scheduler.hpp): CAF's work stealing with a
 // clock that keeps its schedule under a mutex and wakes its thread only for
 // an earlier deadline. Timeouts and delayed messages still arrive, an
-// earlier deadline still wakes the sleeping thread, later ones do not, and
-// a system with timers pending still shuts down.
+// earlier deadline still wakes the sleeping thread, later ones do not, a
+// system with timers pending still shuts down, and a message from outside
+// the workers wakes a sleeping one.
 #include <gtest/gtest.h>
 #include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
@@ -163,10 +164,11 @@ TEST_F(ragtor_scheduler, a_timer_dies_with_the_actor_that_set_it) {
 }
 
 // A job enqueued from outside the workers wakes a sleeping worker (which
-// ragtor's policy does after releasing the worker's lock). Workers here
-// sleep for an hour when idle instead of 10 ms, as `serve` does not poll
-// between (moderate-poll-attempts 0), so a wake-up that went missing would
-// leave the message unhandled and the wait below would give up.
+// ragtor's policy does after releasing the worker's lock). Configured as
+// `serve` is (moderate-poll-attempts 0: from the busy polls straight to
+// sleep), but sleeping an hour when idle instead of 10 ms, so a wake-up
+// that went missing would leave the message unhandled and the wait below
+// would give up.
 TEST(ragtor_scheduler_wakeups, each_message_from_outside_wakes_a_sleeping_worker) {
   caf::actor_system_config cfg;
   cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
