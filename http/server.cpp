@@ -687,6 +687,10 @@ void server::stop() {
     if (t.joinable())
       t.join();
   im.threads.clear();
+  // Replies to requests still waiting are no longer taken (the actor system
+  // outlives the server; the io_contexts may not be destroyed before it).
+  for (auto& ioc : im.iocs)
+    close_caf_bridge(*ioc);
   // Coroutine frames left in the stopped io_context keep `im` alive until
   // the io_context is destroyed; drop the actor handles now so the actor
   // system can shut down (a detached actor is only released when the last
