@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <mutex>
 
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -9,6 +10,9 @@
 #include <boost/asio/this_coro.hpp>
 #include <boost/asio/use_awaitable.hpp>
 #include <caf/actor_cast.hpp>
+#include <caf/actor_companion.hpp>
+#include <caf/exit_reason.hpp>
+#include <caf/scoped_execution_unit.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -37,24 +41,36 @@ struct channel_feed final : event_feed {
   std::shared_ptr<event_pipe> pipe;
 };
 
-// Per-request bridge actor: the turn's subscriber. A turn in this process
-// hands its batches to `feed` itself; one on another node sends them here
-// and they go into the same channel. If the stream dies without a `done`
-// (e.g. a retry joined a turn that just ended, or its node went down), it
-// ends the client's stream itself with error + done.
-event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<channel_feed> feed,
-                            stream_actor stream) {
-  return sys.spawn([feed, stream](event_sink_actor::pointer self)
-                       -> event_sink_actor::behavior_type {
-    self->monitor(stream);
-    self->set_down_handler([=](caf::down_msg& dm) {
-      if (!feed->got_done) {
+// The turn's subscriber, one per request: an actor that is never
+// scheduled (a CAF actor_companion, whose mailbox is a callback run on the
+// sender's thread). A turn in this process hands its batches to `feed`
+// itself; one on another node sends them here and they go into the same
+// channel. If the stream dies without a `done` (e.g. a retry joined a turn
+// that just ended, or its node went down), it ends the client's stream
+// itself with error + done. (It was a scheduled actor: a spawn, a run for
+// its start, one for the stream's end and one for its own per request;
+// docs/performance.md, "One bridge per I/O thread".)
+class turn_sink {
+public:
+  turn_sink(caf::actor_system& sys, std::shared_ptr<channel_feed> feed, const stream_actor& stream)
+      : sys_(sys),
+        self_(caf::actor_cast<caf::strong_actor_ptr>(sys.spawn<caf::actor_companion, caf::hidden>())) {
+    // Messages come from the stream's thread (or the middleman's), one
+    // sender at a time in practice; the lock keeps them in order anyway.
+    companion()->on_enqueue([feed, mx = std::make_shared<std::mutex>()](caf::mailbox_element_ptr ptr) {
+      std::lock_guard lock{*mx};
+      auto& msg = ptr->content();
+      if (msg.match_elements<caf::atom_value, event_batch>()
+          && msg.get_as<caf::atom_value>(0) == atom::events::value) {
+        feed->hand_over(std::move(msg.get_mutable_as<event_batch>(1)));
+      } else if (msg.match_elements<caf::down_msg>() && !feed->got_done) {
         done_content partial;
         partial.partial = true;
         partial.finish_reason = "cancelled";
         // A turn owned by another frontend whose node went away (the
         // connection's proxies die with this reason).
-        bool node_lost = dm.reason == caf::exit_reason::remote_link_unreachable;
+        bool node_lost = msg.get_as<caf::down_msg>(0).reason
+                         == caf::exit_reason::remote_link_unreachable;
         event_batch tail{
             make_error_event("unavailable", node_lost
                                                 ? "the node running this turn went down"
@@ -62,16 +78,34 @@ event_sink_actor spawn_sink(caf::actor_system& sys, std::shared_ptr<channel_feed
             make_done_event(partial)};
         feed->deliver(std::move(tail));
       }
-      self->quit();
     });
-    return {
-        [=](atom::events, event_batch& batch) {
-          if (!feed->hand_over(std::move(batch)) || feed->got_done)
-            self->quit();
-        },
-    };
-  });
-}
+    companion()->monitor(stream);
+  }
+
+  turn_sink(const turn_sink&) = delete;
+  turn_sink& operator=(const turn_sink&) = delete;
+
+  event_sink_actor handle() const { return caf::actor_cast<event_sink_actor>(self_); }
+  caf::actor_control_block* ctrl() const { return caf::actor_cast<caf::actor_control_block*>(self_); }
+
+  // Takes no more messages and terminates: the turn sees its subscriber go.
+  // Only while the actor system runs (not from a coroutine frame destroyed
+  // with its io_context at exit).
+  void close() {
+    auto* self = companion();
+    self->on_enqueue(nullptr);
+    caf::scoped_execution_unit unit{&sys_};
+    self->cleanup(caf::make_error(caf::exit_reason::user_shutdown), &unit);
+  }
+
+private:
+  caf::actor_companion* companion() const {
+    return static_cast<caf::actor_companion*>(caf::actor_cast<caf::abstract_actor*>(self_));
+  }
+
+  caf::actor_system& sys_;
+  caf::strong_actor_ptr self_;
+};
 
 // Reads until the client closes; any read result ends the wait.
 net::awaitable<void> watch_disconnect(net::ip::tcp::socket& sock, std::shared_ptr<event_channel> ch,
@@ -114,12 +148,13 @@ net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_acto
                                  : std::chrono::nanoseconds::max());
   auto ch = std::shared_ptr<event_channel>(pipe, &pipe->channel());
   auto feed = std::make_shared<channel_feed>(pipe);
-  auto sink = spawn_sink(ctx.sys, feed, turn);
+  turn_sink subscriber{ctx.sys, feed, turn};
+  auto sink = subscriber.handle();
   // Registered until the writer is done, however it ends.
   struct feed_registration {
     caf::actor_control_block* sink;
     ~feed_registration() { unregister_local_feed(sink); }
-  } registration{caf::actor_cast<caf::actor_control_block*>(sink)};
+  } registration{subscriber.ctrl()};
   register_local_feed(registration.sink, feed);
   caf::anon_send(turn, atom::subscribe_v, sink, after);
   caf::anon_send(turn, atom::demand_v, sink, static_cast<int32_t>(ctx.settings.initial_credit));
@@ -151,7 +186,7 @@ net::awaitable<bool> follow_turn(handler_context& ctx, exchange& ex, stream_acto
   ch->close();
   // The turn sees its subscriber go: without others it detaches (or was
   // cancelled above).
-  caf::anon_send_exit(sink, caf::exit_reason::user_shutdown);
+  subscriber.close();
   boost::system::error_code ignored;
   sock.cancel(ignored);
   co_return done;
