@@ -11,13 +11,27 @@ namespace net = boost::asio;
 
 net::execution_context::id caf_bridge::id;
 
-namespace {
-
-caf::actor_companion* as_companion(const caf::strong_actor_ptr& p) {
-  return static_cast<caf::actor_companion*>(caf::actor_cast<caf::abstract_actor*>(p));
+caf::strong_actor_ptr spawn_companion(caf::actor_system& sys,
+                                      std::function<void(caf::mailbox_element_ptr)> on_message) {
+  auto companion = caf::actor_cast<caf::strong_actor_ptr>(
+      sys.spawn<caf::actor_companion, caf::hidden>());
+  as_companion(companion)->on_enqueue(std::move(on_message));
+  return companion;
 }
 
-}  // namespace
+caf::actor_companion* as_companion(const caf::strong_actor_ptr& companion) {
+  return static_cast<caf::actor_companion*>(caf::actor_cast<caf::abstract_actor*>(companion));
+}
+
+void mute_companion(const caf::strong_actor_ptr& companion) {
+  as_companion(companion)->on_enqueue(nullptr);
+}
+
+void end_companion(caf::actor_system& sys, const caf::strong_actor_ptr& companion) {
+  mute_companion(companion);
+  caf::scoped_execution_unit unit{&sys};
+  as_companion(companion)->cleanup(caf::make_error(caf::exit_reason::user_shutdown), &unit);
+}
 
 caf_bridge::caf_bridge(net::execution_context& ctx) : service(ctx) {}
 
@@ -27,12 +41,9 @@ std::pair<caf::message_id, caf::strong_actor_ptr> caf_bridge::add(caf::actor_sys
                                                                   std::shared_ptr<call> c) {
   std::lock_guard lock{mx_};
   if (!companion_) {
-    // Hidden: the system's shutdown does not wait for it; close() ends it.
-    auto handle = sys.spawn<caf::actor_companion, caf::hidden>();
-    companion_ = caf::actor_cast<caf::strong_actor_ptr>(handle);
+    companion_ = spawn_companion(
+        sys, [this](caf::mailbox_element_ptr ptr) { on_reply(std::move(ptr)); });
     sys_ = &sys;
-    as_companion(companion_)->on_enqueue(
-        [this](caf::mailbox_element_ptr ptr) { on_reply(std::move(ptr)); });
   }
   auto id = ++last_id_;
   calls_.emplace(id, std::move(c));
@@ -74,13 +85,9 @@ void caf_bridge::close() {
     calls.swap(calls_);
     sys = sys_;
   }
-  if (companion) {
-    auto* self = as_companion(companion);
-    // Waits for a reply being handed over on another thread; none after.
-    self->on_enqueue(nullptr);
-    caf::scoped_execution_unit unit{sys};
-    self->cleanup(caf::make_error(caf::exit_reason::user_shutdown), &unit);
-  }
+  // Waits for a reply being handed over on another thread; none after.
+  if (companion)
+    end_companion(*sys, companion);
 }
 
 void caf_bridge::shutdown() {
@@ -95,7 +102,7 @@ void caf_bridge::shutdown() {
     calls.swap(calls_);
   }
   if (companion)
-    as_companion(companion)->on_enqueue(nullptr);
+    mute_companion(companion);
 }
 
 size_t caf_bridge::waiting() {

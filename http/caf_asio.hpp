@@ -14,6 +14,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <type_traits>
@@ -31,6 +32,7 @@
 #include <caf/check_typed_input.hpp>
 #include <caf/detail/implicit_conversions.hpp>
 #include <caf/expected.hpp>
+#include <caf/fwd.hpp>
 #include <caf/mailbox_element.hpp>
 #include <caf/message.hpp>
 #include <caf/response_type.hpp>
@@ -91,6 +93,20 @@ private:
 
 // Closes the bridge of `ioc`, if it has one (see caf_bridge::close).
 void close_caf_bridge(boost::asio::io_context& ioc);
+
+// A CAF actor_companion: an actor that is never scheduled, whose mailbox is
+// `on_message`, run on the sending thread (it must take its own lock if
+// senders may overlap). Hidden: the system's shutdown does not wait for
+// it; end_companion ends it.
+caf::strong_actor_ptr spawn_companion(caf::actor_system& sys,
+                                      std::function<void(caf::mailbox_element_ptr)> on_message);
+caf::actor_companion* as_companion(const caf::strong_actor_ptr& companion);
+// Takes no more messages (waiting for one being handled); touches no
+// actor system.
+void mute_companion(const caf::strong_actor_ptr& companion);
+// Mutes it, then terminates it (its monitors get their down messages).
+// Only while `sys` runs.
+void end_companion(caf::actor_system& sys, const caf::strong_actor_ptr& companion);
 
 namespace detail {
 

@@ -12,11 +12,11 @@
 #include <caf/actor_cast.hpp>
 #include <caf/actor_companion.hpp>
 #include <caf/exit_reason.hpp>
-#include <caf/scoped_execution_unit.hpp>
 #include <caf/actor_system.hpp>
 #include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "http/caf_asio.hpp"
 #include "http/connection_io.hpp"
 #include "http/handler_context.hpp"
 #include "persistence/store_backend.hpp"
@@ -53,11 +53,10 @@ struct channel_feed final : event_feed {
 class turn_sink {
 public:
   turn_sink(caf::actor_system& sys, std::shared_ptr<channel_feed> feed, const stream_actor& stream)
-      : sys_(sys),
-        self_(caf::actor_cast<caf::strong_actor_ptr>(sys.spawn<caf::actor_companion, caf::hidden>())) {
+      : sys_(sys) {
     // Messages come from the stream's thread (or the middleman's), one
     // sender at a time in practice; the lock keeps them in order anyway.
-    companion()->on_enqueue([feed, mx = std::make_shared<std::mutex>()](caf::mailbox_element_ptr ptr) {
+    self_ = spawn_companion(sys, [feed, mx = std::make_shared<std::mutex>()](caf::mailbox_element_ptr ptr) {
       std::lock_guard lock{*mx};
       auto& msg = ptr->content();
       if (msg.match_elements<caf::atom_value, event_batch>()
@@ -79,7 +78,7 @@ public:
         feed->deliver(std::move(tail));
       }
     });
-    companion()->monitor(stream);
+    as_companion(self_)->monitor(stream);
   }
 
   turn_sink(const turn_sink&) = delete;
@@ -91,18 +90,9 @@ public:
   // Takes no more messages and terminates: the turn sees its subscriber go.
   // Only while the actor system runs (not from a coroutine frame destroyed
   // with its io_context at exit).
-  void close() {
-    auto* self = companion();
-    self->on_enqueue(nullptr);
-    caf::scoped_execution_unit unit{&sys_};
-    self->cleanup(caf::make_error(caf::exit_reason::user_shutdown), &unit);
-  }
+  void close() { end_companion(sys_, self_); }
 
 private:
-  caf::actor_companion* companion() const {
-    return static_cast<caf::actor_companion*>(caf::actor_cast<caf::abstract_actor*>(self_));
-  }
-
   caf::actor_system& sys_;
   caf::strong_actor_ptr self_;
 };
