@@ -83,18 +83,24 @@ public:
 
   turn_sink(const turn_sink&) = delete;
   turn_sink& operator=(const turn_sink&) = delete;
+  ~turn_sink() { close(); }
 
   event_sink_actor handle() const { return caf::actor_cast<event_sink_actor>(self_); }
   caf::actor_control_block* ctrl() const { return caf::actor_cast<caf::actor_control_block*>(self_); }
 
   // Takes no more messages and terminates: the turn sees its subscriber go.
-  // Only while the actor system runs (not from a coroutine frame destroyed
-  // with its io_context at exit).
-  void close() { end_companion(sys_, self_); }
+  // Also when the connection's coroutine ends any other way (its frame
+  // destroyed): the server's io_contexts go before the actor system.
+  void close() {
+    if (!closed_)
+      end_companion(sys_, self_);
+    closed_ = true;
+  }
 
 private:
   caf::actor_system& sys_;
   caf::strong_actor_ptr self_;
+  bool closed_ = false;
 };
 
 // Reads until the client closes; any read result ends the wait.
