@@ -92,8 +92,10 @@ void caf_bridge::close() {
 
 void caf_bridge::shutdown() {
   // The io_context goes: no thread runs its handlers any more. Without a
-  // close() before (the actor system may be gone), only the reply handler
-  // is removed, which touches no system.
+  // close() before, the actor system may be gone: the reply handler is
+  // removed, which touches no system, and the companion is left as it is
+  // (CAF would clean up an actor never ended when its last reference goes,
+  // through its system). The server always closes its bridges first.
   std::unordered_map<uint64_t, std::shared_ptr<call>> calls;
   caf::strong_actor_ptr companion;
   {
@@ -101,8 +103,10 @@ void caf_bridge::shutdown() {
     companion = std::move(companion_);
     calls.swap(calls_);
   }
-  if (companion)
+  if (companion) {
     mute_companion(companion);
+    companion.release();  // deliberately kept: see above
+  }
 }
 
 size_t caf_bridge::waiting() {

@@ -73,9 +73,10 @@ public:
   // The call waiting for request `id`, removed; null once it is finished.
   std::shared_ptr<call> take(uint64_t id);
 
-  // Stops taking replies and drops the calls still waiting (their
-  // coroutines with them). For the server's stop, while the actor system
-  // still runs; the io_context's destruction does the same otherwise.
+  // Stops taking replies, ends the reply actor and drops the calls still
+  // waiting (their coroutines with them). For the server's stop, while
+  // the actor system still runs; without it, the io_context's destruction
+  // only stops taking replies.
   void close();
 
   size_t waiting();  // calls not yet finished (tests)
