@@ -1,5 +1,7 @@
 #include "http/caf_asio.hpp"
 
+#include <utility>
+
 #include <boost/asio/io_context.hpp>
 #include <caf/actor_companion.hpp>
 #include <caf/exit_reason.hpp>
@@ -27,9 +29,9 @@ void mute_companion(const caf::strong_actor_ptr& companion) {
   as_companion(companion)->on_enqueue(nullptr);
 }
 
-void end_companion(caf::actor_system& sys, const caf::strong_actor_ptr& companion) {
+void end_companion(const caf::strong_actor_ptr& companion) {
   mute_companion(companion);
-  caf::scoped_execution_unit unit{&sys};
+  caf::scoped_execution_unit unit{&as_companion(companion)->home_system()};
   as_companion(companion)->cleanup(caf::make_error(caf::exit_reason::user_shutdown), &unit);
 }
 
@@ -43,7 +45,6 @@ std::pair<caf::message_id, caf::strong_actor_ptr> caf_bridge::add(caf::actor_sys
   if (!companion_) {
     companion_ = spawn_companion(
         sys, [this](caf::mailbox_element_ptr ptr) { on_reply(std::move(ptr)); });
-    sys_ = &sys;
   }
   auto id = ++last_id_;
   calls_.emplace(id, std::move(c));
@@ -75,19 +76,17 @@ void caf_bridge::on_reply(caf::mailbox_element_ptr ptr) {
   });
 }
 
+std::pair<caf::strong_actor_ptr, std::unordered_map<uint64_t, std::shared_ptr<caf_bridge::call>>>
+caf_bridge::detach() {
+  std::lock_guard lock{mx_};
+  return {std::move(companion_), std::exchange(calls_, {})};
+}
+
 void caf_bridge::close() {
-  caf::strong_actor_ptr companion;
-  std::unordered_map<uint64_t, std::shared_ptr<call>> calls;
-  caf::actor_system* sys;
-  {
-    std::lock_guard lock{mx_};
-    companion = std::move(companion_);
-    calls.swap(calls_);
-    sys = sys_;
-  }
+  auto [companion, calls] = detach();
   // Waits for a reply being handed over on another thread; none after.
   if (companion)
-    end_companion(*sys, companion);
+    end_companion(companion);
 }
 
 void caf_bridge::shutdown() {
@@ -96,13 +95,7 @@ void caf_bridge::shutdown() {
   // removed, which touches no system, and the companion is left as it is
   // (CAF would clean up an actor never ended when its last reference goes,
   // through its system). The server always closes its bridges first.
-  std::unordered_map<uint64_t, std::shared_ptr<call>> calls;
-  caf::strong_actor_ptr companion;
-  {
-    std::lock_guard lock{mx_};
-    companion = std::move(companion_);
-    calls.swap(calls_);
-  }
+  auto [companion, calls] = detach();
   if (companion) {
     mute_companion(companion);
     companion.release();  // deliberately kept: see above

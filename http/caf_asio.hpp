@@ -2,7 +2,8 @@
 // threads: `co_await async_request<R>(sys, handle, timeout, xs...)` sends
 // the request straight from the I/O thread into the receiver's mailbox and
 // resumes the coroutine on its executor with the reply (or error). The I/O
-// thread never blocks on an actor (no scoped_actor, no function_view).
+// thread never waits for an actor: the coroutine is suspended until the
+// reply is posted to it.
 //
 // Replies go to one actor per io_context (a CAF `actor_companion`, owned by
 // the `caf_bridge` service below), which is never scheduled: its mailbox is
@@ -84,11 +85,12 @@ public:
 private:
   void shutdown() override;
   void on_reply(caf::mailbox_element_ptr ptr);
+  // Empties the bridge: its reply actor and the calls still waiting.
+  std::pair<caf::strong_actor_ptr, std::unordered_map<uint64_t, std::shared_ptr<call>>> detach();
 
   std::mutex mx_;
   std::unordered_map<uint64_t, std::shared_ptr<call>> calls_;
   uint64_t last_id_ = 0;
-  caf::actor_system* sys_ = nullptr;
   caf::strong_actor_ptr companion_;
 };
 
@@ -106,8 +108,8 @@ caf::actor_companion* as_companion(const caf::strong_actor_ptr& companion);
 // actor system.
 void mute_companion(const caf::strong_actor_ptr& companion);
 // Mutes it, then terminates it (its monitors get their down messages).
-// Only while `sys` runs.
-void end_companion(caf::actor_system& sys, const caf::strong_actor_ptr& companion);
+// Only while its actor system runs.
+void end_companion(const caf::strong_actor_ptr& companion);
 
 namespace detail {
 

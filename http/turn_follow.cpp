@@ -52,8 +52,7 @@ struct channel_feed final : event_feed {
 // docs/performance.md, "One bridge per I/O thread".)
 class turn_sink {
 public:
-  turn_sink(caf::actor_system& sys, std::shared_ptr<channel_feed> feed, const stream_actor& stream)
-      : sys_(sys) {
+  turn_sink(caf::actor_system& sys, std::shared_ptr<channel_feed> feed, const stream_actor& stream) {
     // Messages come from the stream's thread (or the middleman's), one
     // sender at a time in practice; the lock keeps them in order anyway.
     self_ = spawn_companion(sys, [feed, mx = std::make_shared<std::mutex>()](caf::mailbox_element_ptr ptr) {
@@ -92,15 +91,13 @@ public:
   // Also when the connection's coroutine ends any other way (its frame
   // destroyed): the server's io_contexts go before the actor system.
   void close() {
-    if (!closed_)
-      end_companion(sys_, self_);
-    closed_ = true;
+    if (self_)
+      end_companion(self_);
+    self_ = nullptr;
   }
 
 private:
-  caf::actor_system& sys_;
-  caf::strong_actor_ptr self_;
-  bool closed_ = false;
+  caf::strong_actor_ptr self_;  // null once closed
 };
 
 // Reads until the client closes; any read result ends the wait.
