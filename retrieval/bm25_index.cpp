@@ -121,7 +121,27 @@ bm25_index bm25_index::from_counts(std::vector<term_counts> rows, params p) {
       pl.docs.push_back(d);
       pl.tfs.push_back(n);
     }
+  idx.index_vocabulary();
   return idx;
+}
+
+uint32_t letter_set(std::string_view term) {
+  uint32_t set = 0;
+  for (unsigned char c : term)
+    set |= c >= 'a' && c <= 'z' ? 1u << (c - 'a') : 1u << (26 + c % 6);
+  return set;
+}
+
+void bm25_index::index_vocabulary() {
+  by_length_.clear();
+  for (auto& [term, pl] : postings_) {
+    if (term.size() >= by_length_.size())
+      by_length_.resize(term.size() + 1);
+    auto& bucket = by_length_[term.size()];
+    bucket.terms += term;
+    bucket.letters.push_back(letter_set(term));
+    bucket.df.push_back(static_cast<uint32_t>(pl.docs.size()));
+  }
 }
 
 double bm25_index::term_score(const posting_list& pl, size_t pos, double weight) const {
@@ -176,6 +196,8 @@ size_t bm25_index::memory_bytes() const {
   size_t bytes = doc_len_.capacity() * sizeof(uint32_t);
   for (auto& [term, pl] : postings_)
     bytes += term.capacity() + sizeof(pl) + 48 + (pl.docs.capacity() + pl.tfs.capacity()) * 4;
+  for (auto& b : by_length_)
+    bytes += sizeof(b) + b.terms.capacity() + (b.letters.capacity() + b.df.capacity()) * 4;
   return bytes;
 }
 
@@ -308,6 +330,7 @@ std::optional<bm25_index> bm25_index::deserialize(std::string_view data) {
   }
   if (!r.at_end())
     return std::nullopt;
+  idx.index_vocabulary();
   return idx;
 }
 

@@ -18,6 +18,12 @@
 
 namespace ragtor {
 
+// The set of letters a term holds, one bit per letter a-z and six more
+// for every other byte (by value modulo six). One edit (insert, delete,
+// substitute, swap two neighbours) changes at most two bits of it, so two
+// terms whose sets differ in more than 2d bits are more than d edits apart.
+uint32_t letter_set(std::string_view term);
+
 struct bm25_params {
   double k1 = 0.9;
   double b = 0.4;
@@ -56,11 +62,26 @@ public:
   bool has_term(std::string_view term) const { return document_frequency(term) > 0; }
   size_t document_frequency(std::string_view term) const;
   // Calls visit(term, document frequency) for every index term, in no
-  // particular order (typo_expansion.hpp searches it).
+  // particular order.
   template <class Visitor>
   void visit_vocabulary(Visitor&& visit) const {
     for (auto& [term, pl] : postings_)
       visit(std::string_view{term}, pl.docs.size());
+  }
+
+  // The index terms of one length (in bytes), with each one's letters
+  // (letter_set) and document frequency: what typo expansion scans
+  // (typo_expansion.hpp). Term i is terms.substr(i * length, length).
+  struct terms_of_length {
+    std::string terms;
+    std::vector<uint32_t> letters;
+    std::vector<uint32_t> df;
+    size_t size() const { return df.size(); }
+  };
+  // Null when no index term has that length.
+  const terms_of_length* terms_with_length(size_t length) const {
+    return length < by_length_.size() && by_length_[length].size() ? &by_length_[length]
+                                                                     : nullptr;
   }
   size_t memory_bytes() const;
 
@@ -91,9 +112,11 @@ private:
   double term_score(const posting_list& pl, size_t pos, double weight) const;
   using term_counts = std::vector<std::pair<std::string, uint32_t>>;  // sorted by term
   static bm25_index from_counts(std::vector<term_counts> rows, params p);
+  void index_vocabulary();  // fills by_length_ from postings_
 
   params params_;
   std::unordered_map<std::string, posting_list> postings_;
+  std::vector<terms_of_length> by_length_;  // indexed by length
   std::vector<uint32_t> doc_len_;
   double avg_len_ = 0;
 };

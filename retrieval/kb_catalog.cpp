@@ -163,12 +163,15 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
       auto dims = opts.embed->dims();
       std::vector<float> flat(snap->chunks.size() * dims);
       size_t next = 0;
+      std::vector<float> kept;
       for (size_t i = 0; i < snap->chunks.size(); ++i) {
         std::span<const float> v;
-        if (next < missing.size() && missing[next] == i)
+        if (next < missing.size() && missing[next] == i) {
           v = (*rows)[next++];
-        else
-          v = previous->vectors.row(known.at(text_of(snap->chunks[i])));
+        } else {
+          kept = previous->vectors.row(known.at(text_of(snap->chunks[i])));
+          v = kept;
+        }
         std::copy(v.begin(), v.end(), flat.begin() + static_cast<std::ptrdiff_t>(i * dims));
       }
       if (!known.empty())

@@ -1,6 +1,7 @@
 #include "retrieval/typo_expansion.hpp"
 
 #include <algorithm>
+#include <bit>
 #include <map>
 #include <tuple>
 
@@ -18,13 +19,14 @@ bool is_latin_word(std::string_view term) {
 
 }  // namespace
 
-int bounded_edit_distance(std::string_view a, std::string_view b, int max_distance) {
+namespace {
+
+// The OSA distance over three rows of `width` ints each at `rows`.
+int bounded_edit_distance(std::string_view a, std::string_view b, int max_distance, int* rows) {
   auto la = static_cast<int>(a.size()), lb = static_cast<int>(b.size());
-  if (std::abs(la - lb) > max_distance)
-    return max_distance + 1;
-  // Three rows of the OSA table; a row whose minimum exceeds the bound
-  // ends the computation.
-  std::vector<int> prev2(lb + 1), prev(lb + 1), cur(lb + 1);
+  int* prev2 = rows;
+  int* prev = rows + (lb + 1);
+  int* cur = rows + 2 * (lb + 1);
   for (int j = 0; j <= lb; ++j)
     prev[j] = j;
   for (int i = 1; i <= la; ++i) {
@@ -45,6 +47,23 @@ int bounded_edit_distance(std::string_view a, std::string_view b, int max_distan
   return std::min(prev[lb], max_distance + 1);
 }
 
+}  // namespace
+
+int bounded_edit_distance(std::string_view a, std::string_view b, int max_distance) {
+  auto la = static_cast<int>(a.size()), lb = static_cast<int>(b.size());
+  if (std::abs(la - lb) > max_distance)
+    return max_distance + 1;
+  // Three rows of the OSA table, on the stack for terms of up to 63 bytes;
+  // a row whose minimum exceeds the bound ends the computation.
+  constexpr int on_stack = 64;
+  if (lb < on_stack) {
+    int rows[3 * on_stack];
+    return bounded_edit_distance(a, b, max_distance, rows);
+  }
+  std::vector<int> rows(3 * static_cast<size_t>(lb + 1));
+  return bounded_edit_distance(a, b, max_distance, rows.data());
+}
+
 expanded_query expand_typos(const bm25_index& index, std::string_view query,
                             const typo_options& opts) {
   expanded_query out;
@@ -59,21 +78,37 @@ expanded_query expand_typos(const bm25_index& index, std::string_view query,
     if (term.size() < opts.min_length || !is_latin_word(term) || index.has_term(term))
       continue;
     int bound = term.size() >= opts.long_length ? 2 : 1;
-    // (distance, -df, term): the closest, then the most frequent.
+    // (distance, -df, term): the closest, then the most frequent. Which
+    // terms are found does not depend on the order they are looked at
+    // (all at the smallest distance within the bound), so the lengths
+    // nearest the term's go first: a close match found early narrows the
+    // rest of the search.
     std::vector<std::tuple<int, int64_t, std::string>> found;
     int best = bound;
-    index.visit_vocabulary([&](std::string_view candidate, size_t df) {
-      if (candidate.size() + best < term.size() || candidate.size() > term.size() + best)
-        return;
-      auto d = bounded_edit_distance(term, candidate, best);
-      if (d > best)
-        return;
-      if (d < best) {
-        found.clear();  // only the smallest distance found counts
-        best = d;
+    auto letters = letter_set(term);
+    auto len = static_cast<int>(term.size());
+    for (int step = 0; step <= 2 * bound; ++step) {
+      int diff = (step + 1) / 2;  // 0, 1, 1, 2, 2
+      if (diff > best)
+        break;
+      auto n = static_cast<size_t>(step % 2 ? len - diff : len + diff);  // none below 0
+      auto* bucket = index.terms_with_length(n);
+      if (!bucket)
+        continue;
+      for (size_t i = 0; i < bucket->size(); ++i) {
+        if (std::popcount(bucket->letters[i] ^ letters) > 2 * best)
+          continue;  // more than `best` edits apart (letter_set)
+        std::string_view candidate{bucket->terms.data() + i * n, n};
+        auto d = bounded_edit_distance(term, candidate, best);
+        if (d > best)
+          continue;
+        if (d < best) {
+          found.clear();  // only the smallest distance found counts
+          best = d;
+        }
+        found.emplace_back(d, -static_cast<int64_t>(bucket->df[i]), std::string{candidate});
       }
-      found.emplace_back(d, -static_cast<int64_t>(df), std::string{candidate});
-    });
+    }
     if (found.empty())
       continue;
     std::sort(found.begin(), found.end());

@@ -130,6 +130,78 @@ TEST(vector_index, exact_equals_brute_force_and_hnsw_recall_is_high) {
   EXPECT_TRUE(exact.search({queries.data(), dims - 1}, 5).empty()) << "wrong dimension";
 }
 
+// The row-by-row dot product the exact index scanned with before it kept
+// its vectors by dimension: eight lanes, then pairwise, then the rest.
+float lane_dot(const float* a, const float* b, size_t n) {
+  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8)
+    for (size_t j = 0; j < 8; ++j)
+      acc[j] += a[i + j] * b[i + j];
+  float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
+  for (; i < n; ++i)
+    sum += a[i] * b[i];
+  return sum;
+}
+
+TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_bit) {
+  // Dimensions with and without a remainder past eight; row counts that
+  // end inside a block of the scan; dense queries and sparse ones (the
+  // hashed embedder's: most dimensions zero); duplicated rows for ties.
+  for (size_t dims : {size_t{256}, size_t{37}, size_t{5}}) {
+    for (size_t n : {size_t{1}, size_t{513}, size_t{1300}}) {
+      auto rows = random_rows(n, dims, 10 + dims + n);
+      if (n > 2)
+        std::copy_n(rows.begin(), dims, rows.begin() + 2 * static_cast<std::ptrdiff_t>(dims));
+      auto index = vector_index::build(rows, dims);
+      ASSERT_FALSE(index.uses_hnsw());
+      ASSERT_EQ(index.size(), n);
+      auto queries = random_rows(12, dims, 99 + dims);
+      std::mt19937_64 rng{dims * 7 + n};
+      for (size_t q = 0; q < 12; ++q) {
+        std::vector<float> query(queries.begin() + static_cast<std::ptrdiff_t>(q * dims),
+                                 queries.begin() + static_cast<std::ptrdiff_t>((q + 1) * dims));
+        if (q % 2)  // sparse: two dimensions in three zero
+          for (auto& x : query)
+            if (rng() % 3)
+              x = 0.f;
+        std::vector<vector_index::hit> ref;
+        for (uint32_t i = 0; i < n; ++i)
+          ref.emplace_back(i, lane_dot(rows.data() + i * dims, query.data(), dims));
+        std::stable_sort(ref.begin(), ref.end(),
+                         [](auto& a, auto& b) { return a.second > b.second; });
+        auto all = index.search(query, n);
+        ASSERT_EQ(all.size(), n);
+        for (size_t i = 0; i < n; ++i) {
+          EXPECT_EQ(all[i].first, ref[i].first) << dims << "/" << n << " query " << q << " rank " << i;
+          EXPECT_EQ(all[i].second, ref[i].second) << "bit for bit, not nearly";
+        }
+        auto top = index.search(query, 7);
+        ASSERT_EQ(top.size(), std::min<size_t>(7, n));
+        EXPECT_TRUE(std::equal(top.begin(), top.end(), ref.begin()));
+      }
+      // A row reads back as it went in.
+      auto last = index.row(n - 1);
+      EXPECT_TRUE(std::equal(last.begin(), last.end(), rows.end() - static_cast<std::ptrdiff_t>(dims)));
+    }
+  }
+  // The hashed embedder's vectors, searched with its own query.
+  auto e = make_hashed_embedder(256);
+  std::vector<std::string> texts{"lighthouse keepers of the northern coast",
+                                 "kestrels hunt over the harbour", "the harbour master's log",
+                                 "keeping a lighthouse lamp lit", "ships in the harbour at night"};
+  auto batch = std::get<embedding_batch>(e->embed(texts));
+  std::vector<float> rows;
+  for (auto& v : batch)
+    rows.insert(rows.end(), v.begin(), v.end());
+  auto index = vector_index::build(rows, 256);
+  auto q = std::get<embedding_batch>(e->embed({"a lighthouse in the harbour"}))[0];
+  auto hits = index.search(q, 5);
+  ASSERT_EQ(hits.size(), 5u);
+  for (auto& [i, score] : hits)
+    EXPECT_EQ(score, lane_dot(rows.data() + i * 256, q.data(), 256)) << texts[i];
+}
+
 TEST(vector_index, a_saved_hnsw_graph_loads_and_answers_identically) {
   constexpr size_t n = 2000, dims = 16;
   auto rows = random_rows(n, dims, 3);

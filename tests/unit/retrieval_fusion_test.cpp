@@ -5,12 +5,15 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <random>
+#include <tuple>
 
 #include "retrieval/agents.hpp"
 #include "retrieval/embedder.hpp"
 #include "retrieval/fusion.hpp"
 #include "retrieval/fusion_policy.hpp"
 #include "retrieval/kb_catalog.hpp"
+#include "retrieval/tokenizer.hpp"
 #include "retrieval/typo_expansion.hpp"
 
 namespace ragtor {
@@ -249,6 +252,95 @@ TEST(typo_expansion, is_off_for_known_short_or_numeric_terms_and_bounded) {
   auto plain = kb_catalog::build_snapshot(off, harbour_docs(), kb_build_options{});
   EXPECT_TRUE(run_agent(*plain, "hybrid_agent", "Kestral", 3).retrieval_results.empty())
       << "typo_tolerance=false: no expansion";
+}
+
+// The expansions a scan of the whole vocabulary finds (the search before
+// terms were grouped by length and letters): every index term within the
+// bound, the smallest distance only, closest then most frequent.
+std::vector<std::pair<std::string, int>> expansions_by_full_scan(const bm25_index& index,
+                                                                  const std::string& term,
+                                                                  const typo_options& opts) {
+  int bound = term.size() >= opts.long_length ? 2 : 1;
+  std::vector<std::tuple<int, int64_t, std::string>> found;
+  index.visit_vocabulary([&](std::string_view candidate, size_t df) {
+    auto d = bounded_edit_distance(term, candidate, bound);
+    if (d <= bound)
+      found.emplace_back(d, -static_cast<int64_t>(df), std::string{candidate});
+  });
+  std::vector<std::pair<std::string, int>> out;
+  if (found.empty())
+    return out;
+  std::sort(found.begin(), found.end());
+  for (auto& [d, neg_df, candidate] : found)
+    if (d == std::get<0>(found.front()) && out.size() < opts.max_expansions)
+      out.emplace_back(candidate, d);
+  return out;
+}
+
+TEST(typo_expansion, finds_what_a_scan_of_the_whole_vocabulary_finds) {
+  // A vocabulary dense in near spellings: words over six letters, 3 to 12
+  // long, each in a random number of chunks (document frequencies differ).
+  std::mt19937_64 rng{20261128};
+  auto word = [&](size_t len) {
+    std::string w;
+    for (size_t i = 0; i < len; ++i)
+      w += "aeilnrst"[rng() % 6 + (i % 2) * 2];
+    return w;
+  };
+  std::vector<std::string> vocab;
+  for (int i = 0; i < 3000; ++i)
+    vocab.push_back(word(3 + rng() % 10));
+  vocab.push_back("hello'world");  // a byte outside a-z
+  std::vector<chunk> chunks;
+  for (int c = 0; c < 400; ++c) {
+    chunk ch;
+    ch.chunk_id = "c" + std::to_string(c);
+    for (int w = 0; w < 30; ++w)
+      ch.text += vocab[rng() % vocab.size()] + " ";
+    chunks.push_back(ch);
+  }
+  auto index = bm25_index::build(chunks, {});
+  // Queries: index terms with one to three random edits, and fresh words.
+  std::vector<std::string> terms;
+  index.visit_vocabulary([&](std::string_view v, size_t) { terms.emplace_back(v); });
+  std::sort(terms.begin(), terms.end());
+  size_t compared = 0, expanded = 0;
+  for (int q = 0; q < 1500; ++q) {
+    std::string t;
+    if (q % 5 == 4) {
+      t = word(4 + rng() % 9);
+    } else {
+      t = terms[rng() % terms.size()];
+      for (int e = 0, edits = 1 + q % 3; e < edits && t.size() > 1; ++e) {
+        auto at = rng() % t.size();
+        switch (rng() % 4) {
+          case 0: t.erase(at, 1); break;
+          case 1: t.insert(at, 1, "aeilnrstxz"[rng() % 10]); break;
+          case 2: t[at] = "aeilnrstxz"[rng() % 10]; break;
+          default: if (at + 1 < t.size()) std::swap(t[at], t[at + 1]);
+        }
+      }
+    }
+    for (auto opts : {typo_options{}, typo_options{4, 6, 5, 1.0, 0.8}}) {
+      auto e = expand_typos(index, t, opts);
+      auto tokens = tokenize(t);
+      if (tokens.size() != 1 || tokens[0].size() < opts.min_length || index.has_term(tokens[0])) {
+        EXPECT_TRUE(e.expansions.empty()) << t;
+        continue;
+      }
+      auto want = expansions_by_full_scan(index, tokens[0], opts);
+      ++compared;
+      if (want.empty()) {
+        EXPECT_TRUE(e.expansions.empty()) << t;
+        continue;
+      }
+      ++expanded;
+      ASSERT_EQ(e.expansions.size(), 1u) << t;
+      EXPECT_EQ(e.expansions[0].matches, want) << t;
+    }
+  }
+  EXPECT_GT(compared, 1000u);
+  EXPECT_GT(expanded, 500u) << "most edited terms have a near spelling";
 }
 
 }  // namespace
