@@ -1,6 +1,8 @@
 #include "retrieval/fusion.hpp"
 
 #include <algorithm>
+#include <climits>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <unordered_map>
@@ -15,56 +17,81 @@ size_t over_retrieve_depth(size_t k) {
 
 namespace {
 
-// Adds one leg's surviving items (thresholded, first occurrence of an id)
-// to `by_id`, each with its 1-based rank and contribution(rank, score).
+// What fusion keeps of an item while the legs are added: the item, the
+// leg that added it last (an id a leg lists twice counts once, at its
+// first rank) and its best single-leg rank (the first tie-break).
+struct fusing {
+  std::string_view id;  // a leg's id (the legs outlive fusion)
+  fused_item item;  // without its id until it is kept
+  size_t last_leg = SIZE_MAX;
+  int best_rank = INT32_MAX;
+};
+
+using fusing_map = std::unordered_map<std::string_view, fusing>;
+
+// Adds leg number `leg`'s surviving items (thresholded, first occurrence
+// of an id) to `by_id`, each with its 1-based rank and
+// contribution(rank, score).
 template <class Contribution>
-void add_leg(const ranked_list& list, std::unordered_map<std::string, fused_item>& by_id,
-             Contribution contribution) {
-  std::set<std::string_view> seen;
+void add_leg(const ranked_list& list, size_t leg, fusing_map& by_id, Contribution contribution) {
   int rank = 0;
   for (auto& [id, score] : list.items) {
     if (list.min_score && score < *list.min_score)
       continue;
-    if (!seen.insert(id).second)
-      continue;
-    ++rank;
     auto& f = by_id[id];
+    if (f.last_leg == leg)
+      continue;
     f.id = id;
-    f.score += contribution(rank, score);
-    f.ranks.emplace_back(list.leg, rank);
+    f.last_leg = leg;
+    ++rank;
+    f.best_rank = std::min(f.best_rank, rank);
+    f.item.score += contribution(rank, score);
+    f.item.ranks.emplace_back(list.leg, rank);
   }
 }
 
-std::vector<fused_item> ranked(std::unordered_map<std::string, fused_item> by_id, size_t k) {
-  std::vector<fused_item> out;
-  out.reserve(by_id.size());
+std::vector<fused_item> ranked(fusing_map by_id, size_t k) {
+  std::vector<fusing*> order;
+  order.reserve(by_id.size());
   for (auto& [id, f] : by_id)
-    out.push_back(std::move(f));
-  auto best_rank = [](const fused_item& f) {
-    int best = INT32_MAX;
-    for (auto& [leg, r] : f.ranks)
-      best = std::min(best, r);
-    return best;
+    order.push_back(&f);
+  auto better = [&](const fusing* a, const fusing* b) {
+    if (a->item.score != b->item.score)
+      return a->item.score > b->item.score;
+    if (a->best_rank != b->best_rank)
+      return a->best_rank < b->best_rank;
+    return a->id < b->id;
   };
-  std::sort(out.begin(), out.end(), [&](const fused_item& a, const fused_item& b) {
-    if (a.score != b.score)
-      return a.score > b.score;
-    if (best_rank(a) != best_rank(b))
-      return best_rank(a) < best_rank(b);
-    return a.id < b.id;
-  });
-  if (out.size() > k)
-    out.resize(k);
+  auto keep = std::min(k, order.size());
+  std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
+                    better);
+  std::vector<fused_item> out;
+  out.reserve(keep);
+  for (size_t i = 0; i < keep; ++i) {
+    out.push_back(std::move(order[i]->item));
+    out.back().id = order[i]->id;
+  }
   return out;
+}
+
+fusing_map fusing_map_for(const std::vector<ranked_list>& lists) {
+  size_t n = 0;
+  for (auto& list : lists)
+    n += list.items.size();
+  fusing_map by_id;
+  by_id.reserve(n);
+  return by_id;
 }
 
 }  // namespace
 
 std::vector<fused_item> weighted_rrf(const std::vector<ranked_list>& lists, size_t k,
                                      double rrf_k) {
-  std::unordered_map<std::string, fused_item> by_id;
-  for (auto& list : lists)
-    add_leg(list, by_id, [&](int rank, double) { return list.weight / (rrf_k + rank); });
+  auto by_id = fusing_map_for(lists);
+  for (size_t leg = 0; leg < lists.size(); ++leg) {
+    auto& list = lists[leg];
+    add_leg(list, leg, by_id, [&](int rank, double) { return list.weight / (rrf_k + rank); });
+  }
   return ranked(std::move(by_id), k);
 }
 
@@ -72,15 +99,16 @@ std::vector<fused_item> convex_fusion(const std::vector<ranked_list>& lists, siz
   double total_weight = 0;
   for (auto& list : lists)
     total_weight += std::max(list.weight, 0.0);
-  std::unordered_map<std::string, fused_item> by_id;
-  for (auto& list : lists) {
+  auto by_id = fusing_map_for(lists);
+  for (size_t leg = 0; leg < lists.size(); ++leg) {
+    auto& list = lists[leg];
     double best = 0;
     for (auto& [id, score] : list.items)
       if (!list.min_score || score >= *list.min_score)
         best = std::max(best, score);
     double scale =
         best > 0 && total_weight > 0 ? std::max(list.weight, 0.0) / (best * total_weight) : 0.0;
-    add_leg(list, by_id, [&](int, double score) { return std::max(score, 0.0) * scale; });
+    add_leg(list, leg, by_id, [&](int, double score) { return std::max(score, 0.0) * scale; });
   }
   return ranked(std::move(by_id), k);
 }
