@@ -99,6 +99,7 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const b
   for (auto l : idx.doc_len_)
     total += l;
   idx.avg_len_ = chunks.empty() ? 1.0 : std::max(1.0, double(total) / double(chunks.size()));
+  idx.norms();
   double n = static_cast<double>(chunks.size());
   for (auto& [term, pl] : idx.postings_) {
     double df = static_cast<double>(pl.docs.size());
@@ -144,11 +145,17 @@ void bm25_index::index_vocabulary() {
   }
 }
 
+void bm25_index::norms() {
+  norm_.resize(doc_len_.size());
+  for (size_t d = 0; d < doc_len_.size(); ++d) {
+    double len = doc_len_[d];
+    norm_[d] = params_.k1 * (1.0 - params_.b + params_.b * len / avg_len_);
+  }
+}
+
 double bm25_index::term_score(const posting_list& pl, size_t pos, double weight) const {
   double tf = pl.tfs[pos];
-  double len = doc_len_[pl.docs[pos]];
-  double norm = params_.k1 * (1.0 - params_.b + params_.b * len / avg_len_);
-  return weight * pl.idf * tf * (params_.k1 + 1.0) / (tf + norm);
+  return weight * pl.idf * tf * (params_.k1 + 1.0) / (tf + norm_[pl.docs[pos]]);
 }
 
 std::vector<bm25_index::query_term> bm25_index::query_terms(std::string_view query) const {
@@ -193,7 +200,7 @@ size_t bm25_index::document_frequency(std::string_view term) const {
 }
 
 size_t bm25_index::memory_bytes() const {
-  size_t bytes = doc_len_.capacity() * sizeof(uint32_t);
+  size_t bytes = doc_len_.capacity() * sizeof(uint32_t) + norm_.capacity() * sizeof(double);
   for (auto& [term, pl] : postings_)
     bytes += term.capacity() + sizeof(pl) + 48 + (pl.docs.capacity() + pl.tfs.capacity()) * 4;
   for (auto& b : by_length_)
@@ -226,7 +233,22 @@ std::vector<bm25_index::hit> bm25_index::search_terms(std::vector<query_term> te
   std::vector<double> prefix_ub(n + 1, 0.0);  // sum of bounds of terms [0, i)
   for (size_t i = 0; i < n; ++i)
     prefix_ub[i + 1] = prefix_ub[i] + terms[i].list->upper_bound * terms[i].weight;
-  std::vector<size_t> cursor(n, 0);
+  // Each term's place in its postings, by pointer: the loop below reads
+  // a term's next document without going through its list.
+  struct cursor {
+    const posting_list* list;
+    const uint32_t* at;
+    const uint32_t* end;
+    double weight;
+    size_t canonical;
+    uint32_t doc() const { return at < end ? *at : UINT32_MAX; }
+    size_t pos() const { return static_cast<size_t>(at - list->docs.data()); }
+  };
+  std::vector<cursor> cur;
+  cur.reserve(n);
+  for (auto& t : terms)
+    cur.push_back({t.list, t.list->docs.data(), t.list->docs.data() + t.list->docs.size(), t.weight,
+                   t.canonical});
   std::vector<double> contrib(n, 0.0);
   top_k top{k};
   size_t first_essential = 0;
@@ -238,24 +260,21 @@ std::vector<bm25_index::hit> bm25_index::search_terms(std::vector<query_term> te
   // applied differently) than the exact score, which may differ in the
   // last bits; pruning must never drop a document exhaustive scoring keeps.
   auto cannot_enter = [&](double bound) { return bound * (1.0 + 1e-9) <= top.threshold(); };
-  auto doc_at = [&](size_t t) {
-    return cursor[t] < terms[t].list->docs.size() ? terms[t].list->docs[cursor[t]] : end;
-  };
   for (;;) {
     // Next candidate: the smallest doc among essential lists.
     uint32_t doc = end;
     for (size_t t = first_essential; t < n; ++t)
-      doc = std::min(doc, doc_at(t));
+      doc = std::min(doc, cur[t].doc());
     if (doc == end)
       break;
     std::fill(contrib.begin(), contrib.end(), 0.0);
     double score = 0;
     for (size_t t = first_essential; t < n; ++t)
-      if (doc_at(t) == doc) {
-        auto s = term_score(*terms[t].list, cursor[t], terms[t].weight);
-        contrib[terms[t].canonical] = s;
+      if (cur[t].doc() == doc) {
+        auto s = term_score(*cur[t].list, cur[t].pos(), cur[t].weight);
+        contrib[cur[t].canonical] = s;
         score += s;
-        ++cursor[t];
+        ++cur[t].at;
       }
     // Non-essential terms, highest bound first, while they could matter.
     bool complete = true;
@@ -264,12 +283,10 @@ std::vector<bm25_index::hit> bm25_index::search_terms(std::vector<query_term> te
         complete = false;
         break;
       }
-      auto& docs = terms[t].list->docs;
-      auto it = std::lower_bound(docs.begin() + cursor[t], docs.end(), doc);
-      cursor[t] = static_cast<size_t>(it - docs.begin());
-      if (it != docs.end() && *it == doc) {
-        auto s = term_score(*terms[t].list, cursor[t], terms[t].weight);
-        contrib[terms[t].canonical] = s;
+      cur[t].at = std::lower_bound(cur[t].at, cur[t].end, doc);
+      if (cur[t].doc() == doc) {
+        auto s = term_score(*cur[t].list, cur[t].pos(), cur[t].weight);
+        contrib[cur[t].canonical] = s;
         score += s;
       }
     }
@@ -330,6 +347,7 @@ std::optional<bm25_index> bm25_index::deserialize(std::string_view data) {
   }
   if (!r.at_end())
     return std::nullopt;
+  idx.norms();
   idx.index_vocabulary();
   return idx;
 }

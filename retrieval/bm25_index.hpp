@@ -119,6 +119,10 @@ private:
   std::vector<terms_of_length> by_length_;  // indexed by length
   std::vector<uint32_t> doc_len_;
   double avg_len_ = 0;
+  // Per chunk, k1 * (1 - b + b * length / average length): the part of
+  // every term's score that depends on the chunk alone (norms()).
+  std::vector<double> norm_;
+  void norms();
 };
 
 }  // namespace ragtor
