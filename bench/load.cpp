@@ -27,6 +27,9 @@
 //       [--kb demo]  (the requests' kb_prefix; "general" answers without
 //                     retrieval, so the context read is on the first
 //                     token's path)
+//       [--kb-dir DIR]  (the documents ingested into the KB "demo" instead
+//                        of examples/kb, e.g. a larger corpus)
+//       [--message TEXT]  (what every turn asks; "How do I run the tests?")
 #include <arpa/inet.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -60,6 +63,7 @@
 #include "bench/bench_http.hpp"
 #include "bench/bench_proc.hpp"
 #include "bench/bench_util.hpp"
+#include "protocol/json_writer.hpp"
 
 namespace net = boost::asio;
 namespace beast = boost::beast;
@@ -347,6 +351,8 @@ int main(int argc, char** argv) {
   int tokens = 20, first_ms = 50, token_ms = 10, rounds = 1;
   std::string ragtor_bin;
   std::string kb = "demo";  // the chat requests' kb_prefix
+  std::string kb_dir = std::string{RAGTOR_SOURCE_DIR} + "/examples/kb";
+  std::string message = "How do I run the tests?";
   bool floor = false;  // also measure bench_floor, the bare relay, in the same run
   bool console = false;  // also ragtor with the admin console's feed open
   // Each stream's turns continue one conversation across levels and rounds
@@ -376,6 +382,10 @@ int main(int argc, char** argv) {
       seconds = std::stod(v);
     } else if (a == "--kb") {
       kb = v;  // "general": no retrieval, the turn's context read is on the first token's path
+    } else if (a == "--kb-dir") {
+      kb_dir = v;
+    } else if (a == "--message") {
+      message = v;
     } else if (a == "--ragtor") {
       ragtor_bin = v;  // another build to measure (e.g. the previous commit's)
     }
@@ -403,8 +413,7 @@ int main(int argc, char** argv) {
                     "fake_openai listening on http://", {}, scratch / "fake.log");
   auto data = scratch / "data";
   auto ingest = "'" + ragtor_bin + "' ingest --kb demo --data-dir '"
-                + data.string() + "' '" + std::string{RAGTOR_SOURCE_DIR}
-                + "/examples/kb' > /dev/null";
+                + data.string() + "' '" + kb_dir + "' > /dev/null";
   if (std::system(ingest.c_str()) != 0) {
     std::fprintf(stderr, "ingest failed\n");
     stop(fake);
@@ -462,8 +471,14 @@ int main(int argc, char** argv) {
         auto session = continued ? "c" + std::to_string(pass)
                                  : "r" + std::to_string(n) + "_" + std::to_string(round) + "_"
                                        + std::to_string(pass);
-        auto body = R"({"user_id":"load)" + std::to_string(i) + R"(","session_id":")" + session
-                    + R"(","kb_prefix":")" + kb + R"(","message":"How do I run the tests?"})";
+        ragtor::json_writer w;
+        w.begin_object()
+            .field("user_id", "load" + std::to_string(i))
+            .field("session_id", session)
+            .field("kb_prefix", kb)
+            .field("message", message)
+            .end_object();
+        auto body = w.take();
         net::co_spawn(ioc, one_client(server->port, body, until, stats[i]), net::detached);
       }
       // Who was saturated: each process's CPU over the row (100 % = one
