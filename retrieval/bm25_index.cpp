@@ -104,10 +104,6 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const b
   for (auto& [term, pl] : idx.postings_) {
     double df = static_cast<double>(pl.docs.size());
     pl.idf = std::log(1.0 + (n - df + 0.5) / (df + 0.5));
-    double ub = 0;
-    for (size_t i = 0; i < pl.docs.size(); ++i)
-      ub = std::max(ub, idx.term_score(pl, i, 1.0));
-    pl.upper_bound = ub;
   }
   return idx;
 }
@@ -170,7 +166,7 @@ std::vector<bm25_index::query_term> bm25_index::weighted_query_terms(
   std::vector<query_term> out;
   for (auto& [term, w] : counts)
     if (auto i = postings_.find(term); i != postings_.end())
-      out.push_back({&i->second, w, out.size()});
+      out.push_back({&i->second, w});
   return out;
 }
 
@@ -221,91 +217,52 @@ std::vector<bm25_index::hit> bm25_index::search_terms(
   return search_terms(weighted_query_terms(counts), k);
 }
 
-std::vector<bm25_index::hit> bm25_index::search_terms(std::vector<query_term> terms,
+// Term at a time: each term's postings add its score to an accumulator
+// per chunk, in the terms' canonical order (so every score equals
+// exhaustive scoring bit for bit), and the touched chunks compete for the
+// top k. Every posting of every query term is read, once, in a loop
+// without branches on other terms; MaxScore (document at a time,
+// skipping what cannot reach the top k) read fewer postings but cost
+// more per posting, and was slower on every query set measured
+// (docs/performance.md, "Search on a real KB").
+std::vector<bm25_index::hit> bm25_index::search_terms(const std::vector<query_term>& terms,
                                                       size_t k) const {
   if (terms.empty() || k == 0)
     return {};
-  // Ascending upper bound: terms [0, first_essential) are non-essential.
-  std::sort(terms.begin(), terms.end(), [](const query_term& a, const query_term& b) {
-    return a.list->upper_bound * a.weight < b.list->upper_bound * b.weight;
-  });
-  size_t n = terms.size();
-  std::vector<double> prefix_ub(n + 1, 0.0);  // sum of bounds of terms [0, i)
-  for (size_t i = 0; i < n; ++i)
-    prefix_ub[i + 1] = prefix_ub[i] + terms[i].list->upper_bound * terms[i].weight;
-  // Each term's place in its postings, by pointer: the loop below reads
-  // a term's next document without going through its list.
-  struct cursor {
-    const posting_list* list;
-    const uint32_t* at;
-    const uint32_t* end;
-    double weight;
-    size_t canonical;
-    uint32_t doc() const { return at < end ? *at : UINT32_MAX; }
-    size_t pos() const { return static_cast<size_t>(at - list->docs.data()); }
-  };
-  std::vector<cursor> cur;
-  cur.reserve(n);
-  for (auto& t : terms)
-    cur.push_back({t.list, t.list->docs.data(), t.list->docs.data() + t.list->docs.size(), t.weight,
-                   t.canonical});
-  std::vector<double> contrib(n, 0.0);
+  // Per thread, sized for the largest index searched: all zeros and
+  // false between searches (only the touched entries are reset).
+  thread_local std::vector<double> scores;
+  thread_local std::vector<uint8_t> seen;
+  thread_local std::vector<uint32_t> touched;
+  if (scores.size() < doc_len_.size()) {
+    scores.resize(doc_len_.size(), 0.0);
+    seen.resize(doc_len_.size(), 0);
+  }
+  touched.clear();
+  for (auto& t : terms) {
+    auto& pl = *t.list;
+    for (size_t i = 0; i < pl.docs.size(); ++i) {
+      auto d = pl.docs[i];
+      if (!seen[d]) {
+        seen[d] = 1;
+        touched.push_back(d);
+      }
+      scores[d] += term_score(pl, i, t.weight);
+    }
+  }
   top_k top{k};
-  size_t first_essential = 0;
-  constexpr uint32_t end = UINT32_MAX;
-  // True when a document whose score is at most `bound` cannot enter the
-  // top k. A tie cannot enter either: candidates arrive in ascending index
-  // order and ties go to the smaller index. The bound is inflated a little
-  // because it is summed in a different order (and with the query weight
-  // applied differently) than the exact score, which may differ in the
-  // last bits; pruning must never drop a document exhaustive scoring keeps.
-  auto cannot_enter = [&](double bound) { return bound * (1.0 + 1e-9) <= top.threshold(); };
-  for (;;) {
-    // Next candidate: the smallest doc among essential lists.
-    uint32_t doc = end;
-    for (size_t t = first_essential; t < n; ++t)
-      doc = std::min(doc, cur[t].doc());
-    if (doc == end)
-      break;
-    std::fill(contrib.begin(), contrib.end(), 0.0);
-    double score = 0;
-    for (size_t t = first_essential; t < n; ++t)
-      if (cur[t].doc() == doc) {
-        auto s = term_score(*cur[t].list, cur[t].pos(), cur[t].weight);
-        contrib[cur[t].canonical] = s;
-        score += s;
-        ++cur[t].at;
-      }
-    // Non-essential terms, highest bound first, while they could matter.
-    bool complete = true;
-    for (size_t t = first_essential; t-- > 0;) {
-      if (cannot_enter(score + prefix_ub[t + 1])) {
-        complete = false;
-        break;
-      }
-      cur[t].at = std::lower_bound(cur[t].at, cur[t].end, doc);
-      if (cur[t].doc() == doc) {
-        auto s = term_score(*cur[t].list, cur[t].pos(), cur[t].weight);
-        contrib[cur[t].canonical] = s;
-        score += s;
-      }
-    }
-    if (complete) {
-      // Sum in canonical order so scores equal exhaustive scoring bit for bit.
-      double exact = 0;
-      for (auto c : contrib)
-        exact += c;
-      top.offer(doc, exact);
-    }
-    // Grow the non-essential set while its bounds cannot reach the top k.
-    while (first_essential < n && cannot_enter(prefix_ub[first_essential + 1]))
-      ++first_essential;
+  for (auto d : touched) {
+    top.offer(d, scores[d]);
+    scores[d] = 0.0;
+    seen[d] = 0;
   }
   return top.sorted();
 }
 
 namespace {
-constexpr uint64_t bm25_magic = 0x3135324d42475452ull;  // "RTGBM251"
+// "RTGBM252" (RTGBM251 also stored each term's score upper bound, which
+// MaxScore used: such a snapshot is not read, and the index is rebuilt).
+constexpr uint64_t bm25_magic = 0x3235324d42475452ull;
 }  // namespace
 
 std::string bm25_index::serialize() const {
@@ -319,7 +276,6 @@ std::string bm25_index::serialize() const {
   for (auto& [term, pl] : postings_) {
     w.put_string(term);
     w.put(pl.idf);
-    w.put(pl.upper_bound);
     w.put_array(pl.docs);
     w.put_array(pl.tfs);
   }
@@ -337,7 +293,7 @@ std::optional<bm25_index> bm25_index::deserialize(std::string_view data) {
   for (uint64_t i = 0; i < terms; ++i) {
     std::string term;
     posting_list pl;
-    if (!r.get_string(term) || !r.get(pl.idf) || !r.get(pl.upper_bound) || !r.get_array(pl.docs)
+    if (!r.get_string(term) || !r.get(pl.idf) || !r.get_array(pl.docs)
         || !r.get_array(pl.tfs) || pl.docs.size() != pl.tfs.size())
       return std::nullopt;
     for (auto d : pl.docs)

@@ -1,8 +1,7 @@
-// An immutable in-memory BM25 index over chunks (title + text). Top-k uses
-// MaxScore: query terms are ordered by their score upper bound, and
-// documents that only contain "non-essential" terms — whose bounds together
-// cannot beat the current k-th score — are never scored. It returns exactly
-// what exhaustive scoring returns (ties: smaller chunk index first).
+// An immutable in-memory BM25 index over chunks (title + text). Top-k is
+// scored term at a time into an accumulator per chunk (search_terms in
+// bm25_index.cpp says why not MaxScore); it returns exactly what
+// exhaustive scoring returns (ties: smaller chunk index first).
 #pragma once
 
 #include <cstdint>
@@ -98,17 +97,15 @@ private:
     std::vector<uint32_t> docs;  // ascending
     std::vector<uint32_t> tfs;
     double idf = 0;
-    double upper_bound = 0;  // max score contribution of this term
   };
   struct query_term {
     const posting_list* list;
     double weight;     // query term multiplicity
-    size_t canonical;  // position in term order: scores are summed in it
   };
 
   std::vector<query_term> query_terms(std::string_view query) const;
   std::vector<query_term> weighted_query_terms(const std::map<std::string, double>& counts) const;
-  std::vector<hit> search_terms(std::vector<query_term> terms, size_t k) const;
+  std::vector<hit> search_terms(const std::vector<query_term>& terms, size_t k) const;
   double term_score(const posting_list& pl, size_t pos, double weight) const;
   using term_counts = std::vector<std::pair<std::string, uint32_t>>;  // sorted by term
   static bm25_index from_counts(std::vector<term_counts> rows, params p);
