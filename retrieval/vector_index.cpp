@@ -13,11 +13,9 @@
 
 namespace ragtor {
 
-namespace {
-
 // Eight independent partial sums: without -ffast-math the compiler may
 // not reorder one float sum, but it vectorises eight.
-float dot(const float* a, const float* b, size_t n) {
+float row_dot(const float* a, const float* b, size_t n) {
   float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
   size_t i = 0;
   for (; i + 8 <= n; i += 8)
@@ -29,8 +27,10 @@ float dot(const float* a, const float* b, size_t n) {
   return sum;
 }
 
+namespace {
+
 // a[j] += col[j] * q for j < m, a multiply and then an add (no fused
-// multiply-add: dot() rounds both). Eight at a time, so that the
+// multiply-add: row_dot() rounds both). Eight at a time, so that the
 // compiler's straight-line vectoriser (on at -O2) makes vector
 // instructions of each group; a plain loop stays scalar at -O2. Built
 // twice, for SSE2 and for AVX2 (eight floats an instruction), and the
@@ -223,20 +223,20 @@ std::vector<float> vector_index::dense_scores(std::span<const float> query) cons
   out.reserve(size_);
   for (size_t i = 0; i < size_; ++i) {
     if (!rows_.empty()) {
-      out.push_back(dot(rows_.data() + i * dims_, query.data(), dims_));
+      out.push_back(row_dot(rows_.data() + i * dims_, query.data(), dims_));
       continue;
     }
     auto r = row(i);
-    out.push_back(dot(r.data(), query.data(), dims_));
+    out.push_back(row_dot(r.data(), query.data(), dims_));
   }
   return out;
 }
 
 // Column by column, in blocks of rows whose eight lane sums stay in the
 // first-level cache: for each dimension the query is not zero in, its
-// product with the block's values is added to the lane dot() adds it to
-// (d % 8), in ascending d as dot() does; the dimensions past the last
-// multiple of eight are added after the lanes, as dot() adds them. A
+// product with the block's values is added to the lane row_dot() adds it to
+// (d % 8), in ascending d as row_dot() does; the dimensions past the
+// last multiple of eight are added after the lanes, as row_dot() adds them. A
 // product with a zero is a zero, which leaves a sum as it was.
 std::vector<vector_index::hit> vector_index::exact_search(std::span<const float> query,
                                                           size_t k) const {

@@ -22,6 +22,12 @@
 
 namespace ragtor {
 
+// The dot product of two rows of n floats as the index computes it: eight
+// lanes (element i in lane i % 8), summed pairwise, then the elements
+// past the last multiple of eight. The exact search's scores equal it bit
+// for bit.
+float row_dot(const float* a, const float* b, size_t n);
+
 struct vector_index_options {
   size_t exact_below = 20000;
   size_t hnsw_m = 16;

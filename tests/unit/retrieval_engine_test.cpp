@@ -130,20 +130,6 @@ TEST(vector_index, exact_equals_brute_force_and_hnsw_recall_is_high) {
   EXPECT_TRUE(exact.search({queries.data(), dims - 1}, 5).empty()) << "wrong dimension";
 }
 
-// The row-by-row dot product the exact index scanned with before it kept
-// its vectors by dimension: eight lanes, then pairwise, then the rest.
-float lane_dot(const float* a, const float* b, size_t n) {
-  float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-  size_t i = 0;
-  for (; i + 8 <= n; i += 8)
-    for (size_t j = 0; j < 8; ++j)
-      acc[j] += a[i + j] * b[i + j];
-  float sum = ((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]));
-  for (; i < n; ++i)
-    sum += a[i] * b[i];
-  return sum;
-}
-
 TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_bit) {
   // Dimensions with and without a remainder past eight; row counts that
   // end inside a block of the scan; dense queries and sparse ones (the
@@ -167,7 +153,7 @@ TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_
               x = 0.f;
         std::vector<vector_index::hit> ref;
         for (uint32_t i = 0; i < n; ++i)
-          ref.emplace_back(i, lane_dot(rows.data() + i * dims, query.data(), dims));
+          ref.emplace_back(i, row_dot(rows.data() + i * dims, query.data(), dims));
         std::stable_sort(ref.begin(), ref.end(),
                          [](auto& a, auto& b) { return a.second > b.second; });
         auto all = index.search(query, n);
@@ -199,7 +185,7 @@ TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_
   auto hits = index.search(q, 5);
   ASSERT_EQ(hits.size(), 5u);
   for (auto& [i, score] : hits)
-    EXPECT_EQ(score, lane_dot(rows.data() + i * 256, q.data(), 256)) << texts[i];
+    EXPECT_EQ(score, row_dot(rows.data() + i * 256, q.data(), 256)) << texts[i];
 }
 
 TEST(vector_index, a_saved_hnsw_graph_loads_and_answers_identically) {
