@@ -33,9 +33,6 @@ public:
       std::push_heap(heap_.begin(), heap_.end(), better);
     }
   }
-  // A later (higher-index) document needs a score above this to enter;
-  // -1 until the heap is full (BM25 scores are never negative).
-  double threshold() const { return heap_.size() < k_ ? -1.0 : heap_.front().second; }
   std::vector<bm25_index::hit> sorted() {
     std::sort(heap_.begin(), heap_.end(), better);
     return std::move(heap_);

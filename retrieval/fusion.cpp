@@ -1,7 +1,6 @@
 #include "retrieval/fusion.hpp"
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <map>
 #include <set>
@@ -55,7 +54,7 @@ std::vector<fused_item> ranked(fusing_map by_id, size_t k) {
   order.reserve(by_id.size());
   for (auto& [id, f] : by_id)
     order.push_back(&f);
-  auto better = [&](const fusing* a, const fusing* b) {
+  auto better = [](const fusing* a, const fusing* b) {
     if (a->item.score != b->item.score)
       return a->item.score > b->item.score;
     if (a->best_rank != b->best_rank)

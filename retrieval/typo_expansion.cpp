@@ -21,7 +21,8 @@ bool is_latin_word(std::string_view term) {
 
 namespace {
 
-// The OSA distance over three rows of `width` ints each at `rows`.
+// The OSA distance, its table's three rows (b.size() + 1 ints each) at
+// `rows`.
 int bounded_edit_distance(std::string_view a, std::string_view b, int max_distance, int* rows) {
   auto la = static_cast<int>(a.size()), lb = static_cast<int>(b.size());
   int* prev2 = rows;

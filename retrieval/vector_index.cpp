@@ -221,14 +221,8 @@ std::vector<float> vector_index::dense_scores(std::span<const float> query) cons
   if (query.size() != dims_)
     return out;
   out.reserve(size_);
-  for (size_t i = 0; i < size_; ++i) {
-    if (!rows_.empty()) {
-      out.push_back(row_dot(rows_.data() + i * dims_, query.data(), dims_));
-      continue;
-    }
-    auto r = row(i);
-    out.push_back(row_dot(r.data(), query.data(), dims_));
-  }
+  for (size_t i = 0; i < size_; ++i)
+    out.push_back(row_dot(rows_.data() + i * dims_, query.data(), dims_));
   return out;
 }
 

@@ -68,7 +68,8 @@ public:
 private:
   struct hnsw;
   std::vector<hit> exact_search(std::span<const float> query, size_t k) const;
-  // Every row's score for `query`, row by row.
+  // Every row's score for `query`, row by row (an index with an HNSW
+  // graph, which keeps its rows).
   std::vector<float> dense_scores(std::span<const float> query) const;
 
   std::vector<float> rows_;     // row by row, with an HNSW graph
