@@ -12,6 +12,8 @@
 
 #include <unistd.h>
 
+#include "protocol/json_writer.hpp"
+
 namespace ragtor::bench {
 
 // The p-quantile (0..1) of `v` (nearest rank); 0 when empty.
@@ -61,6 +63,23 @@ inline std::vector<size_t> parse_sizes(const std::string& list) {
   while (std::getline(ss, x, ','))
     out.push_back(std::stoul(x));
   return out;
+}
+
+// SciFact's corpus (`data`/scifact/corpus.tsv: id, title, text) as a JSONL
+// file `ragtor ingest` reads, at most `max_docs` documents; how many.
+inline size_t write_scifact_corpus(const std::string& data, const std::string& file,
+                                   size_t max_docs) {
+  std::ofstream out{file};
+  size_t n = 0;
+  for (auto& row : read_tsv(data + "/scifact/corpus.tsv", false)) {
+    if (row.size() < 3 || n >= max_docs)
+      continue;
+    json_writer w;
+    w.begin_object().field("id", row[0]).field("title", row[1]).field("text", row[2]).end_object();
+    out << w.take() << "\n";
+    ++n;
+  }
+  return n;
 }
 
 }  // namespace ragtor::bench

@@ -27,8 +27,11 @@
 //       [--kb demo]  (the requests' kb_prefix; "general" answers without
 //                     retrieval, so the context read is on the first
 //                     token's path)
-//       [--kb-dir DIR]  (the documents ingested into the KB "demo" instead
-//                        of examples/kb, e.g. a larger corpus)
+//       [--kb-dir PATH]  (what is ingested into the KB "demo" instead of
+//                         examples/kb: any file or directory `ragtor
+//                         ingest` reads, e.g. a larger corpus)
+//       [--scifact on]  (the KB is SciFact's 5,183 abstracts, 12,430
+//                        chunks, from ../shared/data)
 //       [--message TEXT]  (what every turn asks; "How do I run the tests?")
 #include <arpa/inet.h>
 #include <fcntl.h>
@@ -353,6 +356,7 @@ int main(int argc, char** argv) {
   std::string kb = "demo";  // the chat requests' kb_prefix
   std::string kb_dir = std::string{RAGTOR_SOURCE_DIR} + "/examples/kb";
   std::string message = "How do I run the tests?";
+  bool scifact = false;
   bool floor = false;  // also measure bench_floor, the bare relay, in the same run
   bool console = false;  // also ragtor with the admin console's feed open
   // Each stream's turns continue one conversation across levels and rounds
@@ -384,6 +388,8 @@ int main(int argc, char** argv) {
       kb = v;  // "general": no retrieval, the turn's context read is on the first token's path
     } else if (a == "--kb-dir") {
       kb_dir = v;
+    } else if (a == "--scifact") {
+      scifact = v == "1" || v == "on" || v == "true";
     } else if (a == "--message") {
       message = v;
     } else if (a == "--ragtor") {
@@ -412,6 +418,11 @@ int main(int argc, char** argv) {
                      "--script", (scratch / "script.json").string()},
                     "fake_openai listening on http://", {}, scratch / "fake.log");
   auto data = scratch / "data";
+  if (scifact) {
+    kb_dir = (scratch / "scifact.jsonl").string();
+    ragtor::bench::write_scifact_corpus(std::string{RAGTOR_SOURCE_DIR} + "/../shared/data", kb_dir,
+                                        SIZE_MAX);
+  }
   auto ingest = "'" + ragtor_bin + "' ingest --kb demo --data-dir '"
                 + data.string() + "' '" + kb_dir + "' > /dev/null";
   if (std::system(ingest.c_str()) != 0) {

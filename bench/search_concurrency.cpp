@@ -86,21 +86,6 @@ void run_client(uint16_t port, const std::string& kb, const std::string& agent,
   }
 }
 
-// SciFact's corpus as a JSONL file `ragtor ingest` reads; its queries.
-size_t write_corpus(const std::string& data, const fs::path& file, size_t max_docs) {
-  std::ofstream out{file};
-  size_t n = 0;
-  for (auto& row : ragtor::bench::read_tsv(data + "/scifact/corpus.tsv", false)) {
-    if (row.size() < 3 || n >= max_docs)
-      continue;
-    ragtor::json_writer w;
-    w.begin_object().field("id", row[0]).field("title", row[1]).field("text", row[2]).end_object();
-    out << w.take() << "\n";
-    ++n;
-  }
-  return n;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -133,7 +118,8 @@ int main(int argc, char** argv) {
     ragtor_bin = (bin_dir / "ragtor").string();
   auto scratch = fs::temp_directory_path() / ("ragtor-search-" + std::to_string(getpid()));
   fs::create_directories(scratch);
-  auto docs = write_corpus(data, scratch / "scifact.jsonl", max_docs);
+  auto docs = ragtor::bench::write_scifact_corpus(data, (scratch / "scifact.jsonl").string(),
+                                                 max_docs);
   std::vector<std::string> queries;
   for (auto& row : ragtor::bench::read_tsv(data + "/scifact/queries_test.tsv", false))
     if (row.size() >= 2)
