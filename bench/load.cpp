@@ -354,7 +354,7 @@ int main(int argc, char** argv) {
   int tokens = 20, first_ms = 50, token_ms = 10, rounds = 1;
   std::string ragtor_bin;
   std::string kb = "demo";  // the chat requests' kb_prefix
-  std::string kb_dir = std::string{RAGTOR_SOURCE_DIR} + "/examples/kb";
+  std::string kb_path = std::string{RAGTOR_SOURCE_DIR} + "/examples/kb";
   std::string message = "How do I run the tests?";
   bool scifact = false;
   bool floor = false;  // also measure bench_floor, the bare relay, in the same run
@@ -387,7 +387,7 @@ int main(int argc, char** argv) {
     } else if (a == "--kb") {
       kb = v;  // "general": no retrieval, the turn's context read is on the first token's path
     } else if (a == "--kb-dir") {
-      kb_dir = v;
+      kb_path = v;
     } else if (a == "--scifact") {
       scifact = v == "1" || v == "on" || v == "true";
     } else if (a == "--message") {
@@ -419,12 +419,12 @@ int main(int argc, char** argv) {
                     "fake_openai listening on http://", {}, scratch / "fake.log");
   auto data = scratch / "data";
   if (scifact) {
-    kb_dir = (scratch / "scifact.jsonl").string();
-    ragtor::bench::write_scifact_corpus(std::string{RAGTOR_SOURCE_DIR} + "/../shared/data", kb_dir,
+    kb_path = (scratch / "scifact.jsonl").string();
+    ragtor::bench::write_scifact_corpus(std::string{RAGTOR_SOURCE_DIR} + "/../shared/data", kb_path,
                                         SIZE_MAX);
   }
   auto ingest = "'" + ragtor_bin + "' ingest --kb demo --data-dir '"
-                + data.string() + "' '" + kb_dir + "' > /dev/null";
+                + data.string() + "' '" + kb_path + "' > /dev/null";
   if (std::system(ingest.c_str()) != 0) {
     std::fprintf(stderr, "ingest failed\n");
     stop(fake);

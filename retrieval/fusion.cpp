@@ -20,12 +20,12 @@ namespace {
 // leg that added it last (an id a leg lists twice counts once, at its
 // first rank) and its best single-leg rank (the first tie-break).
 struct fusing {
-  std::string_view id;  // a leg's id (the legs outlive fusion)
-  fused_item item;  // without its id until it is kept
+  fused_item item;  // without its id (the map's key) until it is kept
   size_t last_leg = SIZE_MAX;
   int best_rank = INT32_MAX;
 };
 
+// Keyed by views of the legs' ids (the legs outlive fusion).
 using fusing_map = std::unordered_map<std::string_view, fusing>;
 
 // Adds leg number `leg`'s surviving items (thresholded, first occurrence
@@ -40,7 +40,6 @@ void add_leg(const ranked_list& list, size_t leg, fusing_map& by_id, Contributio
     auto& f = by_id[id];
     if (f.last_leg == leg)
       continue;
-    f.id = id;
     f.last_leg = leg;
     ++rank;
     f.best_rank = std::min(f.best_rank, rank);
@@ -50,16 +49,17 @@ void add_leg(const ranked_list& list, size_t leg, fusing_map& by_id, Contributio
 }
 
 std::vector<fused_item> ranked(fusing_map by_id, size_t k) {
-  std::vector<fusing*> order;
+  using entry = fusing_map::value_type;
+  std::vector<entry*> order;
   order.reserve(by_id.size());
-  for (auto& [id, f] : by_id)
-    order.push_back(&f);
-  auto better = [](const fusing* a, const fusing* b) {
-    if (a->item.score != b->item.score)
-      return a->item.score > b->item.score;
-    if (a->best_rank != b->best_rank)
-      return a->best_rank < b->best_rank;
-    return a->id < b->id;
+  for (auto& e : by_id)
+    order.push_back(&e);
+  auto better = [](const entry* a, const entry* b) {
+    if (a->second.item.score != b->second.item.score)
+      return a->second.item.score > b->second.item.score;
+    if (a->second.best_rank != b->second.best_rank)
+      return a->second.best_rank < b->second.best_rank;
+    return a->first < b->first;
   };
   auto keep = std::min(k, order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
@@ -67,8 +67,8 @@ std::vector<fused_item> ranked(fusing_map by_id, size_t k) {
   std::vector<fused_item> out;
   out.reserve(keep);
   for (size_t i = 0; i < keep; ++i) {
-    out.push_back(std::move(order[i]->item));
-    out.back().id = order[i]->id;
+    out.push_back(std::move(order[i]->second.item));
+    out.back().id = order[i]->first;
   }
   return out;
 }

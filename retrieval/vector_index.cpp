@@ -66,19 +66,15 @@ add_scaled_fn pick_add_scaled() {
   return add_scaled_sse2;
 }
 
-// The k best hits, best first (ties: smaller row first).
-std::vector<vector_index::hit> best_of(std::vector<vector_index::hit> hits, size_t k) {
+// The k best of `hits`, best first (ties: smaller row first); `hits` is
+// reordered.
+std::vector<vector_index::hit> best_of(std::vector<vector_index::hit>& hits, size_t k) {
   auto better = [](const vector_index::hit& a, const vector_index::hit& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   };
-  if (hits.size() > k) {
-    std::partial_sort(hits.begin(), hits.begin() + static_cast<std::ptrdiff_t>(k), hits.end(),
-                      better);
-    hits.resize(k);
-  } else {
-    std::sort(hits.begin(), hits.end(), better);
-  }
-  return hits;
+  auto keep = static_cast<std::ptrdiff_t>(std::min(k, hits.size()));
+  std::partial_sort(hits.begin(), hits.begin() + keep, hits.end(), better);
+  return {hits.begin(), hits.begin() + keep};
 }
 
 }  // namespace
@@ -115,7 +111,6 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
   vector_index idx;
   idx.dims_ = dims;
   auto n = dims ? rows.size() / dims : 0;
-  idx.size_ = n;
   if (n >= opts.exact_below && n > 0) {
     idx.rows_ = std::move(rows);
     idx.hnsw_ = std::make_unique<hnsw>(dims, n, opts);
@@ -135,7 +130,7 @@ std::vector<float> vector_index::row(size_t i) const {
   if (!columns_.empty()) {
     std::vector<float> out(dims_);
     for (size_t d = 0; d < dims_; ++d)
-      out[d] = columns_[d * size_ + i];
+      out[d] = columns_[d * size() + i];
     return out;
   }
   return {rows_.begin() + static_cast<std::ptrdiff_t>(i * dims_),
@@ -149,7 +144,6 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
     return build(std::move(rows), dims, opts);
   vector_index idx;
   idx.dims_ = dims;
-  idx.size_ = n;
   idx.rows_ = std::move(rows);
   auto file = scratch_file();
   try {
@@ -204,26 +198,16 @@ std::vector<vector_index::hit> vector_index::search(std::span<const float> query
       pq.pop();
       out.emplace_back(static_cast<uint32_t>(label), 1.f - dist);
     }
-    return best_of(std::move(out), k);
+    return best_of(out, k);
   }
   if (!columns_.empty())
     return exact_search(query, k);
   // An HNSW index asked for more than its ef: every row, row by row.
-  auto scores = dense_scores(query);
   out.reserve(n);
   for (size_t i = 0; i < n; ++i)
-    out.emplace_back(static_cast<uint32_t>(i), scores[i]);
-  return best_of(std::move(out), k);
-}
-
-std::vector<float> vector_index::dense_scores(std::span<const float> query) const {
-  std::vector<float> out;
-  if (query.size() != dims_)
-    return out;
-  out.reserve(size_);
-  for (size_t i = 0; i < size_; ++i)
-    out.push_back(row_dot(rows_.data() + i * dims_, query.data(), dims_));
-  return out;
+    out.emplace_back(static_cast<uint32_t>(i),
+                     row_dot(rows_.data() + i * dims_, query.data(), dims_));
+  return best_of(out, k);
 }
 
 // Column by column, in blocks of rows whose eight lane sums stay in the
@@ -234,14 +218,18 @@ std::vector<float> vector_index::dense_scores(std::span<const float> query) cons
 // product with a zero is a zero, which leaves a sum as it was.
 std::vector<vector_index::hit> vector_index::exact_search(std::span<const float> query,
                                                           size_t k) const {
-  auto n = size_;
+  auto n = size();
   auto lanes_end = dims_ - dims_ % 8;
   std::vector<uint32_t> used;  // the query's non-zero dimensions, ascending
   for (uint32_t d = 0; d < dims_; ++d)
     if (query[d] != 0.f)
       used.push_back(d);
   auto tail = std::lower_bound(used.begin(), used.end(), static_cast<uint32_t>(lanes_end));
-  std::vector<hit> out(n);
+  // Every row's score, in a buffer kept per thread: at 20,000 rows it is
+  // 160 KB, which glibc would map and unmap for each query (serve.cpp's
+  // mmap threshold, 128 KiB).
+  thread_local std::vector<hit> out;
+  out.resize(n);
   static const add_scaled_fn add_scaled = pick_add_scaled();
   constexpr size_t block = 512;
   float acc[8][block];
@@ -259,7 +247,7 @@ std::vector<vector_index::hit> vector_index::exact_search(std::span<const float>
       out[first + j] = {static_cast<uint32_t>(first + j), sum};
     }
   }
-  return best_of(std::move(out), k);
+  return best_of(out, k);
 }
 
 size_t vector_index::memory_bytes() const {

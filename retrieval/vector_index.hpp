@@ -58,7 +58,7 @@ public:
   // The k most similar rows, best first (ties: smaller row first).
   std::vector<hit> search(std::span<const float> query, size_t k) const;
 
-  size_t size() const { return size_; }
+  size_t size() const { return dims_ ? (rows_.size() + columns_.size()) / dims_ : 0; }
   // Row `i`'s vector (a copy).
   std::vector<float> row(size_t i) const;
   size_t dims() const { return dims_; }
@@ -68,14 +68,10 @@ public:
 private:
   struct hnsw;
   std::vector<hit> exact_search(std::span<const float> query, size_t k) const;
-  // Every row's score for `query`, row by row (an index with an HNSW
-  // graph, which keeps its rows).
-  std::vector<float> dense_scores(std::span<const float> query) const;
 
   std::vector<float> rows_;     // row by row, with an HNSW graph
   std::vector<float> columns_;  // dimension by dimension, without one
   size_t dims_ = 0;
-  size_t size_ = 0;
   std::unique_ptr<hnsw> hnsw_;
   bool graph_loaded_ = false;
 };
