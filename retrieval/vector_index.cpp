@@ -2,6 +2,9 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
+#include <functional>
+#include <queue>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -10,6 +13,10 @@
 #include <unistd.h>
 
 #include <hnswlib/hnswlib.h>
+
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 namespace ragtor {
 
@@ -77,6 +84,77 @@ std::vector<vector_index::hit> best_of(std::vector<vector_index::hit>& hits, siz
   return {hits.begin(), hits.begin() + keep};
 }
 
+#if defined(__x86_64__)
+// Rows (n × dims, row by row) as half-precision columns (dims × n),
+// rounded to nearest. Every value must be finite and at most 65,504 in
+// magnitude (half precision's largest).
+[[gnu::target("avx2,f16c")]] std::vector<uint16_t> half_columns(const std::vector<float>& rows,
+                                                                size_t n, size_t dims) {
+  std::vector<uint16_t> out(n * dims);
+  std::vector<float> column(n);
+  for (size_t d = 0; d < dims; ++d) {
+    for (size_t i = 0; i < n; ++i)
+      column[i] = rows[i * dims + d];
+    auto* to = out.data() + d * n;
+    size_t i = 0;
+    for (; i + 8 <= n; i += 8)
+      _mm_storeu_si128(
+          reinterpret_cast<__m128i*>(to + i),
+          _mm256_cvtps_ph(_mm256_loadu_ps(column.data() + i), _MM_FROUND_TO_NEAREST_INT));
+    for (; i < n; ++i)
+      to[i] = _cvtss_sh(column[i], _MM_FROUND_TO_NEAREST_INT);
+  }
+  return out;
+}
+
+[[gnu::target("avx2,f16c")]] inline __m256 load_half8(const uint16_t* p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+}
+
+// approx[i] = Σ query[d] · half(column d)[i] over `used`, for i < n, in
+// blocks of rows whose sums stay in the first-level cache, two columns a
+// pass.
+[[gnu::target("avx2,f16c,fma")]] void half_scan(const uint16_t* columns, size_t n,
+                                                const std::vector<uint32_t>& used,
+                                                const float* query, float* approx) {
+  constexpr size_t block = 1024;
+  alignas(32) float acc[block];
+  for (size_t first = 0; first < n; first += block) {
+    auto m = std::min(block, n - first);
+    auto m8 = m - m % 8;
+    std::fill_n(acc, m, 0.f);
+    size_t u = 0;
+    for (; u + 2 <= used.size(); u += 2) {
+      const auto* a = columns + used[u] * n + first;
+      const auto* b = columns + used[u + 1] * n + first;
+      auto qa = _mm256_set1_ps(query[used[u]]), qb = _mm256_set1_ps(query[used[u + 1]]);
+      for (size_t j = 0; j < m8; j += 8)
+        _mm256_store_ps(acc + j, _mm256_fmadd_ps(load_half8(b + j), qb,
+                                                 _mm256_fmadd_ps(load_half8(a + j), qa,
+                                                                 _mm256_load_ps(acc + j))));
+      for (size_t j = m8; j < m; ++j)
+        acc[j] += _cvtsh_ss(a[j]) * query[used[u]] + _cvtsh_ss(b[j]) * query[used[u + 1]];
+    }
+    if (u < used.size()) {
+      const auto* a = columns + used[u] * n + first;
+      auto qa = _mm256_set1_ps(query[used[u]]);
+      for (size_t j = 0; j < m8; j += 8)
+        _mm256_store_ps(acc + j, _mm256_fmadd_ps(load_half8(a + j), qa, _mm256_load_ps(acc + j)));
+      for (size_t j = m8; j < m; ++j)
+        acc[j] += _cvtsh_ss(a[j]) * query[used[u]];
+    }
+    std::copy_n(acc, m, approx + first);
+  }
+}
+#endif
+
+// Whether rows fit half precision: finite, and no larger than its largest
+// value.
+bool fits_half(const std::vector<float>& rows) {
+  return std::all_of(rows.begin(), rows.end(),
+                     [](float x) { return std::isfinite(x) && std::fabs(x) <= 65504.f; });
+}
+
 }  // namespace
 
 struct vector_index::hnsw {
@@ -102,6 +180,17 @@ std::filesystem::path scratch_file() {
 
 }  // namespace
 
+// The half-precision scan: its conversions need F16C, its loop AVX2 and
+// FMA (an approximation may fuse; the exact scores are computed apart).
+bool vector_index::half_precision_available() {
+#if defined(__x86_64__)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c")
+         && __builtin_cpu_supports("fma");
+#else
+  return false;
+#endif
+}
+
 vector_index::vector_index() = default;
 vector_index::~vector_index() = default;
 vector_index::vector_index(vector_index&&) noexcept = default;
@@ -119,6 +208,19 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
       idx.hnsw_->graph.addPoint(idx.rows_.data() + i * dims, i);
     return idx;
   }
+#if defined(__x86_64__)
+  if (opts.half_precision_scan && n > 0 && half_precision_available() && fits_half(rows)) {
+    idx.half_columns_ = half_columns(rows, n, dims);
+    for (size_t i = 0; i < n; ++i) {
+      double norm = 0;
+      for (size_t d = 0; d < dims; ++d)
+        norm += static_cast<double>(rows[i * dims + d]) * rows[i * dims + d];
+      idx.max_row_norm_ = std::max(idx.max_row_norm_, std::sqrt(norm));
+    }
+    idx.rows_ = std::move(rows);
+    return idx;
+  }
+#endif
   idx.columns_.resize(n * dims);
   for (size_t i = 0; i < n; ++i)
     for (size_t d = 0; d < dims; ++d)
@@ -202,12 +304,78 @@ std::vector<vector_index::hit> vector_index::search(std::span<const float> query
   }
   if (!columns_.empty())
     return exact_search(query, k);
-  // An HNSW index asked for more than its ef: every row, row by row.
+  if (!half_columns_.empty())
+    return half_precision_search(query, k);
+  // An HNSW index asked for more than its ef.
+  return row_by_row(query, k);
+}
+
+std::vector<vector_index::hit> vector_index::row_by_row(std::span<const float> query,
+                                                        size_t k) const {
+  auto n = size();
+  std::vector<hit> out;
   out.reserve(n);
   for (size_t i = 0; i < n; ++i)
     out.emplace_back(static_cast<uint32_t>(i),
                      row_dot(rows_.data() + i * dims_, query.data(), dims_));
   return best_of(out, k);
+}
+
+// Why the candidates hold the k best. Let s be a row's exact score (as
+// row_dot() computes it), a its approximate score (half_scan()), and B a
+// bound on |s − a| for every row. At least k rows have a ≥ t, the k-th
+// best approximate score, so at least k have s ≥ t − B: the k-th best
+// exact score is ≥ t − B, and any row among the k best (ties included)
+// has s ≥ t − B and so a ≥ t − 2B. Those rows are scored exactly and
+// ranked as the full scan ranks them.
+//
+// B: with u = 2⁻²⁴ and m summed terms, a float sum's rounding error is at
+// most γ(m)·Σ|q·x|, γ(m) = m·u / (1 − m·u), for s and a alike; rounding
+// to half precision changes a value by at most 2⁻¹¹ of it, or 2⁻²⁵ below
+// half precision's normal range; and Σ|q·x| ≤ ‖q‖₂·‖x‖₂ (Cauchy–Schwarz).
+// So |s − a| ≤ (2⁻¹¹ + 2.01·γ(dims))·‖q‖₂·max‖x‖₂ + 2⁻²⁵·‖q‖₁, here
+// doubled against the rounding of the bound's own arithmetic.
+std::vector<vector_index::hit> vector_index::half_precision_search(std::span<const float> query,
+                                                                   size_t k) const {
+  auto n = size();
+  std::vector<uint32_t> used;  // the query's non-zero dimensions, ascending
+  double norm2 = 0, norm1 = 0;
+  for (uint32_t d = 0; d < dims_; ++d) {
+    if (!std::isfinite(query[d]))
+      return row_by_row(query, k);
+    if (query[d] != 0.f) {
+      used.push_back(d);
+      norm2 += static_cast<double>(query[d]) * query[d];
+      norm1 += std::fabs(query[d]);
+    }
+  }
+  if (k >= n)
+    return row_by_row(query, k);
+  thread_local std::vector<float> approx;
+  approx.resize(n);
+#if defined(__x86_64__)
+  half_scan(half_columns_.data(), n, used, query.data(), approx.data());
+#endif
+  // The k-th best approximate score: a min-heap of the k best.
+  thread_local std::vector<float> heap;
+  heap.assign(approx.begin(), approx.begin() + static_cast<std::ptrdiff_t>(k));
+  std::make_heap(heap.begin(), heap.end(), std::greater<>{});
+  for (size_t i = k; i < n; ++i)
+    if (approx[i] > heap.front()) {
+      std::pop_heap(heap.begin(), heap.end(), std::greater<>{});
+      heap.back() = approx[i];
+      std::push_heap(heap.begin(), heap.end(), std::greater<>{});
+    }
+  constexpr double u = 0x1p-24;
+  auto gamma = static_cast<double>(dims_) * u / (1 - static_cast<double>(dims_) * u);
+  auto bound = 2 * ((0x1p-11 + 2.01 * gamma) * std::sqrt(norm2) * max_row_norm_ + 0x1p-25 * norm1);
+  auto cut = static_cast<double>(heap.front()) - 2 * bound;
+  std::vector<hit> hits;
+  for (size_t i = 0; i < n; ++i)
+    if (static_cast<double>(approx[i]) >= cut)
+      hits.emplace_back(static_cast<uint32_t>(i),
+                        row_dot(rows_.data() + i * dims_, query.data(), dims_));
+  return best_of(hits, k);
 }
 
 // Column by column, in blocks of rows whose eight lane sums stay in the
@@ -251,7 +419,8 @@ std::vector<vector_index::hit> vector_index::exact_search(std::span<const float>
 }
 
 size_t vector_index::memory_bytes() const {
-  size_t bytes = (rows_.capacity() + columns_.capacity()) * sizeof(float);
+  size_t bytes = (rows_.capacity() + columns_.capacity()) * sizeof(float)
+                 + half_columns_.capacity() * sizeof(uint16_t);
   if (hnsw_)
     bytes += hnsw_->graph.max_elements_ * hnsw_->graph.size_data_per_element_
              + hnsw_->graph.max_elements_ * hnsw_->graph.size_links_per_element_ / 2;

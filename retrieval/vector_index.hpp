@@ -10,6 +10,14 @@
 // row-by-row scan: each row's products are summed in the same eight
 // lanes (dimension d in lane d % 8), in the same order, and the lanes
 // then pairwise, then the dimensions past the last multiple of eight.
+//
+// Where the processor converts half-precision floats (F16C, with AVX2
+// and FMA), the exact index scans a half-precision copy of its columns
+// instead, half the bytes, and then scores exactly, from its rows, every
+// row whose approximate score could place it among the k best: those
+// within twice a bound on the approximation's error of the k-th best
+// approximate score. The results are the same rows with the same scores,
+// bit for bit, as the full-precision scan's.
 #pragma once
 
 #include <cstdint>
@@ -33,6 +41,9 @@ struct vector_index_options {
   size_t hnsw_m = 16;
   size_t ef_construction = 200;
   size_t ef_search = 128;
+  // The exact index's half-precision scan (above); off, or without F16C,
+  // the columns are scanned in full precision. Same results either way.
+  bool half_precision_scan = true;
 };
 
 class vector_index {
@@ -59,6 +70,10 @@ public:
   std::vector<hit> search(std::span<const float> query, size_t k) const;
 
   size_t size() const { return dims_ ? (rows_.size() + columns_.size()) / dims_ : 0; }
+  // Whether the exact index scans in half precision first, and whether
+  // this processor can.
+  bool scans_half_precision() const { return !half_columns_.empty(); }
+  static bool half_precision_available();
   // Row `i`'s vector (a copy).
   std::vector<float> row(size_t i) const;
   size_t dims() const { return dims_; }
@@ -68,9 +83,13 @@ public:
 private:
   struct hnsw;
   std::vector<hit> exact_search(std::span<const float> query, size_t k) const;
+  std::vector<hit> half_precision_search(std::span<const float> query, size_t k) const;
+  std::vector<hit> row_by_row(std::span<const float> query, size_t k) const;
 
-  std::vector<float> rows_;     // row by row, with an HNSW graph
-  std::vector<float> columns_;  // dimension by dimension, without one
+  std::vector<float> rows_;     // row by row: with an HNSW graph or half_columns_
+  std::vector<float> columns_;  // dimension by dimension, without either
+  std::vector<uint16_t> half_columns_;  // columns_ in half precision
+  double max_row_norm_ = 0;             // the largest row's L2 norm (half_columns_)
   size_t dims_ = 0;
   std::unique_ptr<hnsw> hnsw_;
   bool graph_loaded_ = false;

@@ -6,6 +6,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <random>
 #include <thread>
 
@@ -134,43 +135,53 @@ TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_
   // Dimensions with and without a remainder past eight; row counts that
   // end inside a block of the scan; dense queries and sparse ones (the
   // hashed embedder's: most dimensions zero); duplicated rows for ties.
-  for (size_t dims : {size_t{256}, size_t{37}, size_t{5}}) {
-    for (size_t n : {size_t{1}, size_t{513}, size_t{1300}}) {
-      auto rows = random_rows(n, dims, 10 + dims + n);
-      if (n > 2)
-        std::copy_n(rows.begin(), dims, rows.begin() + 2 * static_cast<std::ptrdiff_t>(dims));
-      auto index = vector_index::build(rows, dims);
-      ASSERT_FALSE(index.uses_hnsw());
-      ASSERT_EQ(index.size(), n);
-      auto queries = random_rows(12, dims, 99 + dims);
-      std::mt19937_64 rng{dims * 7 + n};
-      for (size_t q = 0; q < 12; ++q) {
-        std::vector<float> query(queries.begin() + static_cast<std::ptrdiff_t>(q * dims),
-                                 queries.begin() + static_cast<std::ptrdiff_t>((q + 1) * dims));
-        if (q % 2)  // sparse: two dimensions in three zero
-          for (auto& x : query)
-            if (rng() % 3)
-              x = 0.f;
-        std::vector<vector_index::hit> ref;
-        for (uint32_t i = 0; i < n; ++i)
-          ref.emplace_back(i, row_dot(rows.data() + i * dims, query.data(), dims));
-        std::stable_sort(ref.begin(), ref.end(),
-                         [](auto& a, auto& b) { return a.second > b.second; });
-        auto all = index.search(query, n);
-        ASSERT_EQ(all.size(), n);
-        for (size_t i = 0; i < n; ++i) {
-          EXPECT_EQ(all[i].first, ref[i].first) << dims << "/" << n << " query " << q << " rank " << i;
-          EXPECT_EQ(all[i].second, ref[i].second) << "bit for bit, not nearly";
+  // The full-precision columns and (where the processor has F16C) the
+  // half-precision scan with its exact scoring of the candidates.
+  for (bool half : {false, true})
+    for (size_t dims : {size_t{256}, size_t{37}, size_t{5}}) {
+      for (size_t n : {size_t{1}, size_t{513}, size_t{1300}}) {
+        auto rows = random_rows(n, dims, 10 + dims + n);
+        if (n > 2)
+          std::copy_n(rows.begin(), dims, rows.begin() + 2 * static_cast<std::ptrdiff_t>(dims));
+        vector_index_options o;
+        o.half_precision_scan = half;
+        auto index = vector_index::build(rows, dims, o);
+        ASSERT_FALSE(index.uses_hnsw());
+        ASSERT_EQ(index.scans_half_precision(), half && vector_index::half_precision_available());
+        ASSERT_EQ(index.size(), n);
+        auto queries = random_rows(12, dims, 99 + dims);
+        std::mt19937_64 rng{dims * 7 + n};
+        for (size_t q = 0; q < 12; ++q) {
+          std::vector<float> query(queries.begin() + static_cast<std::ptrdiff_t>(q * dims),
+                                   queries.begin() + static_cast<std::ptrdiff_t>((q + 1) * dims));
+          if (q % 2)  // sparse: two dimensions in three zero
+            for (auto& x : query)
+              if (rng() % 3)
+                x = 0.f;
+          std::vector<vector_index::hit> ref;
+          for (uint32_t i = 0; i < n; ++i)
+            ref.emplace_back(i, row_dot(rows.data() + i * dims, query.data(), dims));
+          std::stable_sort(ref.begin(), ref.end(),
+                           [](auto& a, auto& b) { return a.second > b.second; });
+          auto all = index.search(query, n);
+          ASSERT_EQ(all.size(), n);
+          for (size_t i = 0; i < n; ++i) {
+            EXPECT_EQ(all[i].first, ref[i].first)
+                << dims << "/" << n << " query " << q << " rank " << i;
+            EXPECT_EQ(all[i].second, ref[i].second) << "bit for bit, not nearly";
+          }
+          for (size_t k : {size_t{1}, size_t{7}, size_t{100}}) {
+            auto top = index.search(query, k);
+            ASSERT_EQ(top.size(), std::min(k, n));
+            EXPECT_TRUE(std::equal(top.begin(), top.end(), ref.begin())) << "k " << k;
+          }
         }
-        auto top = index.search(query, 7);
-        ASSERT_EQ(top.size(), std::min<size_t>(7, n));
-        EXPECT_TRUE(std::equal(top.begin(), top.end(), ref.begin()));
+        // A row reads back as it went in.
+        auto last = index.row(n - 1);
+        EXPECT_TRUE(
+            std::equal(last.begin(), last.end(), rows.end() - static_cast<std::ptrdiff_t>(dims)));
       }
-      // A row reads back as it went in.
-      auto last = index.row(n - 1);
-      EXPECT_TRUE(std::equal(last.begin(), last.end(), rows.end() - static_cast<std::ptrdiff_t>(dims)));
     }
-  }
   // The hashed embedder's vectors, searched with its own query.
   auto e = make_hashed_embedder(256);
   std::vector<std::string> texts{"lighthouse keepers of the northern coast",
@@ -186,6 +197,47 @@ TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_
   ASSERT_EQ(hits.size(), 5u);
   for (auto& [i, score] : hits)
     EXPECT_EQ(score, row_dot(rows.data() + i * 256, q.data(), 256)) << texts[i];
+}
+
+TEST(vector_index, the_half_precision_scan_ranks_rows_it_cannot_tell_apart_exactly) {
+  if (!vector_index::half_precision_available())
+    GTEST_SKIP() << "no F16C on this processor: the full-precision scan is the only one";
+  // Rows in clusters of near-copies: each copy differs from its original
+  // by less than half precision resolves (a few parts in 100,000), so the
+  // approximate scores of a cluster tie or cross while their exact scores
+  // differ. A cut that missed a row the exact order needs, or a bound
+  // too tight, would change the k best.
+  constexpr size_t dims = 64, originals = 40, copies = 25, n = originals * copies;
+  auto base = random_rows(originals, dims, 7);
+  std::mt19937_64 rng{8};
+  std::uniform_real_distribution<float> tiny{-3e-5f, 3e-5f};
+  std::vector<float> rows(n * dims);
+  for (size_t i = 0; i < n; ++i)
+    for (size_t d = 0; d < dims; ++d)
+      rows[i * dims + d] = base[(i % originals) * dims + d] + (i < originals ? 0.f : tiny(rng));
+  auto index = vector_index::build(rows, dims);
+  ASSERT_TRUE(index.scans_half_precision());
+  vector_index_options full;
+  full.half_precision_scan = false;
+  auto reference = vector_index::build(rows, dims, full);
+  ASSERT_FALSE(reference.scans_half_precision());
+  auto queries = random_rows(30, dims, 9);
+  for (size_t q = 0; q < 30; ++q) {
+    // Half the queries are one of the originals, so a whole cluster
+    // scores near 1 and its members differ only in their last bits.
+    std::span<const float> query{
+        q % 2 ? base.data() + (q % originals) * dims : queries.data() + q * dims, dims};
+    for (size_t k : {size_t{1}, size_t{3}, size_t{25}, size_t{26}, size_t{60}})
+      EXPECT_EQ(index.search(query, k), reference.search(query, k)) << "query " << q << " k " << k;
+  }
+  // A query with a non-finite value is scored row by row, as before.
+  std::vector<float> odd(dims, 0.f);
+  odd[3] = std::numeric_limits<float>::infinity();
+  EXPECT_EQ(index.search(odd, 5).size(), 5u);
+  // Values beyond half precision's range keep the full-precision columns.
+  auto big = rows;
+  big[5] = 1e6f;
+  EXPECT_FALSE(vector_index::build(big, dims).scans_half_precision());
 }
 
 TEST(vector_index, a_saved_hnsw_graph_loads_and_answers_identically) {
