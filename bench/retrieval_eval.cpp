@@ -24,7 +24,10 @@
 //       [--agents bm25,naive_rag_agent,...] [--max-queries N] [--vector-weight W]
 //       [--keyword-weight W] [--fusion auto|rrf|convex] [--no-typo-tolerance]
 //       [--typos] [--chunk-chars N]
-//       [--scale N]
+//       [--scale N]  (BM25 over N synthetic chunks instead)
+//       [--vector-scale N,N...]  (the vector index's three kinds over N
+//                                 chunks of SciFact's sentences each,
+//                                 instead)
 #include <algorithm>
 #include <cctype>
 #include <chrono>
@@ -323,25 +326,39 @@ void run_dataset(const std::string& dir, const std::string& name, const run_opti
   }
 }
 
+// Synthetic text: words "w0" … "w99999" drawn from a Zipf distribution;
+// chunks of 20-60 words, queries of 2-6.
+class zipf_text {
+public:
+  zipf_text() : cdf_(100000) {
+    for (size_t i = 0; i < cdf_.size(); ++i)
+      cdf_[i] = (total_ += 1.0 / static_cast<double>(i + 1));
+  }
+  std::string words(size_t n) {
+    std::string out;
+    for (size_t w = 0; w < n; ++w) {
+      auto x = std::uniform_real_distribution<double>(0, total_)(rng_);
+      auto i = static_cast<size_t>(std::lower_bound(cdf_.begin(), cdf_.end(), x) - cdf_.begin());
+      out += "w" + std::to_string(i) + " ";
+    }
+    return out;
+  }
+  std::string chunk() { return words(20 + rng_() % 41); }
+  std::string query() { return words(2 + rng_() % 5); }
+
+private:
+  std::mt19937_64 rng_{7};
+  std::vector<double> cdf_;
+  double total_ = 0;
+};
+
 // N synthetic short chunks with a Zipf vocabulary: BM25 build time, memory
 // and latency at scale.
 void run_scale(size_t n) {
-  std::mt19937_64 rng{7};
-  constexpr size_t vocab = 100000;
-  std::vector<double> cdf(vocab);
-  double total = 0;
-  for (size_t i = 0; i < vocab; ++i)
-    cdf[i] = (total += 1.0 / static_cast<double>(i + 1));
-  auto word = [&] {
-    auto x = std::uniform_real_distribution<double>(0, total)(rng);
-    auto i = static_cast<size_t>(std::lower_bound(cdf.begin(), cdf.end(), x) - cdf.begin());
-    return "w" + std::to_string(i);
-  };
+  zipf_text text;
   std::vector<chunk> chunks(n);
   for (size_t c = 0; c < n; ++c) {
-    auto len = 20 + rng() % 41;
-    for (size_t w = 0; w < len; ++w)
-      chunks[c].text += word() + " ";
+    chunks[c].text = text.chunk();
     chunks[c].chunk_id = std::to_string(c);
   }
   auto rss0 = rss_bytes();
@@ -351,10 +368,7 @@ void run_scale(size_t n) {
   auto rss1 = rss_bytes();
   std::vector<double> lat;
   for (int q = 0; q < 1000; ++q) {
-    std::string query;
-    auto terms = 2 + rng() % 5;
-    for (size_t t = 0; t < terms; ++t)
-      query += word() + " ";
+    auto query = text.query();
     auto t = steady::now();
     auto hits = idx.search(query, 10);
     lat.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
@@ -367,6 +381,96 @@ void run_scale(size_t n) {
       percentile(lat, 0.5), percentile(lat, 0.99));
 }
 
+// The vector index at sizes around vector_exact_below, on text like a
+// real KB's: N chunks of 3-6 sentences drawn at random from SciFact's
+// abstracts, embedded by the hashed embedder (256 dimensions), searched
+// with SciFact's 300 claims for the 100 and the 500 nearest by each kind
+// of index: the exact scan in full precision, the exact scan in half
+// precision first, and HNSW (default options). Build time, memory,
+// latency p50/p99, and HNSW's recall of the exact 100.
+void run_vector_scale(const std::string& scifact, const std::vector<size_t>& sizes) {
+  std::vector<std::string> sentences, queries;
+  for (auto& r : read_tsv(scifact + "/corpus.tsv", false))
+    for (size_t from = 0; r.size() >= 3 && from < r[2].size();) {
+      auto end = std::min(r[2].find(". ", from), r[2].size());
+      sentences.push_back(r[2].substr(from, end - from + 1));
+      from = end + 2;
+    }
+  for (auto& r : read_tsv(scifact + "/queries_test.tsv", false))
+    if (r.size() >= 2)
+      queries.push_back(r[1]);
+  auto embedder = make_hashed_embedder(256);
+  auto embed = [&](const std::vector<std::string>& texts, std::vector<float>& into) {
+    for (size_t first = 0; first < texts.size(); first += 512) {
+      std::vector<std::string> batch(
+          texts.begin() + static_cast<std::ptrdiff_t>(first),
+          texts.begin() + static_cast<std::ptrdiff_t>(std::min(texts.size(), first + 512)));
+      auto vectors = embedder->embed(batch);
+      for (auto& v : std::get<embedding_batch>(vectors))
+        into.insert(into.end(), v.begin(), v.end());
+    }
+  };
+  std::printf(
+      "\n## vectors: chunks of SciFact's sentences, hashed embedder (256 dims), %zu claims\n",
+      queries.size());
+  std::printf(
+      "| rows | index | build s | MiB | k 100: p50 ms | p99 ms | k 500: p50 ms | p99 ms "
+      "| recall@100 of exact |\n");
+  std::printf("|---|---|---|---|---|---|---|---|---|\n");
+  for (auto n : sizes) {
+    std::mt19937_64 rng{n};
+    std::vector<std::string> chunks(n);
+    for (auto& c : chunks)
+      for (auto k = 3 + rng() % 4; k > 0; --k)
+        c += sentences[rng() % sentences.size()] + " ";
+    std::vector<float> rows, qs;
+    embed(chunks, rows);
+    embed(queries, qs);
+    std::vector<std::vector<vector_index::hit>> exact;
+    struct kind {
+      const char* name;
+      vector_index_options opts;
+    };
+    vector_index_options full, half, hnsw;
+    full.exact_below = half.exact_below = n + 1;
+    full.half_precision_from = SIZE_MAX;
+    half.half_precision_from = 0;
+    hnsw.exact_below = 0;
+    for (auto& [name, opts] : {kind{"exact, full precision", full},
+                               kind{"exact, half precision first", half}, kind{"HNSW", hnsw}}) {
+      auto t0 = steady::now();
+      auto idx = vector_index::build(rows, 256, opts);
+      auto build_s = std::chrono::duration<double>(steady::now() - t0).count();
+      std::vector<double> lat100, lat500;
+      double found = 0, wanted = 0;
+      for (size_t q = 0; q < queries.size(); ++q) {
+        std::span<const float> query{qs.data() + q * 256, 256};
+        auto t = steady::now();
+        auto hits = idx.search(query, 100);
+        lat100.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
+        t = steady::now();
+        idx.search(query, 500);
+        lat500.push_back(std::chrono::duration<double, std::milli>(steady::now() - t).count());
+        if (exact.size() < queries.size()) {
+          exact.push_back(hits);
+          continue;
+        }
+        std::set<uint32_t> truth;
+        for (auto& h : exact[q])
+          truth.insert(h.first);
+        for (auto& h : hits)
+          found += static_cast<double>(truth.count(h.first));
+        wanted += static_cast<double>(truth.size());
+      }
+      std::printf("| %zu | %s | %.2f | %.1f | %.3f | %.3f | %.3f | %.3f | %s |\n", n, name, build_s,
+                  double(idx.memory_bytes()) / (1 << 20), percentile(lat100, 0.5),
+                  percentile(lat100, 0.99), percentile(lat500, 0.5), percentile(lat500, 0.99),
+                  wanted > 0 ? std::to_string(found / wanted).substr(0, 5).c_str() : "(reference)");
+      std::fflush(stdout);
+    }
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -376,6 +480,7 @@ int main(int argc, char** argv) {
   ro.agents = {"bm25",        "naive_rag_agent",     "hybrid_agent",
                "graph_agent", "deep_research_agent", "fusion_agent"};
   size_t scale = 0;
+  std::vector<size_t> vector_scale;
   for (int i = 1; i < argc; ++i) {
     std::string a = argv[i];
     auto next = [&] { return i + 1 < argc ? std::string{argv[++i]} : std::string{}; };
@@ -405,13 +510,21 @@ int main(int argc, char** argv) {
       ro.typos = true;
     } else if (a == "--scale") {
       scale = std::stoul(next());
+    } else if (a == "--vector-scale") {
+      std::stringstream ss{next()};
+      std::string x;
+      while (std::getline(ss, x, ','))
+        vector_scale.push_back(std::stoul(x));
     } else {
       std::fprintf(stderr, "unknown option %s\n", a.c_str());
       return 2;
     }
   }
-  if (scale) {
-    run_scale(scale);
+  if (scale || !vector_scale.empty()) {
+    if (scale)
+      run_scale(scale);
+    if (!vector_scale.empty())
+      run_vector_scale(data + "/scifact", vector_scale);
     return 0;
   }
   for (auto& name : {std::string{"scifact"}, std::string{"cmrc2018"}})

@@ -109,7 +109,7 @@ struct retrieval_config {
   std::string embedding_base_url;  // "" = llm.base_url
   std::string embedding_model;
   int embedding_batch = 64;
-  size_t vector_exact_below = 20000;
+  size_t vector_exact_below = 100000;
   // An OpenAI-compatible /rerank endpoint for KBs with enable_rerank;
   // "" = the model in [llm] reranks listwise.
   std::string rerank_base_url;

@@ -191,6 +191,10 @@ bool vector_index::half_precision_available() {
 #endif
 }
 
+bool vector_index::graph_for(size_t n, size_t dims, const vector_index_options& opts) {
+  return n > 0 && n * dims / 256 >= opts.exact_below;
+}
+
 vector_index::vector_index() = default;
 vector_index::~vector_index() = default;
 vector_index::vector_index(vector_index&&) noexcept = default;
@@ -200,7 +204,7 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
   vector_index idx;
   idx.dims_ = dims;
   auto n = dims ? rows.size() / dims : 0;
-  if (n >= opts.exact_below && n > 0) {
+  if (graph_for(n, dims, opts)) {
     idx.rows_ = std::move(rows);
     idx.hnsw_ = std::make_unique<hnsw>(dims, n, opts);
     idx.hnsw_->graph.setEf(opts.ef_search);
@@ -209,7 +213,7 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
     return idx;
   }
 #if defined(__x86_64__)
-  if (opts.half_precision_scan && n > 0 && half_precision_available() && fits_half(rows)) {
+  if (n > 0 && n >= opts.half_precision_from && half_precision_available() && fits_half(rows)) {
     idx.half_columns_ = half_columns(rows, n, dims);
     for (size_t i = 0; i < n; ++i) {
       double norm = 0;
@@ -242,7 +246,7 @@ std::vector<float> vector_index::row(size_t i) const {
 vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_index_options opts,
                                  std::string_view saved_graph) {
   auto n = dims ? rows.size() / dims : 0;
-  if (saved_graph.empty() || n < opts.exact_below || n == 0)
+  if (saved_graph.empty() || !graph_for(n, dims, opts))
     return build(std::move(rows), dims, opts);
   vector_index idx;
   idx.dims_ = dims;

@@ -1,7 +1,8 @@
 // Cosine-similarity search over chunk embeddings (DESIGN §6): exact
-// (a brute-force dot-product scan, which is fastest and exact for small
-// KBs) below `exact_below` vectors, an HNSW graph (hnswlib) above. Immutable
-// once built; search() may run concurrently from many threads.
+// (a brute-force dot-product scan) below `exact_below` vectors of 256
+// dimensions (fewer of more: the scan reads rows × dimensions), an HNSW
+// graph (hnswlib) above. Immutable once built; search() may run
+// concurrently from many threads.
 //
 // The exact index keeps its vectors by dimension (column by column), so a
 // query reads only the dimensions it is not zero in: a hashed embedder's
@@ -37,13 +38,22 @@ namespace ragtor {
 float row_dot(const float* a, const float* b, size_t n);
 
 struct vector_index_options {
-  size_t exact_below = 20000;
+  // Rows of 256 dimensions below which search is exact: an index of n
+  // rows of D dimensions is exact while n·D/256 < exact_below. With the
+  // hashed embedder the exact scan was faster than HNSW up to 100,000
+  // rows (as fast there), and exact, where HNSW found 0.50-0.73 of the
+  // exact 100 and took 5-82 s to build (bench_retrieval_eval --vector-scale; see
+  // docs/performance.md, "Exact vectors up to 100,000 chunks").
+  size_t exact_below = 100000;
   size_t hnsw_m = 16;
   size_t ef_construction = 200;
   size_t ef_search = 128;
-  // The exact index's half-precision scan (above); off, or without F16C,
-  // the columns are scanned in full precision. Same results either way.
-  bool half_precision_scan = true;
+  // From this many rows the exact index scans in half precision first
+  // (above); below it, or without F16C, the columns are scanned in full
+  // precision. Same results either way; below ~4,000 rows the exact
+  // scoring of the candidates costs more than the bytes saved
+  // (bench_retrieval_eval --vector-scale). SIZE_MAX: never.
+  size_t half_precision_from = 4096;
 };
 
 class vector_index {
@@ -70,6 +80,8 @@ public:
   std::vector<hit> search(std::span<const float> query, size_t k) const;
 
   size_t size() const { return dims_ ? (rows_.size() + columns_.size()) / dims_ : 0; }
+  // Whether n rows of `dims` dimensions get an HNSW graph under `opts`.
+  static bool graph_for(size_t n, size_t dims, const vector_index_options& opts);
   // Whether the exact index scans in half precision first, and whether
   // this processor can.
   bool scans_half_precision() const { return !half_columns_.empty(); }

@@ -144,7 +144,7 @@ TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_
         if (n > 2)
           std::copy_n(rows.begin(), dims, rows.begin() + 2 * static_cast<std::ptrdiff_t>(dims));
         vector_index_options o;
-        o.half_precision_scan = half;
+        o.half_precision_from = half ? 0 : SIZE_MAX;
         auto index = vector_index::build(rows, dims, o);
         ASSERT_FALSE(index.uses_hnsw());
         ASSERT_EQ(index.scans_half_precision(), half && vector_index::half_precision_available());
@@ -215,10 +215,11 @@ TEST(vector_index, the_half_precision_scan_ranks_rows_it_cannot_tell_apart_exact
   for (size_t i = 0; i < n; ++i)
     for (size_t d = 0; d < dims; ++d)
       rows[i * dims + d] = base[(i % originals) * dims + d] + (i < originals ? 0.f : tiny(rng));
-  auto index = vector_index::build(rows, dims);
+  vector_index_options half, full;
+  half.half_precision_from = 0;
+  full.half_precision_from = SIZE_MAX;
+  auto index = vector_index::build(rows, dims, half);
   ASSERT_TRUE(index.scans_half_precision());
-  vector_index_options full;
-  full.half_precision_scan = false;
   auto reference = vector_index::build(rows, dims, full);
   ASSERT_FALSE(reference.scans_half_precision());
   auto queries = random_rows(30, dims, 9);
@@ -237,14 +238,14 @@ TEST(vector_index, the_half_precision_scan_ranks_rows_it_cannot_tell_apart_exact
   // Values beyond half precision's range keep the full-precision columns.
   auto big = rows;
   big[5] = 1e6f;
-  EXPECT_FALSE(vector_index::build(big, dims).scans_half_precision());
+  EXPECT_FALSE(vector_index::build(big, dims, half).scans_half_precision());
 }
 
 TEST(vector_index, a_saved_hnsw_graph_loads_and_answers_identically) {
   constexpr size_t n = 2000, dims = 16;
   auto rows = random_rows(n, dims, 3);
   vector_index_options o;
-  o.exact_below = 100;
+  o.exact_below = 50;  // rows of 256 dimensions: 800 of 16
   auto built = vector_index::build(rows, dims, o);
   ASSERT_TRUE(built.uses_hnsw());
   EXPECT_FALSE(built.graph_loaded());
