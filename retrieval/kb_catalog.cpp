@@ -5,6 +5,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -190,9 +191,15 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
                    snap->name, std::get<std::string>(vecs));
     }
   }
-  if (!index_dir.empty() && snap->vectors.uses_hnsw() && !snap->vectors.graph_loaded())
+  if (!index_dir.empty() && snap->vectors.uses_hnsw() && !snap->vectors.graph_loaded()) {
     if (auto bytes = snap->vectors.graph_bytes(); !bytes.empty())
       write_snapshot(index_dir / "hnsw.bin", signature, bytes);
+  } else if (!index_dir.empty() && !snap->vectors.uses_hnsw()) {
+    // A graph from when this KB was above vector_exact_below (or the
+    // threshold lower): no longer read, so not kept.
+    std::error_code ignored;
+    std::filesystem::remove(index_dir / "hnsw.bin", ignored);
+  }
   snap->graph = entity_graph::build(snap->chunks, opts.graph);
   snap->build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -448,6 +448,14 @@ TEST(index_snapshots, the_hnsw_graph_is_kept_above_vector_exact_below) {
   auto a = run_agent(*first, "naive_rag_agent", "Marigold saffron captain", 4);
   auto b = run_agent(*second, "naive_rag_agent", "Marigold saffron captain", 4);
   EXPECT_EQ(a.chunk_ids, b.chunk_ids);
+  // Below the threshold again (the default): exact, and the graph's file,
+  // no longer read, is removed.
+  opts.vectors.exact_below = vector_index_options{}.exact_below;
+  auto third = kb_catalog::build_snapshot("kb", docs, opts);
+  EXPECT_FALSE(third->vectors.uses_hnsw());
+  EXPECT_FALSE(std::filesystem::exists(dir.path / "kbs" / "kb" / "index" / "hnsw.bin"));
+  EXPECT_EQ(run_agent(*third, "naive_rag_agent", "Marigold saffron captain", 4).chunk_ids,
+            a.chunk_ids);
 }
 
 TEST(index_snapshots, bm25_round_trip_and_truncation) {
