@@ -247,6 +247,8 @@ void run_dataset(const std::string& dir, const std::string& name, const run_opti
       snap->graph.relation_count(), (double(rss1) - double(rss0)) / (1 << 20),
       double(snap->index.memory_bytes()) / (1 << 20),
       double(snap->vectors.memory_bytes()) / (1 << 20));
+  std::printf("entity graph rows' signature %s (%zu topics)\n",
+              snap->graph.rows(name, snap->chunks).signature.c_str(), snap->graph.topic_count());
   {
     // Ingesting one more document reuses the indexed chunks' terms and
     // vectors (kb_admin passes the current snapshot).

@@ -68,6 +68,15 @@ public:
       visit(std::string_view{term}, pl.docs.size());
   }
 
+  // Calls visit(term, chunks, term frequencies) for every index term's
+  // postings (chunks ascending, one frequency each), in no particular
+  // order.
+  template <class Visitor>
+  void visit_postings(Visitor&& visit) const {
+    for (auto& [term, pl] : postings_)
+      visit(std::string_view{term}, pl.docs, pl.tfs);
+  }
+
   // The index terms of one length (in bytes), with each one's letters
   // (letter_set) and document frequency: what typo expansion scans
   // (typo_expansion.hpp). Term i is terms.substr(i * length, length).

@@ -81,34 +81,47 @@ std::vector<std::string> named_phrases(std::string_view text) {
 }  // namespace
 
 entity_graph entity_graph::build(const std::vector<chunk>& chunks, graph_options opts) {
+  return build(chunks, bm25_index::build(chunks), opts);
+}
+
+entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_index& index,
+                                 graph_options opts) {
   entity_graph g;
   auto n = chunks.size();
   if (n == 0)
     return g;
-  // Document frequency of terms, for salient-term selection.
-  std::vector<std::map<std::string, int>> tfs(n);
-  std::unordered_map<std::string, uint32_t> df;
-  for (size_t c = 0; c < n; ++c) {
-    for (auto& t : tokenize(chunks[c].title + "\n" + chunks[c].text))
-      ++tfs[c][t];
-    for (auto& [t, _] : tfs[c])
-      ++df[t];
-  }
+  // Each chunk's terms with their frequency, and each term's document
+  // frequency, from the index's postings (the index tokenized the same
+  // title + "\n" + text).
+  std::vector<std::string_view> term_text;
+  std::vector<uint32_t> df;
+  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> tfs(n);  // (term, tf)
+  index.visit_postings([&](std::string_view term, const std::vector<uint32_t>& docs,
+                           const std::vector<uint32_t>& counts) {
+    auto id = static_cast<uint32_t>(term_text.size());
+    term_text.push_back(term);
+    df.push_back(static_cast<uint32_t>(docs.size()));
+    for (size_t i = 0; i < docs.size(); ++i)
+      if (docs[i] < n)
+        tfs[docs[i]].emplace_back(id, counts[i]);
+  });
   auto max_df = std::max<double>(2, opts.max_df_fraction * static_cast<double>(n));
-  std::map<std::string, std::map<std::string, int>> surface;  // key -> display form counts
-  std::vector<std::set<uint32_t>> mentions(n);
-  auto intern = [&](const std::string& key, const std::string& display) {
+  std::vector<std::map<std::string, int>> surface;  // per entity: display form counts
+  std::vector<std::vector<uint32_t>> mentions(n);   // per chunk, ascending once sorted
+  auto intern = [&](const std::string& key, std::string_view display) {
     auto [it, inserted] = g.by_key_.emplace(key, static_cast<uint32_t>(g.entities_.size()));
     if (inserted) {
       entity e;
       e.key = key;
       g.entities_.push_back(std::move(e));
+      surface.emplace_back();
       auto first = key.substr(0, key.find(' '));
       g.by_term_[first].push_back(it->second);
     }
-    ++surface[key][display];
+    ++surface[it->second][std::string{display}];
     return it->second;
   };
+  std::vector<std::pair<double, std::string_view>> scored;
   for (size_t c = 0; c < n; ++c) {
     for (auto& phrase : named_phrases(chunks[c].text)) {
       auto terms = tokenize(phrase);
@@ -116,42 +129,56 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, graph_options
         continue;
       // A single sentence-initial capitalised word is usually not a name;
       // keep single words only when they are rare enough to be salient.
-      if (terms.size() == 1 && df[terms[0]] > max_df)
+      if (terms.size() == 1 && static_cast<double>(index.document_frequency(terms[0])) > max_df)
         continue;
-      mentions[c].insert(intern(join(terms), phrase));
+      mentions[c].push_back(intern(join(terms), phrase));
     }
     // Salient terms by tf-idf.
-    std::vector<std::pair<double, std::string>> scored;
-    for (auto& [t, tf] : tfs[c]) {
+    scored.clear();
+    for (auto [t, tf] : tfs[c]) {
       auto d = df[t];
       if (d < 2 || d > max_df)
         continue;
-      scored.emplace_back(tf * std::log(static_cast<double>(n) / d), t);
+      scored.emplace_back(tf * std::log(static_cast<double>(n) / d), term_text[t]);
     }
-    std::sort(scored.begin(), scored.end(), std::greater<>());
-    for (size_t i = 0; i < scored.size() && i < opts.salient_per_chunk; ++i)
-      mentions[c].insert(intern(scored[i].second, scored[i].second));
+    auto keep = std::min(scored.size(), opts.salient_per_chunk);
+    std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep),
+                      scored.end(), std::greater<>());
+    for (size_t i = 0; i < keep; ++i) {
+      std::string term{scored[i].second};
+      mentions[c].push_back(intern(term, term));
+    }
+    std::sort(mentions[c].begin(), mentions[c].end());
+    mentions[c].erase(std::unique(mentions[c].begin(), mentions[c].end()), mentions[c].end());
   }
-  for (auto& e : g.entities_) {
-    auto& forms = surface[e.key];
-    e.name = std::max_element(forms.begin(), forms.end(), [](auto& a, auto& b) {
-               return a.second < b.second;
-             })->first;
+  for (size_t e = 0; e < g.entities_.size(); ++e) {
+    auto& forms = surface[e];
+    g.entities_[e].name = std::max_element(forms.begin(), forms.end(), [](auto& a, auto& b) {
+                            return a.second < b.second;
+                          })->first;
   }
-  // Mentions and co-occurrence.
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> edges;
+  // Mentions and co-occurrence: every pair of entities in a chunk, as
+  // (smaller << 32 | larger), counted once sorted.
+  std::vector<uint64_t> pairs;
   for (size_t c = 0; c < n; ++c) {
-    std::vector<uint32_t> m{mentions[c].begin(), mentions[c].end()};
+    auto& m = mentions[c];
     for (auto e : m)
       g.entities_[e].chunks.push_back(static_cast<uint32_t>(c));
     for (size_t i = 0; i < m.size(); ++i)
       for (size_t j = i + 1; j < m.size(); ++j)
-        ++edges[{m[i], m[j]}];
+        pairs.push_back(uint64_t{m[i]} << 32 | m[j]);
   }
-  g.relation_count_ = edges.size();
-  for (auto& [ab, w] : edges) {
-    g.entities_[ab.first].neighbours.emplace_back(ab.second, w);
-    g.entities_[ab.second].neighbours.emplace_back(ab.first, w);
+  std::sort(pairs.begin(), pairs.end());
+  for (size_t i = 0; i < pairs.size();) {
+    auto j = i;
+    while (j < pairs.size() && pairs[j] == pairs[i])
+      ++j;
+    auto a = static_cast<uint32_t>(pairs[i] >> 32), b = static_cast<uint32_t>(pairs[i]);
+    auto w = static_cast<uint32_t>(j - i);
+    g.entities_[a].neighbours.emplace_back(b, w);
+    g.entities_[b].neighbours.emplace_back(a, w);
+    ++g.relation_count_;
+    i = j;
   }
   for (auto& e : g.entities_) {
     std::sort(e.neighbours.begin(), e.neighbours.end(), [](auto& a, auto& b) {

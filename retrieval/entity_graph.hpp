@@ -15,8 +15,9 @@
 #include <utility>
 #include <vector>
 
-#include "protocol/messages.hpp"
 #include "protocol/document.hpp"
+#include "protocol/messages.hpp"
+#include "retrieval/bm25_index.hpp"
 
 namespace ragtor {
 
@@ -29,6 +30,11 @@ struct graph_options {
 class entity_graph {
 public:
   static entity_graph build(const std::vector<chunk>& chunks, graph_options opts = {});
+  // The same, taking the chunks' terms from `index`, a BM25 index of
+  // these chunks (it tokenized them as the graph does) instead of
+  // tokenizing them again.
+  static entity_graph build(const std::vector<chunk>& chunks, const bm25_index& index,
+                            graph_options opts = {});
 
   struct local_result {
     std::vector<std::pair<uint32_t, double>> chunks;  // best first

@@ -200,7 +200,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
     std::error_code ignored;
     std::filesystem::remove(index_dir / "hnsw.bin", ignored);
   }
-  snap->graph = entity_graph::build(snap->chunks, opts.graph);
+  snap->graph = entity_graph::build(snap->chunks, snap->index, opts.graph);
   snap->build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return snap;
