@@ -209,21 +209,14 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
     idx.hnsw_->graph.setEf(opts.ef_search);
     for (size_t i = 0; i < n; ++i)
       idx.hnsw_->graph.addPoint(idx.rows_.data() + i * dims, i);
+    idx.add_half_precision(opts);
     return idx;
   }
-#if defined(__x86_64__)
-  if (n > 0 && n >= opts.half_precision_from && half_precision_available() && fits_half(rows)) {
-    idx.half_columns_ = half_columns(rows, n, dims);
-    for (size_t i = 0; i < n; ++i) {
-      double norm = 0;
-      for (size_t d = 0; d < dims; ++d)
-        norm += static_cast<double>(rows[i * dims + d]) * rows[i * dims + d];
-      idx.max_row_norm_ = std::max(idx.max_row_norm_, std::sqrt(norm));
-    }
-    idx.rows_ = std::move(rows);
+  idx.rows_ = std::move(rows);
+  if (idx.add_half_precision(opts))
     return idx;
-  }
-#endif
+  rows = std::move(idx.rows_);
+  idx.rows_ = {};
   idx.columns_.resize(n * dims);
   for (size_t i = 0; i < n; ++i)
     for (size_t d = 0; d < dims; ++d)
@@ -271,7 +264,29 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
   std::filesystem::remove(file, ignored);
   if (!idx.hnsw_)
     return build(std::move(idx.rows_), dims, opts);
+  idx.add_half_precision(opts);
   return idx;
+}
+
+// The half-precision columns of rows_ (kept), where the processor and
+// the values allow and there are enough rows: the exact scan's first
+// pass, and with a graph the search for more than its ef.
+bool vector_index::add_half_precision(const vector_index_options& opts) {
+  auto n = size();
+  if (n == 0 || n < opts.half_precision_from || !half_precision_available() || !fits_half(rows_))
+    return false;
+#if defined(__x86_64__)
+  half_columns_ = half_columns(rows_, n, dims_);
+  for (size_t i = 0; i < n; ++i) {
+    double norm = 0;
+    for (size_t d = 0; d < dims_; ++d)
+      norm += static_cast<double>(rows_[i * dims_ + d]) * rows_[i * dims_ + d];
+    max_row_norm_ = std::max(max_row_norm_, std::sqrt(norm));
+  }
+  return true;
+#else
+  return false;
+#endif
 }
 
 std::string vector_index::graph_bytes() const {
@@ -307,9 +322,9 @@ std::vector<vector_index::hit> vector_index::search(std::span<const float> query
   }
   if (!columns_.empty())
     return exact_search(query, k);
+  // Exact, or an HNSW index asked for more than its ef: every row.
   if (!half_columns_.empty())
     return half_precision_search(query, k);
-  // An HNSW index asked for more than its ef.
   return row_by_row(query, k);
 }
 

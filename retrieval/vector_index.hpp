@@ -18,7 +18,8 @@
 // row whose approximate score could place it among the k best: those
 // within twice a bound on the approximation's error of the k-th best
 // approximate score. The results are the same rows with the same scores,
-// bit for bit, as the full-precision scan's.
+// bit for bit, as the full-precision scan's. An HNSW index keeps the same
+// copy to answer a query for more rows than its ef exactly.
 #pragma once
 
 #include <cstdint>
@@ -97,10 +98,11 @@ private:
   std::vector<hit> exact_search(std::span<const float> query, size_t k) const;
   std::vector<hit> half_precision_search(std::span<const float> query, size_t k) const;
   std::vector<hit> row_by_row(std::span<const float> query, size_t k) const;
+  bool add_half_precision(const vector_index_options& opts);
 
   std::vector<float> rows_;     // row by row: with an HNSW graph or half_columns_
   std::vector<float> columns_;  // dimension by dimension, without either
-  std::vector<uint16_t> half_columns_;  // columns_ in half precision
+  std::vector<uint16_t> half_columns_;  // rows_ by dimension, in half precision
   double max_row_norm_ = 0;             // the largest row's L2 norm (half_columns_)
   size_t dims_ = 0;
   std::unique_ptr<hnsw> hnsw_;

@@ -231,6 +231,18 @@ TEST(vector_index, the_half_precision_scan_ranks_rows_it_cannot_tell_apart_exact
     for (size_t k : {size_t{1}, size_t{3}, size_t{25}, size_t{26}, size_t{60}})
       EXPECT_EQ(index.search(query, k), reference.search(query, k)) << "query " << q << " k " << k;
   }
+  // An HNSW index asked for more rows than its ef answers exactly, from
+  // the same half-precision scan.
+  vector_index_options graph = half;
+  graph.exact_below = 1;
+  graph.ef_search = 16;
+  auto hnsw = vector_index::build(rows, dims, graph);
+  ASSERT_TRUE(hnsw.uses_hnsw());
+  ASSERT_TRUE(hnsw.scans_half_precision());
+  for (size_t q = 0; q < 10; ++q) {
+    std::span<const float> query{queries.data() + q * dims, dims};
+    EXPECT_EQ(hnsw.search(query, 40), reference.search(query, 40)) << "query " << q;
+  }
   // A query with a non-finite value is scored row by row, as before.
   std::vector<float> odd(dims, 0.f);
   odd[3] = std::numeric_limits<float>::infinity();
