@@ -330,13 +330,19 @@ kb_graph_rows entity_graph::rows(std::string kb, const std::vector<chunk>& chunk
     mix(r.id), mix(r.name), mix(r.kind), mix(r.description);
     out.entities.push_back(std::move(r));
   }
-  std::map<std::pair<uint32_t, uint32_t>, uint32_t> links;
+  // Each kept link once (both ends may keep it, with the same weight), in
+  // the order of its (smaller, larger) entity pair.
+  std::vector<std::pair<uint64_t, uint32_t>> links;  // (smaller << 32 | larger, weight)
   for (uint32_t a = 0; a < entities_.size(); ++a)
     for (auto [b, w] : entities_[a].neighbours)
-      links.emplace(std::minmax(a, b), w);
+      links.emplace_back(uint64_t{std::min(a, b)} << 32 | std::max(a, b), w);
+  std::sort(links.begin(), links.end());
+  links.erase(std::unique(links.begin(), links.end(),
+                          [](auto& x, auto& y) { return x.first == y.first; }),
+              links.end());
   for (auto& [ab, w] : links) {
-    auto& ea = entities_[ab.first];
-    auto& eb = entities_[ab.second];
+    auto& ea = entities_[ab >> 32];
+    auto& eb = entities_[static_cast<uint32_t>(ab)];
     graph_relation_row r;
     r.id = "r:" + ea.key + "|" + eb.key;
     r.source = "e:" + ea.key;
