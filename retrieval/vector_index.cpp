@@ -147,6 +147,16 @@ std::vector<vector_index::hit> best_of(std::vector<vector_index::hit>& hits, siz
 }
 #endif
 
+// The query's non-zero dimensions, ascending: the only ones a scan by
+// dimension reads.
+std::vector<uint32_t> nonzero_dimensions(std::span<const float> query) {
+  std::vector<uint32_t> used;
+  for (uint32_t d = 0; d < query.size(); ++d)
+    if (query[d] != 0.f)
+      used.push_back(d);
+  return used;
+}
+
 // Whether rows fit half precision: finite, and no larger than its largest
 // value.
 bool fits_half(const std::vector<float>& rows) {
@@ -209,14 +219,15 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
     idx.hnsw_->graph.setEf(opts.ef_search);
     for (size_t i = 0; i < n; ++i)
       idx.hnsw_->graph.addPoint(idx.rows_.data() + i * dims, i);
-    idx.add_half_precision(opts);
+    if (half_precision_for(n, idx.rows_, opts))
+      idx.add_half_precision();
     return idx;
   }
-  idx.rows_ = std::move(rows);
-  if (idx.add_half_precision(opts))
+  if (half_precision_for(n, rows, opts)) {
+    idx.rows_ = std::move(rows);
+    idx.add_half_precision();
     return idx;
-  rows = std::move(idx.rows_);
-  idx.rows_ = {};
+  }
   idx.columns_.resize(n * dims);
   for (size_t i = 0; i < n; ++i)
     for (size_t d = 0; d < dims; ++d)
@@ -264,18 +275,23 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
   std::filesystem::remove(file, ignored);
   if (!idx.hnsw_)
     return build(std::move(idx.rows_), dims, opts);
-  idx.add_half_precision(opts);
+  if (half_precision_for(n, idx.rows_, opts))
+    idx.add_half_precision();
   return idx;
 }
 
-// The half-precision columns of rows_ (kept), where the processor and
-// the values allow and there are enough rows: the exact scan's first
+// Whether n rows get half-precision columns: enough of them, a processor
+// that converts, and values half precision holds.
+bool vector_index::half_precision_for(size_t n, const std::vector<float>& rows,
+                                      const vector_index_options& opts) {
+  return n > 0 && n >= opts.half_precision_from && half_precision_available() && fits_half(rows);
+}
+
+// The half-precision columns of rows_ (kept): the exact scan's first
 // pass, and with a graph the search for more than its ef.
-bool vector_index::add_half_precision(const vector_index_options& opts) {
-  auto n = size();
-  if (n == 0 || n < opts.half_precision_from || !half_precision_available() || !fits_half(rows_))
-    return false;
+void vector_index::add_half_precision() {
 #if defined(__x86_64__)
+  auto n = size();
   half_columns_ = half_columns(rows_, n, dims_);
   for (size_t i = 0; i < n; ++i) {
     double norm = 0;
@@ -283,9 +299,6 @@ bool vector_index::add_half_precision(const vector_index_options& opts) {
       norm += static_cast<double>(rows_[i * dims_ + d]) * rows_[i * dims_ + d];
     max_row_norm_ = std::max(max_row_norm_, std::sqrt(norm));
   }
-  return true;
-#else
-  return false;
 #endif
 }
 
@@ -356,19 +369,14 @@ std::vector<vector_index::hit> vector_index::row_by_row(std::span<const float> q
 std::vector<vector_index::hit> vector_index::half_precision_search(std::span<const float> query,
                                                                    size_t k) const {
   auto n = size();
-  std::vector<uint32_t> used;  // the query's non-zero dimensions, ascending
-  double norm2 = 0, norm1 = 0;
-  for (uint32_t d = 0; d < dims_; ++d) {
-    if (!std::isfinite(query[d]))
-      return row_by_row(query, k);
-    if (query[d] != 0.f) {
-      used.push_back(d);
-      norm2 += static_cast<double>(query[d]) * query[d];
-      norm1 += std::fabs(query[d]);
-    }
-  }
-  if (k >= n)
+  if (k >= n || !std::all_of(query.begin(), query.end(), [](float x) { return std::isfinite(x); }))
     return row_by_row(query, k);
+  auto used = nonzero_dimensions(query);
+  double norm2 = 0, norm1 = 0;
+  for (auto d : used) {
+    norm2 += static_cast<double>(query[d]) * query[d];
+    norm1 += std::fabs(query[d]);
+  }
   thread_local std::vector<float> approx;
   approx.resize(n);
 #if defined(__x86_64__)
@@ -406,10 +414,7 @@ std::vector<vector_index::hit> vector_index::exact_search(std::span<const float>
                                                           size_t k) const {
   auto n = size();
   auto lanes_end = dims_ - dims_ % 8;
-  std::vector<uint32_t> used;  // the query's non-zero dimensions, ascending
-  for (uint32_t d = 0; d < dims_; ++d)
-    if (query[d] != 0.f)
-      used.push_back(d);
+  auto used = nonzero_dimensions(query);
   auto tail = std::lower_bound(used.begin(), used.end(), static_cast<uint32_t>(lanes_end));
   // Every row's score, in a buffer kept per thread: at 20,000 rows it is
   // 160 KB, which glibc would map and unmap for each query (serve.cpp's

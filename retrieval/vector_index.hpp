@@ -98,7 +98,9 @@ private:
   std::vector<hit> exact_search(std::span<const float> query, size_t k) const;
   std::vector<hit> half_precision_search(std::span<const float> query, size_t k) const;
   std::vector<hit> row_by_row(std::span<const float> query, size_t k) const;
-  bool add_half_precision(const vector_index_options& opts);
+  static bool half_precision_for(size_t n, const std::vector<float>& rows,
+                                 const vector_index_options& opts);
+  void add_half_precision();
 
   std::vector<float> rows_;     // row by row: with an HNSW graph or half_columns_
   std::vector<float> columns_;  // dimension by dimension, without either
