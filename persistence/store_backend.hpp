@@ -177,10 +177,13 @@ public:
   // false writes nothing.
   virtual bool save_summary(const summary_record& s, int64_t expected_version, int64_t now_ms) = 0;
 
-  // Replaces the knowledge base's rows in the entities and relations
-  // tables with `g`, unless the stored signature is already g.signature;
-  // true when it wrote.
-  virtual bool replace_graph(const kb_graph_rows& g, int64_t now_ms) = 0;
+  // Writes the knowledge base's graph `g` to the entities and relations
+  // tables, unless the stored signature is already g.signature: all its
+  // rows replaced (g.base_signature empty), or g's change applied to the
+  // stored graph when that is g.base_signature's (stale_base otherwise,
+  // writing nothing).
+  enum class graph_write { unchanged, written, stale_base };
+  virtual graph_write write_graph(const kb_graph_rows& g, int64_t now_ms) = 0;
   // How many entity and relation rows the knowledge base has stored.
   virtual std::pair<int64_t, int64_t> graph_size(const std::string& kb) = 0;
 

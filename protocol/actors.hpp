@@ -425,7 +425,9 @@ using store_actor = caf::typed_actor<
     // was cleared meanwhile.
     caf::replies_to<atom::summary, summary_record, int64_t /*expected*/>::with<bool>,
     // Stores a knowledge base's entity graph in the entities and relations
-    // tables (replacing its rows); false when that version is stored already.
+    // tables (all its rows, or a change to the stored graph); false when
+    // that version is stored already; conflict when a change's base graph
+    // is not the one stored (send every row then).
     caf::replies_to<atom::kb_graph, kb_graph_rows>::with<bool>,
     // A guided workflow's state of a conversation (JSON; "" when none).
     caf::replies_to<atom::flow_state, std::string /*conversation_id*/>::with<std::string>,

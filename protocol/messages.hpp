@@ -484,16 +484,26 @@ typename Inspector::result_type inspect(Inspector& f, ingest_report& x) {
            x.documents, x.chunks);
 }
 
+// A KB's entity graph as rows of the entities and relations tables: all
+// of them (`base_signature` empty), or only what changed since the graph
+// whose signature is `base_signature` (rows new or changed, ids removed).
 struct kb_graph_rows {
   std::string kb;
   std::string signature;  // changes whenever any row does
   std::vector<graph_entity_row> entities;
   std::vector<graph_relation_row> relations;
+  std::string base_signature;  // a change to this graph's rows; "" = every row
+  std::vector<std::string> removed_entities;
+  std::vector<std::string> removed_relations;
+  int64_t entity_count = 0;  // the graph's rows in all, after the change
+  int64_t relation_count = 0;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, kb_graph_rows& x) {
-  return f(caf::meta::type_name("kb_graph_rows"), x.kb, x.signature, x.entities, x.relations);
+  return f(caf::meta::type_name("kb_graph_rows"), x.kb, x.signature, x.entities, x.relations,
+           x.base_signature, x.removed_entities, x.removed_relations, x.entity_count,
+           x.relation_count);
 }
 
 // One message of a model conversation (role "system" | "user" | "assistant").

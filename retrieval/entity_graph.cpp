@@ -1,6 +1,7 @@
 #include "retrieval/entity_graph.hpp"
 
 #include <algorithm>
+#include <charconv>
 #include <cctype>
 #include <cmath>
 #include <cstdio>
@@ -307,59 +308,226 @@ std::vector<entity_graph::topic_hit> entity_graph::global_search(std::string_vie
   return out;
 }
 
-kb_graph_rows entity_graph::rows(std::string kb, const std::vector<chunk>& chunks) const {
-  kb_graph_rows out;
-  out.kb = std::move(kb);
+namespace {
+
+// FNV-1a over the rows' fields, each field ended by 0xff; a field may be
+// fed in pieces, so a row's signature needs no string built for it.
+struct row_signature {
   uint64_t h = 14695981039346656037ull;
-  auto mix = [&](std::string_view s) {
+  void part(std::string_view s) {
     for (unsigned char c : s)
       h = (h ^ c) * 1099511628211ull;
-    h = (h ^ 0xff) * 1099511628211ull;
-  };
-  auto chunk_id = [&](uint32_t c) {
-    return c < chunks.size() ? chunks[c].chunk_id : std::string{};
-  };
-  for (auto& e : entities_) {
-    graph_entity_row r;
-    r.id = "e:" + e.key;
-    r.name = e.name;
-    r.kind = e.name != e.key ? "named" : "term";
-    r.description = "mentioned in " + std::to_string(e.chunks.size()) + " chunk(s)";
-    if (e.topic >= 0)
-      r.description += "; " + topics_[static_cast<size_t>(e.topic)].summary;
-    mix(r.id), mix(r.name), mix(r.kind), mix(r.description);
-    out.entities.push_back(std::move(r));
   }
-  // Each kept link once (both ends may keep it, with the same weight), in
-  // the order of its (smaller, larger) entity pair.
-  std::vector<std::pair<uint64_t, uint32_t>> links;  // (smaller << 32 | larger, weight)
-  for (uint32_t a = 0; a < entities_.size(); ++a)
-    for (auto [b, w] : entities_[a].neighbours)
-      links.emplace_back(uint64_t{std::min(a, b)} << 32 | std::max(a, b), w);
-  std::sort(links.begin(), links.end());
-  links.erase(std::unique(links.begin(), links.end(),
+  void end() { h = (h ^ 0xff) * 1099511628211ull; }
+  void field(std::string_view s) { part(s), end(); }
+  std::string hex() const {
+    char buf[17];
+    std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
+    return buf;
+  }
+};
+
+// Digits of n, in a buffer the caller keeps.
+std::string_view digits(uint64_t n, char (&buf)[24]) {
+  auto r = std::to_chars(buf, buf + sizeof buf, n);
+  return {buf, static_cast<size_t>(r.ptr - buf)};
+}
+
+}  // namespace
+
+// How the graph becomes rows of the entities and relations tables: every
+// entity, in order, then every kept link once, by its (smaller, larger)
+// entity pair; entity_graph::rows and rows_since share it, and so does
+// the signature, which both compute over the same fields.
+struct graph_rows {
+  using link = std::pair<uint64_t, uint32_t>;  // (smaller << 32 | larger, weight)
+
+  const entity_graph& g;
+  const std::vector<chunk>& chunks;
+
+  // Each kept link once (both ends may keep it, with the same weight).
+  std::vector<link> links() const {
+    std::vector<link> out;
+    out.reserve(g.relation_count_);
+    for (uint32_t a = 0; a < g.entities_.size(); ++a)
+      for (auto [b, w] : g.entities_[a].neighbours)
+        out.emplace_back(uint64_t{std::min(a, b)} << 32 | std::max(a, b), w);
+    std::sort(out.begin(), out.end());
+    out.erase(std::unique(out.begin(), out.end(),
                           [](auto& x, auto& y) { return x.first == y.first; }),
-              links.end());
-  for (auto& [ab, w] : links) {
-    auto& ea = entities_[ab >> 32];
-    auto& eb = entities_[static_cast<uint32_t>(ab)];
-    graph_relation_row r;
-    r.id = "r:" + ea.key + "|" + eb.key;
-    r.source = "e:" + ea.key;
-    r.target = "e:" + eb.key;
-    r.kind = "co_occurs";
-    r.weight = w;
-    std::vector<uint32_t> both;
-    std::set_intersection(ea.chunks.begin(), ea.chunks.end(), eb.chunks.begin(), eb.chunks.end(),
-                          std::back_inserter(both));
-    if (!both.empty())
-      r.chunk_id = chunk_id(both.front());
-    mix(r.id), mix(std::to_string(w)), mix(r.chunk_id);
-    out.relations.push_back(std::move(r));
+              out.end());
+    return out;
   }
-  char buf[17];
-  std::snprintf(buf, sizeof buf, "%016llx", static_cast<unsigned long long>(h));
-  out.signature = buf;
+
+  // The id of the first chunk both ends of `ab` occur in ("" when none).
+  std::string_view common_chunk(uint64_t ab) const {
+    auto& x = g.entities_[ab >> 32].chunks;
+    auto& y = g.entities_[static_cast<uint32_t>(ab)].chunks;
+    for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+      if (x[i] < y[j])
+        ++i;
+      else if (y[j] < x[i])
+        ++j;
+      else
+        return x[i] < chunks.size() ? std::string_view{chunks[x[i]].chunk_id} : "";
+    }
+    return "";
+  }
+
+  const std::string& key(uint32_t e) const { return g.entities_[e].key; }
+  const std::string& summary(uint32_t e) const {
+    static const std::string none;
+    auto t = g.entities_[e].topic;
+    return t >= 0 ? g.topics_[static_cast<size_t>(t)].summary : none;
+  }
+  static constexpr std::string_view named = "named", term = "term";
+  std::string_view kind(uint32_t e) const {
+    return g.entities_[e].name != g.entities_[e].key ? named : term;
+  }
+
+  void sign_entity(row_signature& sig, uint32_t e) const {
+    char buf[24];
+    sig.part("e:"), sig.part(key(e)), sig.end();
+    sig.field(g.entities_[e].name);
+    sig.field(kind(e));
+    sig.part("mentioned in "), sig.part(digits(g.entities_[e].chunks.size(), buf));
+    sig.part(" chunk(s)");
+    if (g.entities_[e].topic >= 0)
+      sig.part("; "), sig.part(summary(e));
+    sig.end();
+  }
+
+  void sign_link(row_signature& sig, const link& l, std::string_view chunk_id) const {
+    char buf[24];
+    sig.part("r:"), sig.part(key(static_cast<uint32_t>(l.first >> 32))), sig.part("|");
+    sig.part(key(static_cast<uint32_t>(l.first))), sig.end();
+    sig.field(digits(l.second, buf));
+    sig.field(chunk_id);
+  }
+
+  graph_entity_row entity_row(uint32_t e) const {
+    graph_entity_row r;
+    r.id = "e:" + key(e);
+    r.name = g.entities_[e].name;
+    r.kind = kind(e);
+    r.description = "mentioned in " + std::to_string(g.entities_[e].chunks.size()) + " chunk(s)";
+    if (g.entities_[e].topic >= 0)
+      r.description += "; " + summary(e);
+    return r;
+  }
+
+  std::string link_id(uint64_t ab) const {
+    return "r:" + key(static_cast<uint32_t>(ab >> 32)) + "|" + key(static_cast<uint32_t>(ab));
+  }
+
+  graph_relation_row relation_row(const link& l, std::string_view chunk_id) const {
+    graph_relation_row r;
+    r.id = link_id(l.first);
+    r.source = "e:" + key(static_cast<uint32_t>(l.first >> 32));
+    r.target = "e:" + key(static_cast<uint32_t>(l.first));
+    r.kind = "co_occurs";
+    r.weight = l.second;
+    r.chunk_id = chunk_id;
+    return r;
+  }
+
+  // The signature of every row, as rows() computes it.
+  std::string signature(const std::vector<link>& all) const {
+    row_signature sig;
+    for (uint32_t e = 0; e < g.entities_.size(); ++e)
+      sign_entity(sig, e);
+    for (auto& l : all)
+      sign_link(sig, l, common_chunk(l.first));
+    return sig.hex();
+  }
+};
+
+kb_graph_rows entity_graph::rows(std::string kb, const std::vector<chunk>& chunks) const {
+  graph_rows walk{*this, chunks};
+  kb_graph_rows out;
+  out.kb = std::move(kb);
+  row_signature sig;
+  for (uint32_t e = 0; e < entities_.size(); ++e) {
+    walk.sign_entity(sig, e);
+    out.entities.push_back(walk.entity_row(e));
+  }
+  for (auto& l : walk.links()) {
+    auto chunk_id = walk.common_chunk(l.first);
+    walk.sign_link(sig, l, chunk_id);
+    out.relations.push_back(walk.relation_row(l, chunk_id));
+  }
+  out.signature = sig.hex();
+  out.entity_count = static_cast<int64_t>(out.entities.size());
+  out.relation_count = static_cast<int64_t>(out.relations.size());
+  return out;
+}
+
+kb_graph_rows entity_graph::rows_since(const entity_graph& before,
+                                       const std::vector<chunk>& before_chunks, std::string kb,
+                                       const std::vector<chunk>& chunks) const {
+  graph_rows was{before, before_chunks}, now{*this, chunks};
+  kb_graph_rows out;
+  out.kb = std::move(kb);
+  auto was_links = was.links();
+  out.base_signature = was.signature(was_links);
+
+  // Entities, by key: each of before's is this graph's entity now_of[e],
+  // or gone.
+  constexpr auto gone = UINT32_MAX;
+  std::vector<uint32_t> now_of(before.entities_.size(), gone);
+  std::vector<bool> existed(entities_.size(), false);
+  for (uint32_t e = 0; e < before.entities_.size(); ++e) {
+    auto found = by_key_.find(before.entities_[e].key);
+    if (found == by_key_.end()) {
+      out.removed_entities.push_back("e:" + was.key(e));
+      continue;
+    }
+    auto n = now_of[e] = found->second;
+    existed[n] = true;
+    auto& x = before.entities_[e];
+    auto& y = entities_[n];
+    if (x.name != y.name || x.chunks.size() != y.chunks.size() || was.summary(e) != now.summary(n))
+      out.entities.push_back(now.entity_row(n));
+  }
+  for (uint32_t n = 0; n < entities_.size(); ++n)
+    if (!existed[n])
+      out.entities.push_back(now.entity_row(n));
+
+  // Links, by id: before's link (a, b) is the row "r:<a>|<b>", the same
+  // row as this graph's link between those entities only while they are
+  // in the same order here. Both lists sorted by this graph's pairs.
+  std::vector<std::pair<uint64_t, uint32_t>> kept;  // (pair here, index in was_links)
+  for (uint32_t i = 0; i < was_links.size(); ++i) {
+    auto ab = was_links[i].first;
+    auto a = now_of[ab >> 32], b = now_of[static_cast<uint32_t>(ab)];
+    if (a == gone || b == gone || a > b)
+      out.removed_relations.push_back(was.link_id(ab));
+    else
+      kept.emplace_back(uint64_t{a} << 32 | b, i);
+  }
+  std::sort(kept.begin(), kept.end());
+  row_signature sig;
+  for (uint32_t e = 0; e < entities_.size(); ++e)
+    now.sign_entity(sig, e);
+  size_t k = 0;
+  auto now_links = now.links();
+  for (auto& l : now_links) {
+    auto chunk_id = now.common_chunk(l.first);
+    now.sign_link(sig, l, chunk_id);
+    for (; k < kept.size() && kept[k].first < l.first; ++k)
+      out.removed_relations.push_back(was.link_id(was_links[kept[k].second].first));
+    if (k < kept.size() && kept[k].first == l.first) {
+      auto& old = was_links[kept[k++].second];
+      if (old.second == l.second && was.common_chunk(old.first) == chunk_id)
+        continue;
+    }
+    out.relations.push_back(now.relation_row(l, chunk_id));
+  }
+  for (; k < kept.size(); ++k)
+    out.removed_relations.push_back(was.link_id(was_links[kept[k].second].first));
+  out.signature = sig.hex();
+  out.entity_count = static_cast<int64_t>(entities_.size());
+  out.relation_count = static_cast<int64_t>(now_links.size());
   return out;
 }
 

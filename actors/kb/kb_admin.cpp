@@ -50,32 +50,55 @@ struct kb_admin_state {
 
 using self_ptr = measured_pointer<kb_admin_actor, kb_admin_state>;
 
-// Writes the KB's entity graph to the store's entities/relations tables
-// (skipped by the store when that version is there already), then calls
-// `next` whatever the outcome: the graph is derived data.
-void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap,
+// Sends `rows` of snap's entity graph to the store; when they are a change
+// to a graph the store does not hold (another node's, or a write that
+// failed), sends every row instead. Calls `next` whatever the outcome: the
+// graph is derived data.
+void write_graph(self_ptr self, std::shared_ptr<const kb_snapshot> snap, kb_graph_rows rows,
                  std::function<void()> next) {
-  auto& st = self->state;
-  if (!st.store || !snap)
-    return next();
-  auto rows = snap->graph.rows(snap->name, snap->chunks);
+  auto change = !rows.base_signature.empty();
+  auto changed = rows.entities.size() + rows.relations.size() + rows.removed_entities.size()
+                 + rows.removed_relations.size();
   auto kb = snap->name;
-  tidy_request(self, st.store, std::chrono::minutes(5), atom::kb_graph_v, std::move(rows))
+  auto entities = rows.entity_count, relations = rows.relation_count;
+  tidy_request(self, self->state.store, std::chrono::minutes(5), atom::kb_graph_v,
+               std::move(rows))
       .then(
           [=](bool written) {
             if (written) {
               ++self->state.graphs_written;
-              lg->info("knowledge base \"{}\": entity graph stored ({} entities, {} links)", kb,
-                           snap->graph.entity_count(), snap->graph.relation_count());
+              lg->info("knowledge base \"{}\": entity graph stored ({} entities, {} relations; "
+                       "{})",
+                       kb, entities, relations,
+                       change ? std::to_string(changed) + " rows changed" : "every row written");
             }
             next();
           },
           [=](caf::error& err) {
+            if (change && code_of(err) == errc::conflict) {
+              lg->info("knowledge base \"{}\": the store holds another entity graph; writing "
+                       "every row", kb);
+              return write_graph(self, snap, snap->graph.rows(snap->name, snap->chunks), next);
+            }
             ++self->state.graph_failures;
             lg->warn("knowledge base \"{}\": entity graph not stored: {}", kb,
-                         self->system().render(err));
+                     self->system().render(err));
             next();
           });
+}
+
+// Writes snap's entity graph to the store's entities/relations tables
+// (skipped by the store when that version is there already): after an
+// ingest only the rows that differ from `before`'s graph, which the store
+// should hold; every row when `before` is null.
+void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap,
+                 const std::shared_ptr<const kb_snapshot>& before, std::function<void()> next) {
+  if (!self->state.store || !snap)
+    return next();
+  auto rows = before ? snap->graph.rows_since(before->graph, before->chunks, snap->name,
+                                              snap->chunks)
+                     : snap->graph.rows(snap->name, snap->chunks);
+  write_graph(self, snap, std::move(rows), std::move(next));
 }
 
 // <data_dir>/kbs/<kb>/store_version: the store version applied here.
@@ -117,8 +140,13 @@ void note_version(self_ptr self, const std::string& kb, int64_t v, bool whole) {
 
 // Adds `docs` to the KB's files, rebuilds its indexes and swaps the new
 // snapshot in.
-caf::expected<std::pair<ingest_report, std::shared_ptr<const kb_snapshot>>>
-apply_locally(self_ptr self, const std::string& kb, std::vector<document> docs) {
+struct applied_ingest {
+  ingest_report report;
+  std::shared_ptr<const kb_snapshot> snapshot, before;  // the KB after and before
+};
+
+caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb,
+                                            std::vector<document> docs) {
   auto& st = self->state;
   auto current = st.catalog->get(kb);
   if (!current)
@@ -141,7 +169,7 @@ apply_locally(self_ptr self, const std::string& kb, std::vector<document> docs) 
   lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
                report->documents_added, report->documents_replaced, report->chunks,
                st.last_build_ms);
-  return std::make_pair(*report, snap);
+  return applied_ingest{*report, snap, current};
 }
 
 // Creates `kb` here, or updates its settings, as the store has them.
@@ -342,8 +370,8 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
               note_version(self, kb, version, false);
               announce(kb);
             }
-            store_graph(self, applied->second,
-                        [rp, r = applied->first]() mutable { rp.deliver(r); });
+            store_graph(self, applied->snapshot, applied->before,
+                        [rp, r = applied->report]() mutable { rp.deliver(r); });
           };
           if (!st.store) {
             here(std::move(docs), 0);
@@ -384,7 +412,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           if (names.empty())
             rp.deliver(int64_t{0});
           for (auto& name : names)
-            store_graph(self, self->state.catalog->get(name), [=]() mutable {
+            store_graph(self, self->state.catalog->get(name), nullptr, [=]() mutable {
               if (--*left == 0)
                 rp.deliver(static_cast<int64_t>(names.size()));
             });

@@ -354,8 +354,18 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
           });
         },
         [=](atom::kb_graph, const kb_graph_rows& g) {
-          return submit<bool>(self, true,
-                              [=](store_backend& db) { return db.replace_graph(g, now_ms()); });
+          return submit<bool>(self, true, [=](store_backend& db) -> caf::expected<bool> {
+            switch (db.write_graph(g, now_ms())) {
+              case store_backend::graph_write::unchanged:
+                return false;
+              case store_backend::graph_write::written:
+                return true;
+              default:
+                return make_error(errc::conflict, "knowledge base \"" + g.kb
+                                                      + "\": the stored entity graph is not "
+                                                        "the one this change was made against");
+            }
+          });
         },
         [=](atom::core_mem, const std::string& user_id) {
           return submit<std::string>(self, false,

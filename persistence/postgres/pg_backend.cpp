@@ -924,17 +924,17 @@ std::vector<episode_record> pg_backend::recent_episodes(const std::string& user_
   return out;
 }
 
-std::vector<std::string> pg_backend::episode_texts(const std::vector<std::string>& ids) {
-  std::vector<std::string> out(ids.size());
-  if (ids.empty())
-    return out;
-  // One round trip: the ids as a text[] literal, each element quoted.
+namespace {
+
+// `items` as a text[] literal, each element quoted: a list of any length
+// as one parameter.
+std::string text_array(const std::vector<std::string>& items) {
   std::string array = "{";
-  for (auto& id : ids) {
+  for (auto& item : items) {
     if (array.size() > 1)
       array += ',';
     array += '"';
-    for (char c : id) {
+    for (char c : item) {
       if (c == '"' || c == '\\')
         array += '\\';
       array += c;
@@ -942,7 +942,17 @@ std::vector<std::string> pg_backend::episode_texts(const std::vector<std::string
     array += '"';
   }
   array += '}';
-  auto r = run("SELECT id, text FROM episodes WHERE id = ANY($1::text[])", {array});
+  return array;
+}
+
+}  // namespace
+
+std::vector<std::string> pg_backend::episode_texts(const std::vector<std::string>& ids) {
+  std::vector<std::string> out(ids.size());
+  if (ids.empty())
+    return out;
+  // One round trip: the ids as one text[] parameter.
+  auto r = run("SELECT id, text FROM episodes WHERE id = ANY($1::text[])", {text_array(ids)});
   for (int row = 0; row < r.rows(); ++row) {
     auto id = r.text(row, 0);
     for (size_t i = 0; i < ids.size(); ++i)
@@ -1025,10 +1035,11 @@ bool pg_backend::save_summary(const summary_record& s, int64_t expected_version,
 namespace {
 
 // Runs `insert` ("INSERT INTO t (cols) VALUES") for `rows` in multi-row
-// statements of at most `per_statement` rows: one round trip per batch.
+// statements of at most `per_statement` rows, each ending with `tail`
+// (e.g. an ON CONFLICT clause): one round trip per batch.
 template <class Rows, class Fields, class Run>
-void insert_batched(std::string_view insert, const Rows& rows, size_t columns, Fields fields,
-                    Run run) {
+void insert_batched(std::string_view insert, std::string_view tail, const Rows& rows,
+                    size_t columns, Fields fields, Run run) {
   constexpr size_t per_statement = 500;
   for (size_t start = 0; start < rows.size(); start += per_statement) {
     std::string sql{insert};
@@ -1041,26 +1052,42 @@ void insert_batched(std::string_view insert, const Rows& rows, size_t columns, F
       sql += ")";
       fields(rows[i], params);
     }
+    sql += tail;
     run(sql, params);
   }
 }
 
 }  // namespace
 
-bool pg_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
+store_backend::graph_write pg_backend::write_graph(const kb_graph_rows& g, int64_t now) {
   // Nodes of a cluster starting together write the same KB's graph: one
   // at a time (FOR UPDATE below locks nothing while the KB has no row).
   run("SELECT pg_advisory_xact_lock(hashtext($1))", {"ragtor.kb_graph." + g.kb});
   auto current = run("SELECT signature FROM kb_graph_state WHERE kb = $1 FOR UPDATE", {g.kb});
-  if (current.rows() && current.text(0, 0) == g.signature)
-    return false;
-  run("DELETE FROM entities WHERE kb = $1", {g.kb});
-  run("DELETE FROM relations WHERE kb = $1", {g.kb});
+  auto stored = current.rows() ? current.text(0, 0) : std::string{};
+  if (stored == g.signature)
+    return graph_write::unchanged;
+  auto whole = g.base_signature.empty();
+  if (!whole && stored != g.base_signature)
+    return graph_write::stale_base;
+  if (whole) {
+    run("DELETE FROM entities WHERE kb = $1", {g.kb});
+    run("DELETE FROM relations WHERE kb = $1", {g.kb});
+  }
+  if (!g.removed_entities.empty())
+    run("DELETE FROM entities WHERE kb = $1 AND id = ANY($2::text[])",
+        {g.kb, text_array(g.removed_entities)});
+  if (!g.removed_relations.empty())
+    run("DELETE FROM relations WHERE kb = $1 AND id = ANY($2::text[])",
+        {g.kb, text_array(g.removed_relations)});
   auto exec = [this](const std::string& sql, std::vector<param>& params) {
     run(sql.c_str(), params, false);  // built per batch: not worth preparing
   };
   insert_batched(
-      "INSERT INTO entities (kb, id, name, kind, description) VALUES", g.entities, 5,
+      "INSERT INTO entities (kb, id, name, kind, description) VALUES",
+      whole ? "" : " ON CONFLICT (kb, id) DO UPDATE SET name = EXCLUDED.name, "
+                   "kind = EXCLUDED.kind, description = EXCLUDED.description",
+      g.entities, 5,
       [&](const graph_entity_row& e, std::vector<param>& p) {
         p.insert(p.end(), {g.kb, e.id, e.name, e.kind, e.description});
       },
@@ -1068,19 +1095,24 @@ bool pg_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
   insert_batched(
       "INSERT INTO relations (kb, id, source_entity, target_entity, kind, weight, chunk_id) "
       "VALUES",
+      whole ? "" : " ON CONFLICT (kb, id) DO UPDATE SET source_entity = EXCLUDED.source_entity, "
+                   "target_entity = EXCLUDED.target_entity, kind = EXCLUDED.kind, "
+                   "weight = EXCLUDED.weight, chunk_id = EXCLUDED.chunk_id",
       g.relations, 7,
       [&](const graph_relation_row& r, std::vector<param>& p) {
         p.insert(p.end(),
                  {g.kb, r.id, r.source, r.target, r.kind, std::to_string(r.weight), r.chunk_id});
       },
       exec);
+  auto entities = whole ? static_cast<int64_t>(g.entities.size()) : g.entity_count;
+  auto relations = whole ? static_cast<int64_t>(g.relations.size()) : g.relation_count;
   run("INSERT INTO kb_graph_state (kb, signature, entities, relations, updated_at) "
       "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kb) DO UPDATE SET signature = EXCLUDED.signature, "
       "entities = EXCLUDED.entities, relations = EXCLUDED.relations, "
       "updated_at = EXCLUDED.updated_at",
-      {g.kb, g.signature, std::to_string(g.entities.size()), std::to_string(g.relations.size()),
+      {g.kb, g.signature, std::to_string(entities), std::to_string(relations),
        std::to_string(now)});
-  return true;
+  return graph_write::written;
 }
 
 std::pair<int64_t, int64_t> pg_backend::graph_size(const std::string& kb) {

@@ -69,7 +69,7 @@ public:
   bool add_memory(const memory_record& m) override;
   void add_episode(const episode_record& e) override;
   summary_record load_summary(const std::string& conversation_id) override;
-  bool replace_graph(const kb_graph_rows& g, int64_t now_ms) override;
+  graph_write write_graph(const kb_graph_rows& g, int64_t now_ms) override;
   std::pair<int64_t, int64_t> graph_size(const std::string& kb) override;
   std::string load_flow_state(const std::string& conversation_id) override;
   bool save_flow_state(const std::string& conversation_id, const std::string& state_json,

@@ -815,15 +815,28 @@ bool sqlite_backend::save_summary(const summary_record& s, int64_t expected_vers
   return sqlite3_changes(db_) == 1;
 }
 
-bool sqlite_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
+store_backend::graph_write sqlite_backend::write_graph(const kb_graph_rows& g, int64_t now) {
   auto current = prepare("SELECT signature FROM kb_graph_state WHERE kb = ?");
   current.bind(g.kb);
-  if (current.step() && current.text(0) == g.signature)
-    return false;
-  prepare("DELETE FROM entities WHERE kb = ?").bind(g.kb).step();
-  prepare("DELETE FROM relations WHERE kb = ?").bind(g.kb).step();
+  auto stored = current.step() ? current.text(0) : std::string{};
+  if (stored == g.signature)
+    return graph_write::unchanged;
+  auto whole = g.base_signature.empty();
+  if (!whole && stored != g.base_signature)
+    return graph_write::stale_base;
+  if (whole) {
+    prepare("DELETE FROM entities WHERE kb = ?").bind(g.kb).step();
+    prepare("DELETE FROM relations WHERE kb = ?").bind(g.kb).step();
+  }
+  for (auto& id : g.removed_entities)
+    prepare("DELETE FROM entities WHERE kb = ? AND id = ?").bind(g.kb).bind(id).step();
+  for (auto& id : g.removed_relations)
+    prepare("DELETE FROM relations WHERE kb = ? AND id = ?").bind(g.kb).bind(id).step();
   for (auto& e : g.entities)
-    prepare("INSERT INTO entities (kb, id, name, kind, description) VALUES (?, ?, ?, ?, ?)")
+    prepare(
+        "INSERT INTO entities (kb, id, name, kind, description) VALUES (?, ?, ?, ?, ?) "
+        "ON CONFLICT (kb, id) DO UPDATE SET name = excluded.name, kind = excluded.kind, "
+        "description = excluded.description")
         .bind(g.kb)
         .bind(e.id)
         .bind(e.name)
@@ -833,7 +846,9 @@ bool sqlite_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
   for (auto& r : g.relations)
     prepare(
         "INSERT INTO relations (kb, id, source_entity, target_entity, kind, weight, chunk_id) "
-        "VALUES (?, ?, ?, ?, ?, ?, ?)")
+        "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (kb, id) DO UPDATE SET "
+        "source_entity = excluded.source_entity, target_entity = excluded.target_entity, "
+        "kind = excluded.kind, weight = excluded.weight, chunk_id = excluded.chunk_id")
         .bind(g.kb)
         .bind(r.id)
         .bind(r.source)
@@ -849,11 +864,11 @@ bool sqlite_backend::replace_graph(const kb_graph_rows& g, int64_t now) {
       "updated_at = excluded.updated_at")
       .bind(g.kb)
       .bind(g.signature)
-      .bind(static_cast<int64_t>(g.entities.size()))
-      .bind(static_cast<int64_t>(g.relations.size()))
+      .bind(whole ? static_cast<int64_t>(g.entities.size()) : g.entity_count)
+      .bind(whole ? static_cast<int64_t>(g.relations.size()) : g.relation_count)
       .bind(now)
       .step();
-  return true;
+  return graph_write::written;
 }
 
 std::pair<int64_t, int64_t> sqlite_backend::graph_size(const std::string& kb) {

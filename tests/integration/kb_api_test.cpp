@@ -8,6 +8,9 @@
 
 #include <gtest/gtest.h>
 
+#include "retrieval/kb_catalog.hpp"
+#include "retrieval/kb_settings.hpp"
+#include "retrieval/kb_store.hpp"
 #include "tests/support/http_client.hpp"
 #include "tests/support/server_fixture.hpp"
 
@@ -77,6 +80,32 @@ TEST_F(kb_api_test, create_ingest_search_and_chat) {
             0);
   EXPECT_GT(db().scalar("SELECT COUNT(*) FROM entities WHERE kb = 'test'"), 0)
       << "KBs present at start are stored before serving";
+  // This ingest sent only the rows that changed since the last one: the
+  // tables hold exactly the graph of the KB's documents now.
+  auto settings = load_kb_settings(data_dir(), "harbour");
+  auto docs = load_kb_documents(data_dir(), "harbour");
+  ASSERT_TRUE(settings && docs);
+  auto snap = kb_catalog::build_snapshot(*settings, *docs, kb_build_options{});
+  auto expected = snap->graph.rows("harbour", snap->chunks);
+  std::vector<std::string> entities, relations;
+  for (auto& e : expected.entities)
+    entities.push_back(e.id + "|" + e.name + "|" + e.kind + "|" + e.description);
+  for (auto& r : expected.relations)
+    relations.push_back(r.id + "|" + r.source + "|" + r.target + "|" + r.kind + "|"
+                        + std::to_string(r.weight) + "|" + r.chunk_id);
+  std::sort(entities.begin(), entities.end());
+  std::sort(relations.begin(), relations.end());
+  EXPECT_EQ(db().text_rows("SELECT id, name, kind, description FROM entities "
+                           "WHERE kb = 'harbour' ORDER BY id"),
+            entities);
+  EXPECT_EQ(db().text_rows("SELECT id, source_entity, target_entity, kind, "
+                           "printf('%.6f', weight), chunk_id FROM relations "
+                           "WHERE kb = 'harbour' ORDER BY id"),
+            relations);
+  EXPECT_EQ(db().scalar("SELECT entities FROM kb_graph_state WHERE kb = 'harbour'"),
+            static_cast<int64_t>(entities.size()));
+  EXPECT_EQ(db().scalar("SELECT relations FROM kb_graph_state WHERE kb = 'harbour'"),
+            static_cast<int64_t>(relations.size()));
 
   auto info = call("GET", "/api/v1/kbs/harbour", "", 200);
   EXPECT_EQ(info.integer("/documents"), 2);

@@ -116,4 +116,21 @@ std::optional<int64_t> db_reader::scalar(const std::string& sql) const {
   return sqlite3_column_int64(s.get(), 0);
 }
 
+std::vector<std::string> db_reader::text_rows(const std::string& sql) const {
+  auto db = open_readonly(db_path());
+  auto s = prepare(db.get(), sql);
+  std::vector<std::string> out;
+  while (step(db.get(), s.get())) {
+    std::string row;
+    for (int c = 0; c < sqlite3_column_count(s.get()); ++c) {
+      if (c)
+        row += '|';
+      if (auto text = sqlite3_column_text(s.get(), c))
+        row += reinterpret_cast<const char*>(text);
+    }
+    out.push_back(std::move(row));
+  }
+  return out;
+}
+
 }  // namespace ragtor::test

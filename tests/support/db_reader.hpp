@@ -51,6 +51,9 @@ public:
   // checks); nullopt when there is no row.
   std::optional<int64_t> scalar(const std::string& sql) const;
 
+  // Every row of `sql`, each column as text joined by '|' (NULL as "").
+  std::vector<std::string> text_rows(const std::string& sql) const;
+
 private:
   std::filesystem::path data_dir_;
 };

@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <map>
 #include <random>
 #include <thread>
 
@@ -368,6 +369,97 @@ TEST(entity_graph, finds_names_and_takes_the_multi_hop_step) {
   std::vector<chunk> cjk{{"c#0", "c", "", "绿茶的水温是七十度。绿茶很好喝。", 0},
                          {"d#0", "d", "", "红茶的水温是一百度。", 0}};
   EXPECT_NO_THROW(entity_graph::build(cjk).local_search("绿茶", 3));
+}
+
+// What an ingest sends the store instead of every row of the KB's graph:
+// applied to the old rows, the change gives the new rows exactly (ids
+// removed, rows added or updated), rows that did not change are not in
+// it, and its signatures are rows()'s.
+TEST(entity_graph, a_change_of_rows_turns_the_old_rows_into_the_new) {
+  auto chunks_of = [](const std::vector<document>& docs) {
+    std::vector<chunk> chunks;
+    for (auto& d : docs)
+      for (auto& c : chunk_document(d, chunker_options{}))
+        chunks.push_back(c);
+    return chunks;
+  };
+  auto entity_text = [](const graph_entity_row& r) {
+    return r.name + "|" + r.kind + "|" + r.description;
+  };
+  auto relation_text = [](const graph_relation_row& r) {
+    return r.source + "|" + r.target + "|" + r.kind + "|" + std::to_string(r.weight) + "|"
+           + r.chunk_id;
+  };
+  auto apply = [](auto& rows, auto& removed, auto& upserts, auto text) {
+    std::map<std::string, std::string> table;
+    for (auto& r : rows)
+      table[r.id] = text(r);
+    for (auto& id : removed)
+      EXPECT_EQ(table.erase(id), 1u) << id << " was not there to remove";
+    for (auto& r : upserts) {
+      auto [at, added] = table.emplace(r.id, text(r));
+      if (!added) {
+        EXPECT_NE(at->second, text(r)) << r.id << " is sent without a change";
+        at->second = text(r);
+      }
+    }
+    return table;
+  };
+  auto whole = [](auto& rows, auto text) {
+    std::map<std::string, std::string> table;
+    for (auto& r : rows)
+      table[r.id] = text(r);
+    return table;
+  };
+  // The change from the graph of `old_docs` to that of `new_docs`.
+  auto change_between = [&](const std::vector<document>& old_docs,
+                            const std::vector<document>& new_docs) {
+    auto before_chunks = chunks_of(old_docs), after_chunks = chunks_of(new_docs);
+    auto before_graph = entity_graph::build(before_chunks);
+    auto after_graph = entity_graph::build(after_chunks);
+    auto before = before_graph.rows("harbour", before_chunks);
+    auto after = after_graph.rows("harbour", after_chunks);
+    auto change = after_graph.rows_since(before_graph, before_chunks, "harbour", after_chunks);
+    EXPECT_EQ(change.kb, "harbour");
+    EXPECT_EQ(change.base_signature, before.signature);
+    EXPECT_EQ(change.signature, after.signature);
+    EXPECT_EQ(change.entity_count, static_cast<int64_t>(after.entities.size()));
+    EXPECT_EQ(change.relation_count, static_cast<int64_t>(after.relations.size()));
+    EXPECT_EQ(apply(before.entities, change.removed_entities, change.entities, entity_text),
+              whole(after.entities, entity_text));
+    EXPECT_EQ(apply(before.relations, change.removed_relations, change.relations, relation_text),
+              whole(after.relations, relation_text));
+    EXPECT_LT(change.entities.size() + change.relations.size(),
+              after.entities.size() + after.relations.size())
+        << "rows that did not change are left out";
+    return change;
+  };
+
+  auto docs = fixture_docs();
+  auto edited = docs;
+  edited[1].text = "The Marigold carries indigo now. Captain Odile Varga sails the Marigold south.";
+  edited[2].text = "Green tea wants water at 70 degrees and three minutes of brewing.";
+  edited.push_back({"fees", "Harbour fees",
+                    "Port Quellin charges harbour fees. The harbour master of Port Quellin is "
+                    "Bram Oster, who counts the ships.",
+                    ""});
+  auto change = change_between(docs, edited);
+  EXPECT_EQ(change.removed_entities, std::vector<std::string>{"e:black"});
+  EXPECT_FALSE(change.entities.empty());
+
+  // The same documents in another order: the entities are numbered in
+  // another order, so some links' ids name their ends the other way round
+  // (a removed id and an added row), while most rows stay.
+  auto reordered = docs;
+  std::reverse(reordered.begin(), reordered.end());
+  auto moved = change_between(docs, reordered);
+  EXPECT_TRUE(moved.removed_entities.empty());
+  EXPECT_FALSE(moved.removed_relations.empty());
+
+  auto none = change_between(edited, edited);
+  EXPECT_TRUE(none.entities.empty() && none.relations.empty() && none.removed_entities.empty()
+              && none.removed_relations.empty());
+  EXPECT_EQ(none.base_signature, none.signature);
 }
 
 TEST(agents, every_agent_answers_on_a_fixture_kb_with_a_trace) {

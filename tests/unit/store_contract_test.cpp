@@ -1060,19 +1060,79 @@ TEST_P(store_contract, entity_graphs_are_replaced_per_kb_when_their_signature_ch
   other.kb = "cooking";
   other.entities.resize(3);
   other.relations.resize(2);
+  using result = store_backend::graph_write;
   auto replace = [&](const kb_graph_rows& rows) {
-    return tx([&](store_backend& db) { return db.replace_graph(rows, 1); });
+    return tx([&](store_backend& db) { return db.write_graph(rows, 1); });
   };
-  EXPECT_TRUE(replace(g));
-  EXPECT_TRUE(replace(other));
+  EXPECT_EQ(replace(g), result::written);
+  EXPECT_EQ(replace(other), result::written);
   EXPECT_EQ(open_again()->graph_size("science"), (std::pair<int64_t, int64_t>{1200, 1200}));
-  EXPECT_FALSE(replace(g)) << "the same version is not rewritten";
+  EXPECT_EQ(replace(g), result::unchanged) << "the same version is not rewritten";
   g.signature = "v2";
   g.entities.resize(10);
   g.relations.resize(4);
-  EXPECT_TRUE(replace(g));
+  EXPECT_EQ(replace(g), result::written);
   EXPECT_EQ(db_->graph_size("science"), (std::pair<int64_t, int64_t>{10, 4})) << "old rows gone";
   EXPECT_EQ(db_->graph_size("cooking"), (std::pair<int64_t, int64_t>{3, 2})) << "per KB";
+}
+
+// An ingest sends only what changed in the KB's graph, made against the
+// graph it replaces: applied when the store holds that graph, refused
+// (writing nothing) when it holds another.
+TEST_P(store_contract, an_entity_graph_change_applies_only_to_the_graph_it_was_made_against) {
+  using result = store_backend::graph_write;
+  auto write = [&](const kb_graph_rows& rows) {
+    return tx([&](store_backend& db) { return db.write_graph(rows, 1); });
+  };
+  auto entity = [](int i, const std::string& description) {
+    return graph_entity_row{"e:" + std::to_string(i), "Entity " + std::to_string(i), "named",
+                            description};
+  };
+  auto relation = [](int i, double weight) {
+    return graph_relation_row{"r:" + std::to_string(i), "e:" + std::to_string(i),
+                              "e:" + std::to_string(i + 1), "co_occurs", weight,
+                              "doc#" + std::to_string(i)};
+  };
+  kb_graph_rows g;
+  g.kb = "science";
+  g.signature = "v1";
+  for (int i = 0; i < 20; ++i) {
+    g.entities.push_back(entity(i, "mentioned in 1 chunk(s)"));
+    g.relations.push_back(relation(i, 1));
+  }
+  ASSERT_EQ(write(g), result::written);
+
+  kb_graph_rows change;
+  change.kb = "science";
+  change.signature = "v2";
+  change.base_signature = "v0";
+  change.removed_entities = {"e:3", "e:4"};
+  change.removed_relations = {"r:3"};
+  change.entities = {entity(5, "mentioned in 2 chunk(s)"), entity(20, "new"), entity(21, "new")};
+  change.relations = {relation(5, 2), relation(20, 1)};
+  change.entity_count = 20 - 2 + 2;
+  change.relation_count = 20 - 1 + 1;
+  EXPECT_EQ(write(change), result::stale_base);
+  EXPECT_EQ(db_->graph_size("science"), (std::pair<int64_t, int64_t>{20, 20}))
+      << "a change against another graph writes nothing";
+  change.base_signature = "v1";
+  EXPECT_EQ(write(change), result::written);
+  EXPECT_EQ(open_again()->graph_size("science"), (std::pair<int64_t, int64_t>{20, 20}))
+      << "two entities and a relation removed, as many added, the changed ones updated in place";
+  EXPECT_EQ(write(change), result::unchanged) << "v2 is stored already";
+  change.signature = "v3";
+  EXPECT_EQ(write(change), result::stale_base) << "the store holds v2 now, not v1";
+
+  // Whether the rows hold what the change said: a change against v2 that
+  // removes the rows it should have updated or added finds them all.
+  kb_graph_rows check;
+  check.kb = "science";
+  check.signature = "v3";
+  check.base_signature = "v2";
+  check.removed_entities = {"e:5", "e:20", "e:21"};
+  check.removed_relations = {"r:5", "r:20"};
+  EXPECT_EQ(write(check), result::written);
+  EXPECT_EQ(db_->graph_size("science"), (std::pair<int64_t, int64_t>{17, 18}));
 }
 
 TEST_P(store_contract, turns_number_messages_per_conversation) {
