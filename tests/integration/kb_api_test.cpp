@@ -55,6 +55,8 @@ TEST_F(kb_api_test, create_ingest_search_and_chat) {
   EXPECT_EQ(report.integer("/documents_added"), 1);
   EXPECT_EQ(report.integer("/documents_replaced"), 0);
   EXPECT_GE(report.integer("/chunks"), 1);
+  EXPECT_GT(db().scalar("SELECT COUNT(*) FROM entities WHERE kb = 'harbour'"), 0)
+      << "a KB's first graph is written whole: the store held none to change";
 
   // NDJSON ingestion: one new document and one replacement.
   auto nd = call("POST", "/api/v1/kbs/harbour/documents",
