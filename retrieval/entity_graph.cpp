@@ -15,6 +15,8 @@ namespace ragtor {
 
 namespace {
 
+constexpr uint32_t no_chunk = UINT32_MAX;
+
 std::string join(const std::vector<std::string>& terms) {
   std::string out;
   for (auto& t : terms) {
@@ -189,6 +191,43 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
       e.neighbours.resize(opts.max_neighbours);
     e.idf = std::log(1.0 + static_cast<double>(n) / static_cast<double>(e.chunks.size()));
   }
+  // The first chunk each kept link's ends share (the chunk of its row),
+  // found once per link: by its smaller end, or by the larger when the
+  // smaller did not keep it.
+  auto first_shared = [&](uint32_t a, uint32_t b) {
+    auto& x = g.entities_[a].chunks;
+    auto& y = g.entities_[b].chunks;
+    for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
+      if (x[i] < y[j])
+        ++i;
+      else if (y[j] < x[i])
+        ++j;
+      else
+        return x[i];
+    }
+    return no_chunk;  // both are in the chunk that linked them: not reached
+  };
+  for (uint32_t a = 0; a < g.entities_.size(); ++a) {
+    auto& e = g.entities_[a];
+    e.shared_chunk.assign(e.neighbours.size(), no_chunk);
+    for (size_t i = 0; i < e.neighbours.size(); ++i)
+      if (auto b = e.neighbours[i].first; a < b)
+        e.shared_chunk[i] = first_shared(a, b);
+  }
+  for (uint32_t a = 0; a < g.entities_.size(); ++a) {
+    auto& e = g.entities_[a];
+    for (size_t i = 0; i < e.neighbours.size(); ++i) {
+      auto b = e.neighbours[i].first;
+      if (b > a)
+        continue;
+      auto& other = g.entities_[b];
+      auto kept = std::find_if(other.neighbours.begin(), other.neighbours.end(),
+                               [&](auto& nb) { return nb.first == a; });
+      e.shared_chunk[i] = kept != other.neighbours.end()
+                              ? other.shared_chunk[static_cast<size_t>(kept - other.neighbours.begin())]
+                              : first_shared(b, a);
+    }
+  }
   // Topics: connected components over edges of weight >= 2.
   for (uint32_t start = 0; start < g.entities_.size(); ++start) {
     if (g.entities_[start].topic >= 0)
@@ -340,7 +379,12 @@ std::string_view digits(uint64_t n, char (&buf)[24]) {
 // entity pair; entity_graph::rows and rows_since share it, and so does
 // the signature, which both compute over the same fields.
 struct graph_rows {
-  using link = std::pair<uint64_t, uint32_t>;  // (smaller << 32 | larger, weight)
+  struct link {
+    uint64_t first;   // smaller << 32 | larger
+    uint32_t second;  // weight
+    uint32_t chunk;   // the first chunk both ends are in
+    bool operator<(const link& o) const { return first < o.first; }
+  };
 
   const entity_graph& g;
   const std::vector<chunk>& chunks;
@@ -349,9 +393,13 @@ struct graph_rows {
   std::vector<link> links() const {
     std::vector<link> out;
     out.reserve(g.relation_count_);
-    for (uint32_t a = 0; a < g.entities_.size(); ++a)
-      for (auto [b, w] : g.entities_[a].neighbours)
-        out.emplace_back(uint64_t{std::min(a, b)} << 32 | std::max(a, b), w);
+    for (uint32_t a = 0; a < g.entities_.size(); ++a) {
+      auto& e = g.entities_[a];
+      for (size_t i = 0; i < e.neighbours.size(); ++i) {
+        auto [b, w] = e.neighbours[i];
+        out.push_back({uint64_t{std::min(a, b)} << 32 | std::max(a, b), w, e.shared_chunk[i]});
+      }
+    }
     std::sort(out.begin(), out.end());
     out.erase(std::unique(out.begin(), out.end(),
                           [](auto& x, auto& y) { return x.first == y.first; }),
@@ -359,19 +407,9 @@ struct graph_rows {
     return out;
   }
 
-  // The id of the first chunk both ends of `ab` occur in ("" when none).
-  std::string_view common_chunk(uint64_t ab) const {
-    auto& x = g.entities_[ab >> 32].chunks;
-    auto& y = g.entities_[static_cast<uint32_t>(ab)].chunks;
-    for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
-      if (x[i] < y[j])
-        ++i;
-      else if (y[j] < x[i])
-        ++j;
-      else
-        return x[i] < chunks.size() ? std::string_view{chunks[x[i]].chunk_id} : "";
-    }
-    return "";
+  // The id of the first chunk both ends of `l` occur in ("" when none).
+  std::string_view common_chunk(const link& l) const {
+    return l.chunk < chunks.size() ? std::string_view{chunks[l.chunk].chunk_id} : "";
   }
 
   const std::string& key(uint32_t e) const { return g.entities_[e].key; }
@@ -437,7 +475,7 @@ struct graph_rows {
     for (uint32_t e = 0; e < g.entities_.size(); ++e)
       sign_entity(sig, e);
     for (auto& l : all)
-      sign_link(sig, l, common_chunk(l.first));
+      sign_link(sig, l, common_chunk(l));
     return sig.hex();
   }
 };
@@ -452,7 +490,7 @@ kb_graph_rows entity_graph::rows(std::string kb, const std::vector<chunk>& chunk
     out.entities.push_back(walk.entity_row(e));
   }
   for (auto& l : walk.links()) {
-    auto chunk_id = walk.common_chunk(l.first);
+    auto chunk_id = walk.common_chunk(l);
     walk.sign_link(sig, l, chunk_id);
     out.relations.push_back(walk.relation_row(l, chunk_id));
   }
@@ -460,6 +498,11 @@ kb_graph_rows entity_graph::rows(std::string kb, const std::vector<chunk>& chunk
   out.entity_count = static_cast<int64_t>(out.entities.size());
   out.relation_count = static_cast<int64_t>(out.relations.size());
   return out;
+}
+
+std::string entity_graph::rows_signature(const std::vector<chunk>& chunks) const {
+  graph_rows walk{*this, chunks};
+  return walk.signature(walk.links());
 }
 
 kb_graph_rows entity_graph::rows_since(const entity_graph& before,
@@ -512,13 +555,13 @@ kb_graph_rows entity_graph::rows_since(const entity_graph& before,
   size_t k = 0;
   auto now_links = now.links();
   for (auto& l : now_links) {
-    auto chunk_id = now.common_chunk(l.first);
+    auto chunk_id = now.common_chunk(l);
     now.sign_link(sig, l, chunk_id);
     for (; k < kept.size() && kept[k].first < l.first; ++k)
       out.removed_relations.push_back(was.link_id(was_links[kept[k].second].first));
     if (k < kept.size() && kept[k].first == l.first) {
       auto& old = was_links[kept[k++].second];
-      if (old.second == l.second && was.common_chunk(old.first) == chunk_id)
+      if (old.second == l.second && was.common_chunk(old) == chunk_id)
         continue;
     }
     out.relations.push_back(now.relation_row(l, chunk_id));

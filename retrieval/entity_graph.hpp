@@ -61,6 +61,8 @@ public:
   // built, so this costs a fraction of rows() on a large KB.
   kb_graph_rows rows_since(const entity_graph& before, const std::vector<chunk>& before_chunks,
                            std::string kb, const std::vector<chunk>& chunks) const;
+  // rows(kb, chunks).signature, without building the rows.
+  std::string rows_signature(const std::vector<chunk>& chunks) const;
 
   size_t entity_count() const { return entities_.size(); }
   size_t relation_count() const { return relation_count_; }
@@ -73,6 +75,7 @@ private:
     std::string name;  // display form
     std::vector<uint32_t> chunks;
     std::vector<std::pair<uint32_t, uint32_t>> neighbours;  // (entity, weight), strongest first
+    std::vector<uint32_t> shared_chunk;  // per neighbour: the first chunk both are in
     double idf = 0;
     int32_t topic = -1;
   };

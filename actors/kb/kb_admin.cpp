@@ -76,8 +76,8 @@ void write_graph(self_ptr self, std::shared_ptr<const kb_snapshot> snap, kb_grap
           },
           [=](caf::error& err) {
             if (change && code_of(err) == errc::conflict) {
-              lg->info("knowledge base \"{}\": the store holds another entity graph; writing "
-                       "every row", kb);
+              lg->info("knowledge base \"{}\": the store holds another entity graph, or "
+                       "none; writing every row", kb);
               return write_graph(self, snap, snap->graph.rows(snap->name, snap->chunks), next);
             }
             ++self->state.graph_failures;
@@ -87,17 +87,22 @@ void write_graph(self_ptr self, std::shared_ptr<const kb_snapshot> snap, kb_grap
           });
 }
 
-// Writes snap's entity graph to the store's entities/relations tables
-// (skipped by the store when that version is there already): after an
-// ingest only the rows that differ from `before`'s graph, which the store
-// should hold; every row when `before` is null.
+// Writes snap's entity graph to the store's entities/relations tables:
+// after an ingest only the rows that differ from `before`'s graph, which
+// the store should hold. Without `before` (at start), first an empty
+// change against the graph itself: the store holds it already (nothing
+// built or written), or it answers conflict and gets every row.
 void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap,
                  const std::shared_ptr<const kb_snapshot>& before, std::function<void()> next) {
   if (!self->state.store || !snap)
     return next();
-  auto rows = before ? snap->graph.rows_since(before->graph, before->chunks, snap->name,
-                                              snap->chunks)
-                     : snap->graph.rows(snap->name, snap->chunks);
+  kb_graph_rows rows;
+  if (before) {
+    rows = snap->graph.rows_since(before->graph, before->chunks, snap->name, snap->chunks);
+  } else {
+    rows.kb = snap->name;
+    rows.signature = rows.base_signature = snap->graph.rows_signature(snap->chunks);
+  }
   write_graph(self, snap, std::move(rows), std::move(next));
 }
 

@@ -423,6 +423,7 @@ TEST(entity_graph, a_change_of_rows_turns_the_old_rows_into_the_new) {
     EXPECT_EQ(change.kb, "harbour");
     EXPECT_EQ(change.base_signature, before.signature);
     EXPECT_EQ(change.signature, after.signature);
+    EXPECT_EQ(after_graph.rows_signature(after_chunks), after.signature);
     EXPECT_EQ(change.entity_count, static_cast<int64_t>(after.entities.size()));
     EXPECT_EQ(change.relation_count, static_cast<int64_t>(after.relations.size()));
     EXPECT_EQ(apply(before.entities, change.removed_entities, change.entities, entity_text),
