@@ -184,6 +184,15 @@ public:
   // writing nothing).
   enum class graph_write { unchanged, written, stale_base };
   virtual graph_write write_graph(const kb_graph_rows& g, int64_t now_ms) = 0;
+  // What write_graph does with `g` when the stored graph's signature is
+  // `stored` ("" when none): nothing (unchanged, stale_base), or write.
+  static graph_write graph_write_for(const kb_graph_rows& g, const std::string& stored) {
+    if (stored == g.signature)
+      return graph_write::unchanged;
+    if (!g.base_signature.empty() && stored != g.base_signature)
+      return graph_write::stale_base;
+    return graph_write::written;
+  }
   // How many entity and relation rows the knowledge base has stored.
   virtual std::pair<int64_t, int64_t> graph_size(const std::string& kb) = 0;
 

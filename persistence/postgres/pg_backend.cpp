@@ -1064,12 +1064,10 @@ store_backend::graph_write pg_backend::write_graph(const kb_graph_rows& g, int64
   // at a time (FOR UPDATE below locks nothing while the KB has no row).
   run("SELECT pg_advisory_xact_lock(hashtext($1))", {"ragtor.kb_graph." + g.kb});
   auto current = run("SELECT signature FROM kb_graph_state WHERE kb = $1 FOR UPDATE", {g.kb});
-  auto stored = current.rows() ? current.text(0, 0) : std::string{};
-  if (stored == g.signature)
-    return graph_write::unchanged;
+  auto plan = graph_write_for(g, current.rows() ? current.text(0, 0) : std::string{});
+  if (plan != graph_write::written)
+    return plan;
   auto whole = g.base_signature.empty();
-  if (!whole && stored != g.base_signature)
-    return graph_write::stale_base;
   if (whole) {
     run("DELETE FROM entities WHERE kb = $1", {g.kb});
     run("DELETE FROM relations WHERE kb = $1", {g.kb});

@@ -818,12 +818,10 @@ bool sqlite_backend::save_summary(const summary_record& s, int64_t expected_vers
 store_backend::graph_write sqlite_backend::write_graph(const kb_graph_rows& g, int64_t now) {
   auto current = prepare("SELECT signature FROM kb_graph_state WHERE kb = ?");
   current.bind(g.kb);
-  auto stored = current.step() ? current.text(0) : std::string{};
-  if (stored == g.signature)
-    return graph_write::unchanged;
+  auto plan = graph_write_for(g, current.step() ? current.text(0) : std::string{});
+  if (plan != graph_write::written)
+    return plan;
   auto whole = g.base_signature.empty();
-  if (!whole && stored != g.base_signature)
-    return graph_write::stale_base;
   if (whole) {
     prepare("DELETE FROM entities WHERE kb = ?").bind(g.kb).step();
     prepare("DELETE FROM relations WHERE kb = ?").bind(g.kb).step();
