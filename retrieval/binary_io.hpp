@@ -78,10 +78,25 @@ public:
     return true;
   }
   bool get_string(std::string& s) {
+    std::string_view v;
+    if (!get_view(v))
+      return false;
+    s.assign(v);
+    return true;
+  }
+  // A string in place: valid while the data read is.
+  bool get_view(std::string_view& s) {
     uint64_t n;
     if (!get(n) || data_.size() - pos_ < n)
       return ok_ = false;
-    s.assign(data_.data() + pos_, n);
+    s = data_.substr(pos_, n);
+    pos_ += n;
+    return true;
+  }
+  // Steps over n bytes.
+  bool skip(uint64_t n) {
+    if (!ok_ || data_.size() - pos_ < n)
+      return ok_ = false;
     pos_ += n;
     return true;
   }

@@ -7,7 +7,6 @@
 
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 
 #include "protocol/errc.hpp"
 #include "retrieval/atomic_file.hpp"
@@ -38,20 +37,43 @@ std::string snapshot_signature(const std::vector<document>& docs, const kb_build
          + " embed=" + (opts.embed ? opts.embed->name() : std::string{"none"});
 }
 
-// The payload of a snapshot file written for `signature`, if any.
-std::optional<std::string> read_snapshot(const std::filesystem::path& file,
-                                         const std::string& signature) {
+// A snapshot file read whole, and where its payload is in it.
+struct snapshot_file {
+  std::string data;
+  size_t offset = 0, size = 0;
+  std::string_view payload() const { return std::string_view{data}.substr(offset, size); }
+};
+
+// The snapshot file written for `signature`, if any. The signature is
+// read first, so the snapshot of other documents (an ingest's) is not read
+// further; a matching one is read in one go, and its payload not copied.
+std::optional<snapshot_file> read_snapshot(const std::filesystem::path& file,
+                                           const std::string& signature) {
   std::ifstream in{file, std::ios::binary};
-  if (!in)
+  uint64_t n = 0;
+  if (!in || !in.read(reinterpret_cast<char*>(&n), sizeof n) || n != signature.size())
     return std::nullopt;
-  std::ostringstream ss;
-  ss << in.rdbuf();
-  auto data = ss.str();
-  binary::reader r{data};
-  std::string sig, payload;
-  if (!r.get_string(sig) || sig != signature || !r.get_string(payload) || !r.at_end())
+  std::string sig(n, '\0');
+  if (!in.read(sig.data(), static_cast<std::streamsize>(n)) || sig != signature)
     return std::nullopt;
-  return payload;
+  std::error_code ec;
+  auto bytes = std::filesystem::file_size(file, ec);
+  if (ec || !in.seekg(0))
+    return std::nullopt;
+  snapshot_file f;
+  f.data.resize(bytes);
+  if (!in.read(f.data.data(), static_cast<std::streamsize>(bytes)))
+    return std::nullopt;
+  binary::reader r{f.data};
+  std::string_view stored;
+  uint64_t size = 0;
+  if (!r.get_view(stored) || stored != signature || !r.get(size))
+    return std::nullopt;
+  f.offset = 2 * sizeof(uint64_t) + stored.size();
+  f.size = size;
+  if (!r.skip(size) || !r.at_end())
+    return std::nullopt;
+  return f;
 }
 
 void write_snapshot(const std::filesystem::path& file, const std::string& signature,
@@ -105,13 +127,13 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
   bool have_bm25 = false, have_vectors = !opts.embed;
   if (!index_dir.empty()) {
     if (auto body = read_snapshot(index_dir / "bm25.bin", signature))
-      if (auto idx = bm25_index::deserialize(*body); idx && idx->size() == snap->chunks.size()) {
+      if (auto idx = bm25_index::deserialize(body->payload()); idx && idx->size() == snap->chunks.size()) {
         snap->index = std::move(*idx);
         have_bm25 = true;
       }
     if (opts.embed)
       if (auto body = read_snapshot(index_dir / "vectors.bin", signature)) {
-        binary::reader r{*body};
+        binary::reader r{body->payload()};
         uint64_t dims = 0;
         std::vector<float> rows;
         if (r.get(dims) && r.get_array(rows) && r.at_end() && dims > 0
@@ -121,7 +143,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
           auto graph = read_snapshot(index_dir / "hnsw.bin", signature);
           snap->vectors =
               vector_index::build(std::move(rows), dims, opts.vectors,
-                                  graph ? std::string_view{*graph} : std::string_view{});
+                                  graph ? graph->payload() : std::string_view{});
           snap->embed = opts.embed;
           have_vectors = true;
         }

@@ -535,6 +535,33 @@ TEST(index_snapshots, reused_when_unchanged_rebuilt_when_changed_or_corrupt) {
   auto fixed = kb_catalog::build_snapshot("kb", docs, opts);
   EXPECT_FALSE(fixed->loaded_from_snapshot);
   EXPECT_TRUE(kb_catalog::build_snapshot("kb", docs, opts)->loaded_from_snapshot);
+  // Past its signature too: a byte changed in the payload, a file cut
+  // short or one with a byte more is ignored and replaced.
+  auto damage = [&](const std::filesystem::path& file, auto how) {
+    how(file);
+    EXPECT_FALSE(kb_catalog::build_snapshot("kb", docs, opts)->loaded_from_snapshot)
+        << file.filename();
+    EXPECT_TRUE(kb_catalog::build_snapshot("kb", docs, opts)->loaded_from_snapshot);
+  };
+  auto flip_middle = [](const std::filesystem::path& file) {
+    auto size = std::filesystem::file_size(file);
+    std::fstream f{file, std::ios::in | std::ios::out | std::ios::binary};
+    f.seekg(static_cast<std::streamoff>(size / 2));
+    auto c = static_cast<char>(f.get());
+    f.seekp(static_cast<std::streamoff>(size / 2));
+    f.put(static_cast<char>(c ^ 0x10));
+  };
+  auto cut_short = [](const std::filesystem::path& file) {
+    std::filesystem::resize_file(file, std::filesystem::file_size(file) - 1);
+  };
+  auto one_more = [](const std::filesystem::path& file) {
+    std::ofstream{file, std::ios::app | std::ios::binary}.put('\0');
+  };
+  for (auto name : {"bm25.bin", "vectors.bin"}) {
+    damage(index_dir / name, flip_middle);
+    damage(index_dir / name, cut_short);
+    damage(index_dir / name, one_more);
+  }
 }
 
 TEST(index_snapshots, the_hnsw_graph_is_kept_above_vector_exact_below) {
