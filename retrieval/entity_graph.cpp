@@ -8,6 +8,8 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <unordered_map>
+#include <tuple>
 
 #include "retrieval/tokenizer.hpp"
 
@@ -42,19 +44,17 @@ bool capitalised(std::string_view w) {
   return digit && alpha;
 }
 
-// Runs of 1-4 capitalised words (or words mixing letters and digits).
-std::vector<std::string> named_phrases(std::string_view text) {
-  std::vector<std::string> out;
-  std::vector<std::string> run;
+// Calls f with each run of 1-4 capitalised words (or words mixing letters
+// and digits), its words joined by one space; the view lasts the call.
+template <class F>
+void for_each_named_phrase(std::string_view text, F f) {
+  std::string phrase;
+  size_t words = 0;
   auto flush = [&] {
-    if (!run.empty() && run.size() <= 4)
-      out.push_back([&] {
-        std::string s;
-        for (auto& w : run)
-          s += (s.empty() ? "" : " ") + w;
-        return s;
-      }());
-    run.clear();
+    if (words > 0 && words <= 4)
+      f(std::string_view{phrase});
+    phrase.clear();
+    words = 0;
   };
   size_t i = 0;
   while (i < text.size()) {
@@ -69,17 +69,24 @@ std::vector<std::string> named_phrases(std::string_view text) {
     while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '-'))
       ++i;
     auto word = text.substr(start, i - start);
-    bool cap = capitalised(word);
     // A capitalised sentence-initial word starts a run like any other;
     // build() drops lone words that are too common to be names.
-    if (cap)
-      run.emplace_back(word);
-    else
+    if (capitalised(word)) {
+      if (words++ > 0)
+        phrase += ' ';
+      phrase += word;
+    } else {
       flush();
+    }
   }
   flush();
-  return out;
 }
+
+// Hashes std::string keys and looks them up by std::string_view.
+struct text_hash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
 
 }  // namespace
 
@@ -111,6 +118,11 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
   auto max_df = std::max<double>(2, opts.max_df_fraction * static_cast<double>(n));
   std::vector<std::map<std::string, int>> surface;  // per entity: display form counts
   std::vector<std::vector<uint32_t>> mentions(n);   // per chunk, ascending once sorted
+  // A display form of an entity, and how often it was seen.
+  struct form {
+    uint32_t entity = 0;
+    int* seen = nullptr;  // in surface[entity]; null: not an entity
+  };
   auto intern = [&](const std::string& key, std::string_view display) {
     auto [it, inserted] = g.by_key_.emplace(key, static_cast<uint32_t>(g.entities_.size()));
     if (inserted) {
@@ -121,35 +133,50 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
       auto first = key.substr(0, key.find(' '));
       g.by_term_[first].push_back(it->second);
     }
-    ++surface[it->second][std::string{display}];
-    return it->second;
+    return form{it->second, &surface[it->second][std::string{display}]};
   };
-  std::vector<std::pair<double, std::string_view>> scored;
+  // Each distinct phrase and salient term is tokenized and interned once,
+  // the first time it is met (so entities are numbered as before).
+  std::unordered_map<std::string, form, text_hash, std::equal_to<>> phrase_forms;
+  std::vector<form> term_forms(term_text.size());
+  auto mention = [&](size_t c, const form& f) {
+    ++*f.seen;
+    mentions[c].push_back(f.entity);
+  };
+  std::vector<std::tuple<double, std::string_view, uint32_t>> scored;  // (tf-idf, term, id)
   for (size_t c = 0; c < n; ++c) {
-    for (auto& phrase : named_phrases(chunks[c].text)) {
-      auto terms = tokenize(phrase);
-      if (terms.empty())
-        continue;
-      // A single sentence-initial capitalised word is usually not a name;
-      // keep single words only when they are rare enough to be salient.
-      if (terms.size() == 1 && static_cast<double>(index.document_frequency(terms[0])) > max_df)
-        continue;
-      mentions[c].push_back(intern(join(terms), phrase));
-    }
+    for_each_named_phrase(chunks[c].text, [&](std::string_view phrase) {
+      auto known = phrase_forms.find(phrase);
+      if (known == phrase_forms.end()) {
+        known = phrase_forms.emplace(std::string{phrase}, form{}).first;
+        auto terms = tokenize(phrase);
+        // A single sentence-initial capitalised word is usually not a
+        // name; keep single words only when they are rare enough to be
+        // salient.
+        if (!terms.empty()
+            && !(terms.size() == 1
+                 && static_cast<double>(index.document_frequency(terms[0])) > max_df))
+          known->second = intern(join(terms), phrase);
+      }
+      if (known->second.seen)
+        mention(c, known->second);
+    });
     // Salient terms by tf-idf.
     scored.clear();
     for (auto [t, tf] : tfs[c]) {
       auto d = df[t];
       if (d < 2 || d > max_df)
         continue;
-      scored.emplace_back(tf * std::log(static_cast<double>(n) / d), term_text[t]);
+      scored.emplace_back(tf * std::log(static_cast<double>(n) / d), term_text[t], t);
     }
     auto keep = std::min(scored.size(), opts.salient_per_chunk);
     std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep),
                       scored.end(), std::greater<>());
     for (size_t i = 0; i < keep; ++i) {
-      std::string term{scored[i].second};
-      mentions[c].push_back(intern(term, term));
+      auto [score, term, id] = scored[i];
+      if (!term_forms[id].seen)
+        term_forms[id] = intern(std::string{term}, term);
+      mention(c, term_forms[id]);
     }
     std::sort(mentions[c].begin(), mentions[c].end());
     mentions[c].erase(std::unique(mentions[c].begin(), mentions[c].end()), mentions[c].end());
@@ -195,15 +222,19 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
   // found once per link: by its smaller end, or by the larger when the
   // smaller did not keep it.
   auto first_shared = [&](uint32_t a, uint32_t b) {
-    auto& x = g.entities_[a].chunks;
-    auto& y = g.entities_[b].chunks;
-    for (size_t i = 0, j = 0; i < x.size() && j < y.size();) {
-      if (x[i] < y[j])
-        ++i;
-      else if (y[j] < x[i])
-        ++j;
-      else
-        return x[i];
+    auto* x = &g.entities_[a].chunks;
+    auto* y = &g.entities_[b].chunks;
+    if (x->size() > y->size())
+      std::swap(x, y);
+    // The shorter list's chunks looked up in the longer one, each search
+    // starting where the last ended (both ascending).
+    auto from = y->begin();
+    for (auto c : *x) {
+      from = std::lower_bound(from, y->end(), c);
+      if (from == y->end())
+        break;
+      if (*from == c)
+        return c;
     }
     return no_chunk;  // both are in the chunk that linked them: not reached
   };
@@ -229,6 +260,8 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
     }
   }
   // Topics: connected components over edges of weight >= 2.
+  std::vector<int> mentions_in(n, 0);  // per chunk, for the topic at hand
+  std::vector<uint32_t> touched;
   for (uint32_t start = 0; start < g.entities_.size(); ++start) {
     if (g.entities_[start].topic >= 0)
       continue;
@@ -254,13 +287,17 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
     t.summary = "Topic:";
     for (size_t i = 0; i < members.size() && i < 6; ++i)
       t.summary += (i ? ", " : " ") + g.entities_[members[i]].name;
-    std::map<uint32_t, int> chunk_mentions;
+    // The chunks most of the members are in.
+    touched.clear();
     for (auto e : members)
       for (auto c : g.entities_[e].chunks)
-        ++chunk_mentions[c];
+        if (mentions_in[c]++ == 0)
+          touched.push_back(c);
     std::vector<std::pair<int, uint32_t>> ranked;
-    for (auto& [c, k] : chunk_mentions)
-      ranked.emplace_back(-k, c);
+    for (auto c : touched) {
+      ranked.emplace_back(-mentions_in[c], c);
+      mentions_in[c] = 0;
+    }
     std::sort(ranked.begin(), ranked.end());
     for (size_t i = 0; i < ranked.size() && i < 5; ++i)
       t.chunks.push_back(ranked[i].second);
