@@ -226,9 +226,8 @@ caf::expected<std::vector<document>> load_kb_documents(const fs::path& data_dir,
   return read_jsonl(file, *body);
 }
 
-caf::expected<ingest_report> ingest_documents(const fs::path& data_dir, const std::string& kb,
-                                              std::vector<document> docs,
-                                              const chunker_options& chunking) {
+caf::expected<added_documents> add_documents(const fs::path& data_dir, const std::string& kb,
+                                             std::vector<document> docs) {
   if (!is_valid_kb_name(kb))
     return make_error(errc::invalid_request, kb_name_rule);
   for (auto& d : docs)
@@ -240,7 +239,8 @@ caf::expected<ingest_report> ingest_documents(const fs::path& data_dir, const st
   std::map<std::string, size_t, std::less<>> position;  // id -> index in *stored
   for (size_t i = 0; i < stored->size(); ++i)
     position[(*stored)[i].id] = i;
-  ingest_report report;
+  added_documents out;
+  auto& report = out.report;
   for (auto& d : docs) {
     if (auto i = position.find(d.id); i != position.end()) {
       (*stored)[i->second] = std::move(d);
@@ -254,9 +254,19 @@ caf::expected<ingest_report> ingest_documents(const fs::path& data_dir, const st
   if (auto err = write_kb(data_dir, kb, *stored))
     return err;
   report.documents = stored->size();
-  for (auto& d : *stored)
-    report.chunks += chunk_document(d, chunking).size();
-  return report;
+  out.all = std::move(*stored);
+  return out;
+}
+
+caf::expected<ingest_report> ingest_documents(const fs::path& data_dir, const std::string& kb,
+                                              std::vector<document> docs,
+                                              const chunker_options& chunking) {
+  auto added = add_documents(data_dir, kb, std::move(docs));
+  if (!added)
+    return std::move(added.error());
+  for (auto& d : added->all)
+    added->report.chunks += chunk_document(d, chunking).size();
+  return added->report;
 }
 
 caf::expected<ingest_report> ingest_paths(const fs::path& data_dir, const std::string& kb,

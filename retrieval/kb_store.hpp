@@ -41,6 +41,16 @@ caf::expected<ingest_report> ingest_documents(const std::filesystem::path& data_
                                               const std::string& kb, std::vector<document> docs,
                                               const chunker_options& chunking = {});
 
+// The same, leaving the KB's chunks uncounted (report.chunks 0) and
+// handing back every document of the KB after the ingest, for a caller
+// that indexes them next.
+struct added_documents {
+  ingest_report report;
+  std::vector<document> all;
+};
+caf::expected<added_documents> add_documents(const std::filesystem::path& data_dir,
+                                             const std::string& kb, std::vector<document> docs);
+
 // Adds the documents found under `paths` (files, or directories walked
 // recursively for .txt/.md/.html/.htm/.jsonl, hidden entries skipped) to `kb`; a
 // document whose id is already stored replaces it. Every file is read

@@ -143,12 +143,13 @@ void note_version(self_ptr self, const std::string& kb, int64_t v, bool whole) {
   }
 }
 
-// Adds `docs` to the KB's files, rebuilds its indexes and swaps the new
-// snapshot in.
 struct applied_ingest {
   ingest_report report;
   std::shared_ptr<const kb_snapshot> snapshot, before;  // the KB after and before
 };
+
+// Adds `docs` to the KB's files, rebuilds its indexes and swaps the new
+// snapshot in.
 
 caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb,
                                             std::vector<document> docs) {
@@ -157,15 +158,14 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
   if (!current)
     return make_error(errc::not_found, "unknown knowledge base \"" + kb + "\"");
   auto count = docs.size();
-  auto report = ingest_documents(st.data_dir, kb, std::move(docs), st.opts.chunking);
-  if (!report)
-    return std::move(report.error());
+  auto added = add_documents(st.data_dir, kb, std::move(docs));
+  if (!added)
+    return std::move(added.error());
   auto started = std::chrono::steady_clock::now();
-  auto stored = load_kb_documents(st.data_dir, kb);
-  if (!stored)
-    return std::move(stored.error());
-  auto snap = kb_catalog::build_snapshot(current->settings, *stored, st.opts, current.get());
+  auto snap = kb_catalog::build_snapshot(current->settings, added->all, st.opts, current.get());
   st.catalog->put(snap);
+  auto report = &added->report;
+  report->chunks = snap->chunks.size();
   st.last_build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
           .count();
