@@ -29,17 +29,31 @@ std::string join(const std::vector<std::string>& terms) {
   return out;
 }
 
+// ASCII character classes, as <cctype>'s in the "C" locale ragtor runs
+// in (bytes of UTF-8 sequences are none of them), without a call per byte.
+bool ascii_upper(unsigned char c) {
+  return c >= 'A' && c <= 'Z';
+}
+bool ascii_lower(unsigned char c) {
+  return c >= 'a' && c <= 'z';
+}
+bool ascii_digit(unsigned char c) {
+  return c >= '0' && c <= '9';
+}
+bool word_char(unsigned char c) {  // a letter, a digit or '-'
+  return ascii_upper(c) || ascii_lower(c) || ascii_digit(c) || c == '-';
+}
+
 bool capitalised(std::string_view w) {
   if (w.empty())
     return false;
-  auto c = static_cast<unsigned char>(w[0]);
-  if (std::isupper(c))
+  if (ascii_upper(static_cast<unsigned char>(w[0])))
     return true;
   // words with digits and letters (BRCA1, p53) are names too
   bool digit = false, alpha = false;
   for (unsigned char x : w) {
-    digit |= std::isdigit(x) != 0;
-    alpha |= std::isalpha(x) != 0;
+    digit |= ascii_digit(x);
+    alpha |= ascii_upper(x) || ascii_lower(x);
   }
   return digit && alpha;
 }
@@ -59,14 +73,14 @@ void for_each_named_phrase(std::string_view text, F f) {
   size_t i = 0;
   while (i < text.size()) {
     auto c = static_cast<unsigned char>(text[i]);
-    if (!(std::isalnum(c) || c == '-')) {
+    if (!word_char(c)) {
       if (c != ' ')
         flush();
       ++i;
       continue;
     }
     auto start = i;
-    while (i < text.size() && (std::isalnum(static_cast<unsigned char>(text[i])) || text[i] == '-'))
+    while (i < text.size() && word_char(static_cast<unsigned char>(text[i])))
       ++i;
     auto word = text.substr(start, i - start);
     // A capitalised sentence-initial word starts a run like any other;
