@@ -64,33 +64,66 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p) {
 
 bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const bm25_index& previous,
                              const std::vector<int64_t>& previous_row) {
-  // The previous index turned around: its rows' terms, from the postings
-  // (much cheaper than tokenizing the text again).
-  std::vector<term_counts> forward;
-  bool reuse = std::any_of(previous_row.begin(), previous_row.end(),
-                           [&](int64_t r) { return r >= 0 && size_t(r) < previous.size(); });
-  if (reuse) {
-    forward.resize(previous.size());
-    for (auto& [term, pl] : previous.postings_)
-      for (size_t i = 0; i < pl.docs.size(); ++i)
-        forward[pl.docs[i]].emplace_back(term, pl.tfs[i]);
-    for (auto& row : forward)
-      std::sort(row.begin(), row.end());
-  }
-  std::vector<term_counts> rows(chunks.size());
-  std::vector<uint32_t> lengths(chunks.size());
-  for (size_t d = 0; d < chunks.size(); ++d) {
+  auto reused = [&](size_t d) {
     auto r = d < previous_row.size() ? previous_row[d] : -1;
-    if (reuse && r >= 0 && size_t(r) < forward.size()) {
-      rows[d] = forward[size_t(r)];
-      lengths[d] = previous.doc_len_[size_t(r)];
-    } else {
+    return r >= 0 && size_t(r) < previous.size() ? r : int64_t{-1};
+  };
+  std::vector<uint32_t> lengths(chunks.size());
+  bool reuse = false;
+  for (size_t d = 0; d < chunks.size() && !reuse; ++d)
+    reuse = reused(d) >= 0;
+  bm25_index idx;
+  if (!reuse) {
+    std::vector<term_counts> rows(chunks.size());
+    for (size_t d = 0; d < chunks.size(); ++d) {
       uint64_t len = 0;
       rows[d] = counts_of(chunks[d], len);
       lengths[d] = static_cast<uint32_t>(len);
     }
+    idx = from_counts(std::move(rows), p);
+  } else {
+    // The previous index turned around: its rows' terms from its
+    // postings (much cheaper than tokenizing the text again), each term
+    // by its place in the previous vocabulary sorted, so that appending
+    // the terms in that order leaves every row sorted by term.
+    std::vector<const std::string*> vocabulary;
+    vocabulary.reserve(previous.postings_.size());
+    for (auto& [term, pl] : previous.postings_)
+      vocabulary.push_back(&term);
+    std::sort(vocabulary.begin(), vocabulary.end(), [](auto* a, auto* b) { return *a < *b; });
+    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> forward(previous.size());
+    for (uint32_t t = 0; t < vocabulary.size(); ++t) {
+      auto& pl = previous.postings_.find(*vocabulary[t])->second;
+      for (size_t i = 0; i < pl.docs.size(); ++i)
+        forward[pl.docs[i]].emplace_back(t, pl.tfs[i]);
+    }
+    // Postings as from_counts builds them (terms entered in the order
+    // they are first met, row by row), a previous term's list found
+    // once.
+    idx.params_ = p;
+    std::vector<posting_list*> list_of(vocabulary.size(), nullptr);
+    auto add = [](posting_list& pl, uint32_t d, uint32_t n) {
+      pl.docs.push_back(d);
+      pl.tfs.push_back(n);
+    };
+    for (uint32_t d = 0; d < chunks.size(); ++d) {
+      if (auto r = reused(d); r >= 0) {
+        for (auto [t, n] : forward[size_t(r)]) {
+          auto*& pl = list_of[t];
+          if (!pl)
+            pl = &idx.postings_[*vocabulary[t]];
+          add(*pl, d, n);
+        }
+        lengths[d] = previous.doc_len_[size_t(r)];
+      } else {
+        uint64_t len = 0;
+        for (auto& [term, n] : counts_of(chunks[d], len))
+          add(idx.postings_[term], d, n);
+        lengths[d] = static_cast<uint32_t>(len);
+      }
+    }
+    idx.index_vocabulary();
   }
-  auto idx = from_counts(std::move(rows), p);
   idx.doc_len_ = std::move(lengths);
   uint64_t total = 0;
   for (auto l : idx.doc_len_)

@@ -163,6 +163,8 @@ TEST(bm25, an_incremental_build_equals_a_full_build) {
     chunks.push_back(make_chunk(1000 + d, text()));
     previous_row.push_back(-1);
   }
+  chunks.push_back(old_chunks[0]);  // one old row twice
+  previous_row.push_back(0);
   std::vector<size_t> order(chunks.size());
   std::iota(order.begin(), order.end(), 0);
   std::shuffle(order.begin(), order.end(), rng);
@@ -175,6 +177,7 @@ TEST(bm25, an_incremental_build_equals_a_full_build) {
   auto incremental = bm25_index::build(shuffled, {}, previous, shuffled_rows);
   auto full = bm25_index::build(shuffled);
   ASSERT_EQ(incremental.size(), full.size());
+  EXPECT_EQ(incremental.serialize(), full.serialize()) << "the same index, term for term";
   for (int q = 0; q < 100; ++q) {
     auto query = vocab[word(rng)] + " " + vocab[word(rng)] + " " + vocab[word(rng)];
     EXPECT_EQ(incremental.search(query, 10), full.search(query, 10)) << query;
