@@ -11,6 +11,7 @@
 #include <unordered_map>
 #include <tuple>
 
+#include "retrieval/binary_io.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
@@ -316,6 +317,101 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
     for (size_t i = 0; i < ranked.size() && i < 5; ++i)
       t.chunks.push_back(ranked[i].second);
     g.topics_.push_back(std::move(t));
+  }
+  return g;
+}
+
+namespace {
+constexpr uint32_t graph_magic = 0x52474731;  // "RGG1"
+}
+
+std::string entity_graph::serialize() const {
+  binary::writer w;
+  w.put(graph_magic);
+  w.put<uint64_t>(entities_.size());
+  std::vector<uint32_t> ids, weights;
+  for (auto& e : entities_) {
+    w.put_string(e.key);
+    w.put_string(e.name);
+    w.put_array(e.chunks);
+    ids.clear(), weights.clear();
+    for (auto [b, weight] : e.neighbours)
+      ids.push_back(b), weights.push_back(weight);
+    w.put_array(ids);
+    w.put_array(weights);
+    w.put_array(e.shared_chunk);
+    w.put(e.idf);
+    w.put(e.topic);
+  }
+  w.put<uint64_t>(topics_.size());
+  for (auto& t : topics_) {
+    w.put_string(t.summary);
+    w.put_array(t.entities);
+    w.put_array(t.chunks);
+  }
+  w.put<uint64_t>(relation_count_);
+  return w.finish();
+}
+
+std::optional<entity_graph> entity_graph::deserialize(std::string_view data,
+                                                      size_t chunk_count) {
+  binary::reader r{data};
+  uint32_t magic = 0;
+  uint64_t count = 0;
+  if (!r.get(magic) || magic != graph_magic || !r.get(count))
+    return std::nullopt;
+  entity_graph g;
+  std::vector<uint32_t> ids, weights;
+  for (uint64_t i = 0; i < count; ++i) {
+    entity e;
+    if (!r.get_string(e.key) || !r.get_string(e.name) || !r.get_array(e.chunks)
+        || !r.get_array(ids) || !r.get_array(weights) || ids.size() != weights.size()
+        || !r.get_array(e.shared_chunk) || e.shared_chunk.size() != ids.size() || !r.get(e.idf)
+        || !r.get(e.topic))
+      return std::nullopt;
+    for (size_t k = 0; k < ids.size(); ++k)
+      e.neighbours.emplace_back(ids[k], weights[k]);
+    auto index = static_cast<uint32_t>(g.entities_.size());
+    if (!g.by_key_.emplace(e.key, index).second)
+      return std::nullopt;
+    g.by_term_[e.key.substr(0, e.key.find(' '))].push_back(index);
+    g.entities_.push_back(std::move(e));
+  }
+  if (!r.get(count))
+    return std::nullopt;
+  for (uint64_t i = 0; i < count; ++i) {
+    topic t;
+    if (!r.get_string(t.summary) || !r.get_array(t.entities) || !r.get_array(t.chunks))
+      return std::nullopt;
+    g.topics_.push_back(std::move(t));
+  }
+  uint64_t relations = 0;
+  if (!r.get(relations) || !r.at_end())
+    return std::nullopt;
+  g.relation_count_ = relations;
+  // Every index in range, so a file of another KB's graph that passed
+  // its checksum cannot send a search out of bounds.
+  auto n = g.entities_.size();
+  auto chunks_in_range = [&](const std::vector<uint32_t>& chunks) {
+    return std::all_of(chunks.begin(), chunks.end(), [&](uint32_t c) { return c < chunk_count; });
+  };
+  for (auto& e : g.entities_) {
+    for (auto [b, weight] : e.neighbours)
+      if (b >= n)
+        return std::nullopt;
+    for (auto c : e.shared_chunk)
+      if (c >= chunk_count && c != no_chunk)
+        return std::nullopt;
+    if (!chunks_in_range(e.chunks) || e.topic < -1
+        || e.topic >= static_cast<int32_t>(g.topics_.size()))
+      return std::nullopt;
+  }
+  for (auto& t : g.topics_) {
+    if (!chunks_in_range(t.chunks))
+      return std::nullopt;
+    for (auto e : t.entities)
+      if (e >= n)
+        return std::nullopt;
   }
   return g;
 }

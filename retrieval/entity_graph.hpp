@@ -9,6 +9,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -63,6 +64,12 @@ public:
                            std::string kb, const std::vector<chunk>& chunks) const;
   // rows(kb, chunks).signature, without building the rows.
   std::string rows_signature(const std::vector<chunk>& chunks) const;
+
+  // The graph as bytes for an index snapshot, and back (nullopt for bytes
+  // that are not a whole graph of `chunk_count` chunks): a restart loads
+  // it instead of building it again.
+  std::string serialize() const;
+  static std::optional<entity_graph> deserialize(std::string_view data, size_t chunk_count);
 
   size_t entity_count() const { return entities_.size(); }
   size_t relation_count() const { return relation_count_; }

@@ -222,7 +222,23 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
     std::error_code ignored;
     std::filesystem::remove(index_dir / "hnsw.bin", ignored);
   }
-  snap->graph = entity_graph::build(snap->chunks, snap->index, opts.graph);
+  // The entity graph: from its snapshot when the documents and options
+  // are the same (a restart), else built and its snapshot written.
+  auto graph_signature = signature + " graph=" + std::to_string(opts.graph.salient_per_chunk) + "/"
+                         + std::to_string(opts.graph.max_df_fraction) + "/"
+                         + std::to_string(opts.graph.max_neighbours);
+  std::optional<entity_graph> graph;
+  if (!index_dir.empty())
+    if (auto body = read_snapshot(index_dir / "graph.bin", graph_signature))
+      graph = entity_graph::deserialize(body->payload(), snap->chunks.size());
+  if (graph) {
+    snap->graph = std::move(*graph);
+  } else {
+    snap->loaded_from_snapshot = false;
+    snap->graph = entity_graph::build(snap->chunks, snap->index, opts.graph);
+    if (!index_dir.empty())
+      write_snapshot(index_dir / "graph.bin", graph_signature, snap->graph.serialize());
+  }
   snap->build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
   return snap;

@@ -46,7 +46,7 @@ struct kb_snapshot {
   vector_index vectors;
   entity_graph graph;
   double build_ms = 0;
-  bool loaded_from_snapshot = false;
+  bool loaded_from_snapshot = false;  // BM25, vectors and graph all read from disk
 
   // The top `k` chunks for `query` as retrieval items (zero scores dropped).
   std::vector<retrieval_item> search(std::string_view query, size_t k) const;

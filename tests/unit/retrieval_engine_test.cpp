@@ -509,9 +509,26 @@ TEST(index_snapshots, reused_when_unchanged_rebuilt_when_changed_or_corrupt) {
   auto index_dir = dir.path / "kbs" / "kb" / "index";
   ASSERT_TRUE(std::filesystem::exists(index_dir / "bm25.bin"));
   ASSERT_TRUE(std::filesystem::exists(index_dir / "vectors.bin"));
+  ASSERT_TRUE(std::filesystem::exists(index_dir / "graph.bin"));
   auto second = kb_catalog::build_snapshot("kb", docs, opts);
   EXPECT_TRUE(second->loaded_from_snapshot);
-  for (auto agent : {"naive_rag_agent", "hybrid_agent"}) {
+  // The graph read back is the graph built: the same rows, the same
+  // answers.
+  EXPECT_EQ(second->graph.rows("kb", second->chunks).signature,
+            first->graph.rows("kb", first->chunks).signature);
+  EXPECT_EQ(second->graph.topic_count(), first->graph.topic_count());
+  EXPECT_EQ(second->graph.relation_count(), first->graph.relation_count());
+  for (auto query : {"Where is Port Quellin?", "Odile Varga", "green tea kettle"}) {
+    auto a = first->graph.local_search(query, 5), b = second->graph.local_search(query, 5);
+    EXPECT_EQ(a.chunks, b.chunks) << query;
+    EXPECT_EQ(a.entity_ids, b.entity_ids) << query;
+    EXPECT_EQ(a.relation_ids, b.relation_ids) << query;
+    auto ta = first->graph.global_search(query, 3), tb = second->graph.global_search(query, 3);
+    ASSERT_EQ(ta.size(), tb.size()) << query;
+    for (size_t i = 0; i < ta.size(); ++i)
+      EXPECT_EQ(ta[i].summary, tb[i].summary) << query;
+  }
+  for (auto agent : {"naive_rag_agent", "hybrid_agent", "graph_agent"}) {
     auto a = run_agent(*first, agent, "Marigold saffron captain", 4);
     auto b = run_agent(*second, agent, "Marigold saffron captain", 4);
     ASSERT_EQ(a.chunk_ids, b.chunk_ids) << agent;
@@ -557,7 +574,7 @@ TEST(index_snapshots, reused_when_unchanged_rebuilt_when_changed_or_corrupt) {
   auto one_more = [](const std::filesystem::path& file) {
     std::ofstream{file, std::ios::app | std::ios::binary}.put('\0');
   };
-  for (auto name : {"bm25.bin", "vectors.bin"}) {
+  for (auto name : {"bm25.bin", "vectors.bin", "graph.bin"}) {
     damage(index_dir / name, flip_middle);
     damage(index_dir / name, cut_short);
     damage(index_dir / name, one_more);
