@@ -258,8 +258,8 @@ void run_dataset(const std::string& dir, const std::string& name, const run_opti
     }
     std::sort(runs.begin(), runs.end());
     std::printf("entity graph rows' signature %s (%zu topics); the graph alone built in %.3f s\n",
-                snap->graph.rows(name, snap->chunks).signature.c_str(),
-                snap->graph.topic_count(), runs[1]);
+                snap->graph.rows(name, snap->chunks).signature.c_str(), snap->graph.topic_count(),
+                runs[1]);
   }
   {
     // Ingesting one more document reuses the indexed chunks' terms and

@@ -193,6 +193,13 @@ public:
       return graph_write::stale_base;
     return graph_write::written;
   }
+  // The graph's rows in all once `g` is written: its own when it holds
+  // every row, the totals it names when it is a change.
+  static std::pair<int64_t, int64_t> graph_totals(const kb_graph_rows& g) {
+    if (g.base_signature.empty())
+      return {static_cast<int64_t>(g.entities.size()), static_cast<int64_t>(g.relations.size())};
+    return {g.entity_count, g.relation_count};
+  }
   // How many entity and relation rows the knowledge base has stored.
   virtual std::pair<int64_t, int64_t> graph_size(const std::string& kb) = 0;
 

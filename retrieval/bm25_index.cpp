@@ -86,14 +86,15 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const b
     // postings (much cheaper than tokenizing the text again), each term
     // by its place in the previous vocabulary sorted, so that appending
     // the terms in that order leaves every row sorted by term.
-    std::vector<const std::string*> vocabulary;
+    std::vector<const std::pair<const std::string, posting_list>*> vocabulary;
     vocabulary.reserve(previous.postings_.size());
-    for (auto& [term, pl] : previous.postings_)
-      vocabulary.push_back(&term);
-    std::sort(vocabulary.begin(), vocabulary.end(), [](auto* a, auto* b) { return *a < *b; });
+    for (auto& entry : previous.postings_)
+      vocabulary.push_back(&entry);
+    std::sort(vocabulary.begin(), vocabulary.end(),
+              [](auto* a, auto* b) { return a->first < b->first; });
     std::vector<std::vector<std::pair<uint32_t, uint32_t>>> forward(previous.size());
     for (uint32_t t = 0; t < vocabulary.size(); ++t) {
-      auto& pl = previous.postings_.find(*vocabulary[t])->second;
+      auto& pl = vocabulary[t]->second;
       for (size_t i = 0; i < pl.docs.size(); ++i)
         forward[pl.docs[i]].emplace_back(t, pl.tfs[i]);
     }
@@ -111,7 +112,7 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const b
         for (auto [t, n] : forward[size_t(r)]) {
           auto*& pl = list_of[t];
           if (!pl)
-            pl = &idx.postings_[*vocabulary[t]];
+            pl = &idx.postings_[vocabulary[t]->first];
           add(*pl, d, n);
         }
         lengths[d] = previous.doc_len_[size_t(r)];

@@ -1,15 +1,15 @@
 #include "retrieval/entity_graph.hpp"
 
 #include <algorithm>
-#include <charconv>
 #include <cctype>
+#include <charconv>
 #include <cmath>
 #include <cstdio>
 #include <iterator>
 #include <map>
 #include <set>
-#include <unordered_map>
 #include <tuple>
+#include <unordered_map>
 
 #include "retrieval/binary_io.hpp"
 #include "retrieval/tokenizer.hpp"
@@ -269,9 +269,10 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
       auto& other = g.entities_[b];
       auto kept = std::find_if(other.neighbours.begin(), other.neighbours.end(),
                                [&](auto& nb) { return nb.first == a; });
-      e.shared_chunk[i] = kept != other.neighbours.end()
-                              ? other.shared_chunk[static_cast<size_t>(kept - other.neighbours.begin())]
-                              : first_shared(b, a);
+      e.shared_chunk[i] =
+          kept != other.neighbours.end()
+              ? other.shared_chunk[static_cast<size_t>(kept - other.neighbours.begin())]
+              : first_shared(b, a);
     }
   }
   // Topics: connected components over edges of weight >= 2.
@@ -353,8 +354,7 @@ std::string entity_graph::serialize() const {
   return w.finish();
 }
 
-std::optional<entity_graph> entity_graph::deserialize(std::string_view data,
-                                                      size_t chunk_count) {
+std::optional<entity_graph> entity_graph::deserialize(std::string_view data, size_t chunk_count) {
   binary::reader r{data};
   uint32_t magic = 0;
   uint64_t count = 0;
@@ -364,10 +364,9 @@ std::optional<entity_graph> entity_graph::deserialize(std::string_view data,
   std::vector<uint32_t> ids, weights;
   for (uint64_t i = 0; i < count; ++i) {
     entity e;
-    if (!r.get_string(e.key) || !r.get_string(e.name) || !r.get_array(e.chunks)
-        || !r.get_array(ids) || !r.get_array(weights) || ids.size() != weights.size()
-        || !r.get_array(e.shared_chunk) || e.shared_chunk.size() != ids.size() || !r.get(e.idf)
-        || !r.get(e.topic))
+    if (!r.get_string(e.key) || !r.get_string(e.name) || !r.get_array(e.chunks) || !r.get_array(ids)
+        || !r.get_array(weights) || ids.size() != weights.size() || !r.get_array(e.shared_chunk)
+        || e.shared_chunk.size() != ids.size() || !r.get(e.idf) || !r.get(e.topic))
       return std::nullopt;
     for (size_t k = 0; k < ids.size(); ++k)
       e.neighbours.emplace_back(ids[k], weights[k]);
@@ -548,9 +547,9 @@ struct graph_rows {
       }
     }
     std::sort(out.begin(), out.end());
-    out.erase(std::unique(out.begin(), out.end(),
-                          [](auto& x, auto& y) { return x.first == y.first; }),
-              out.end());
+    out.erase(
+        std::unique(out.begin(), out.end(), [](auto& x, auto& y) { return x.first == y.first; }),
+        out.end());
     return out;
   }
 

@@ -127,7 +127,8 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
   bool have_bm25 = false, have_vectors = !opts.embed;
   if (!index_dir.empty()) {
     if (auto body = read_snapshot(index_dir / "bm25.bin", signature))
-      if (auto idx = bm25_index::deserialize(body->payload()); idx && idx->size() == snap->chunks.size()) {
+      if (auto idx = bm25_index::deserialize(body->payload());
+          idx && idx->size() == snap->chunks.size()) {
         snap->index = std::move(*idx);
         have_bm25 = true;
       }
@@ -141,9 +142,8 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
           // Above vector_exact_below the HNSW graph is kept too, so a
           // restart neither re-embeds nor rebuilds it.
           auto graph = read_snapshot(index_dir / "hnsw.bin", signature);
-          snap->vectors =
-              vector_index::build(std::move(rows), dims, opts.vectors,
-                                  graph ? graph->payload() : std::string_view{});
+          snap->vectors = vector_index::build(std::move(rows), dims, opts.vectors,
+                                              graph ? graph->payload() : std::string_view{});
           snap->embed = opts.embed;
           have_vectors = true;
         }

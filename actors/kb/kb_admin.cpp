@@ -61,23 +61,25 @@ void write_graph(self_ptr self, std::shared_ptr<const kb_snapshot> snap, kb_grap
                  + rows.removed_relations.size();
   auto kb = snap->name;
   auto entities = rows.entity_count, relations = rows.relation_count;
-  tidy_request(self, self->state.store, std::chrono::minutes(5), atom::kb_graph_v,
-               std::move(rows))
+  tidy_request(self, self->state.store, std::chrono::minutes(5), atom::kb_graph_v, std::move(rows))
       .then(
           [=](bool written) {
             if (written) {
               ++self->state.graphs_written;
-              lg->info("knowledge base \"{}\": entity graph stored ({} entities, {} relations; "
-                       "{})",
-                       kb, entities, relations,
-                       change ? std::to_string(changed) + " rows changed" : "every row written");
+              lg->info(
+                  "knowledge base \"{}\": entity graph stored ({} entities, {} relations; "
+                  "{})",
+                  kb, entities, relations,
+                  change ? std::to_string(changed) + " rows changed" : "every row written");
             }
             next();
           },
           [=](caf::error& err) {
             if (change && code_of(err) == errc::conflict) {
-              lg->info("knowledge base \"{}\": the store holds another entity graph, or "
-                       "none; writing every row", kb);
+              lg->info(
+                  "knowledge base \"{}\": the store holds another entity graph, or "
+                  "none; writing every row",
+                  kb);
               return write_graph(self, snap, snap->graph.rows(snap->name, snap->chunks), next);
             }
             ++self->state.graph_failures;
@@ -150,7 +152,6 @@ struct applied_ingest {
 
 // Adds `docs` to the KB's files, rebuilds its indexes and swaps the new
 // snapshot in.
-
 caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb,
                                             std::vector<document> docs) {
   auto& st = self->state;
@@ -164,17 +165,16 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
   auto started = std::chrono::steady_clock::now();
   auto snap = kb_catalog::build_snapshot(current->settings, added->all, st.opts, current.get());
   st.catalog->put(snap);
-  auto report = &added->report;
-  report->chunks = snap->chunks.size();
+  auto& report = added->report;
+  report.chunks = snap->chunks.size();
   st.last_build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
           .count();
   ++st.ingests;
   st.documents += count;
   lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
-               report->documents_added, report->documents_replaced, report->chunks,
-               st.last_build_ms);
-  return applied_ingest{*report, snap, current};
+           report.documents_added, report.documents_replaced, report.chunks, st.last_build_ms);
+  return applied_ingest{report, snap, current};
 }
 
 // Creates `kb` here, or updates its settings, as the store has them.

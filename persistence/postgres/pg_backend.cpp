@@ -1083,8 +1083,9 @@ store_backend::graph_write pg_backend::write_graph(const kb_graph_rows& g, int64
   };
   insert_batched(
       "INSERT INTO entities (kb, id, name, kind, description) VALUES",
-      whole ? "" : " ON CONFLICT (kb, id) DO UPDATE SET name = EXCLUDED.name, "
-                   "kind = EXCLUDED.kind, description = EXCLUDED.description",
+      whole ? ""
+            : " ON CONFLICT (kb, id) DO UPDATE SET name = EXCLUDED.name, "
+              "kind = EXCLUDED.kind, description = EXCLUDED.description",
       g.entities, 5,
       [&](const graph_entity_row& e, std::vector<param>& p) {
         p.insert(p.end(), {g.kb, e.id, e.name, e.kind, e.description});
@@ -1093,17 +1094,17 @@ store_backend::graph_write pg_backend::write_graph(const kb_graph_rows& g, int64
   insert_batched(
       "INSERT INTO relations (kb, id, source_entity, target_entity, kind, weight, chunk_id) "
       "VALUES",
-      whole ? "" : " ON CONFLICT (kb, id) DO UPDATE SET source_entity = EXCLUDED.source_entity, "
-                   "target_entity = EXCLUDED.target_entity, kind = EXCLUDED.kind, "
-                   "weight = EXCLUDED.weight, chunk_id = EXCLUDED.chunk_id",
+      whole ? ""
+            : " ON CONFLICT (kb, id) DO UPDATE SET source_entity = EXCLUDED.source_entity, "
+              "target_entity = EXCLUDED.target_entity, kind = EXCLUDED.kind, "
+              "weight = EXCLUDED.weight, chunk_id = EXCLUDED.chunk_id",
       g.relations, 7,
       [&](const graph_relation_row& r, std::vector<param>& p) {
         p.insert(p.end(),
                  {g.kb, r.id, r.source, r.target, r.kind, std::to_string(r.weight), r.chunk_id});
       },
       exec);
-  auto entities = whole ? static_cast<int64_t>(g.entities.size()) : g.entity_count;
-  auto relations = whole ? static_cast<int64_t>(g.relations.size()) : g.relation_count;
+  auto [entities, relations] = graph_totals(g);
   run("INSERT INTO kb_graph_state (kb, signature, entities, relations, updated_at) "
       "VALUES ($1, $2, $3, $4, $5) ON CONFLICT (kb) DO UPDATE SET signature = EXCLUDED.signature, "
       "entities = EXCLUDED.entities, relations = EXCLUDED.relations, "

@@ -862,8 +862,8 @@ store_backend::graph_write sqlite_backend::write_graph(const kb_graph_rows& g, i
       "updated_at = excluded.updated_at")
       .bind(g.kb)
       .bind(g.signature)
-      .bind(whole ? static_cast<int64_t>(g.entities.size()) : g.entity_count)
-      .bind(whole ? static_cast<int64_t>(g.relations.size()) : g.relation_count)
+      .bind(graph_totals(g).first)
+      .bind(graph_totals(g).second)
       .bind(now)
       .step();
   return graph_write::written;

@@ -1089,8 +1089,11 @@ TEST_P(store_contract, an_entity_graph_change_applies_only_to_the_graph_it_was_m
                             description};
   };
   auto relation = [](int i, double weight) {
-    return graph_relation_row{"r:" + std::to_string(i), "e:" + std::to_string(i),
-                              "e:" + std::to_string(i + 1), "co_occurs", weight,
+    return graph_relation_row{"r:" + std::to_string(i),
+                              "e:" + std::to_string(i),
+                              "e:" + std::to_string(i + 1),
+                              "co_occurs",
+                              weight,
                               "doc#" + std::to_string(i)};
   };
   kb_graph_rows g;
