@@ -16,6 +16,21 @@ constexpr bool is_ascii_space(char c) {
   return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
 }
 
+// ASCII letters and digits, as C's isalpha, isdigit, isupper in the "C"
+// locale (bytes of UTF-8 sequences are none of them).
+constexpr bool is_ascii_upper(char c) {
+  return c >= 'A' && c <= 'Z';
+}
+constexpr bool is_ascii_digit(char c) {
+  return c >= '0' && c <= '9';
+}
+constexpr bool is_ascii_alpha(char c) {
+  return is_ascii_upper(c) || (c >= 'a' && c <= 'z');
+}
+constexpr bool is_ascii_alnum(char c) {
+  return is_ascii_alpha(c) || is_ascii_digit(c);
+}
+
 // `s` without leading and trailing ASCII whitespace (is_ascii_space).
 std::string_view trim(std::string_view s);
 

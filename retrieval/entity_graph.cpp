@@ -11,6 +11,7 @@
 #include <tuple>
 #include <unordered_map>
 
+#include "protocol/text.hpp"
 #include "retrieval/binary_io.hpp"
 #include "retrieval/tokenizer.hpp"
 
@@ -30,31 +31,21 @@ std::string join(const std::vector<std::string>& terms) {
   return out;
 }
 
-// ASCII character classes, as <cctype>'s in the "C" locale ragtor runs
-// in (bytes of UTF-8 sequences are none of them), without a call per byte.
-bool ascii_upper(unsigned char c) {
-  return c >= 'A' && c <= 'Z';
-}
-bool ascii_lower(unsigned char c) {
-  return c >= 'a' && c <= 'z';
-}
-bool ascii_digit(unsigned char c) {
-  return c >= '0' && c <= '9';
-}
-bool word_char(unsigned char c) {  // a letter, a digit or '-'
-  return ascii_upper(c) || ascii_lower(c) || ascii_digit(c) || c == '-';
+// A letter, a digit or '-': what a word of a name is made of.
+bool word_char(char c) {
+  return is_ascii_alnum(c) || c == '-';
 }
 
 bool capitalised(std::string_view w) {
   if (w.empty())
     return false;
-  if (ascii_upper(static_cast<unsigned char>(w[0])))
+  if (is_ascii_upper(w[0]))
     return true;
   // words with digits and letters (BRCA1, p53) are names too
   bool digit = false, alpha = false;
-  for (unsigned char x : w) {
-    digit |= ascii_digit(x);
-    alpha |= ascii_upper(x) || ascii_lower(x);
+  for (char x : w) {
+    digit |= is_ascii_digit(x);
+    alpha |= is_ascii_alpha(x);
   }
   return digit && alpha;
 }
@@ -73,7 +64,7 @@ void for_each_named_phrase(std::string_view text, F f) {
   };
   size_t i = 0;
   while (i < text.size()) {
-    auto c = static_cast<unsigned char>(text[i]);
+    auto c = text[i];
     if (!word_char(c)) {
       if (c != ' ')
         flush();
@@ -81,7 +72,7 @@ void for_each_named_phrase(std::string_view text, F f) {
       continue;
     }
     auto start = i;
-    while (i < text.size() && word_char(static_cast<unsigned char>(text[i])))
+    while (i < text.size() && word_char(text[i]))
       ++i;
     auto word = text.substr(start, i - start);
     // A capitalised sentence-initial word starts a run like any other;
@@ -96,12 +87,6 @@ void for_each_named_phrase(std::string_view text, F f) {
   }
   flush();
 }
-
-// Hashes std::string keys and looks them up by std::string_view.
-struct text_hash {
-  using is_transparent = void;
-  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
-};
 
 }  // namespace
 
@@ -139,20 +124,14 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
     int* seen = nullptr;  // in surface[entity]; null: not an entity
   };
   auto intern = [&](const std::string& key, std::string_view display) {
-    auto [it, inserted] = g.by_key_.emplace(key, static_cast<uint32_t>(g.entities_.size()));
-    if (inserted) {
-      entity e;
-      e.key = key;
-      g.entities_.push_back(std::move(e));
+    auto [id, added] = g.enter(key);
+    if (added)
       surface.emplace_back();
-      auto first = key.substr(0, key.find(' '));
-      g.by_term_[first].push_back(it->second);
-    }
-    return form{it->second, &surface[it->second][std::string{display}]};
+    return form{id, &surface[id][std::string{display}]};
   };
   // Each distinct phrase and salient term is tokenized and interned once,
   // the first time it is met (so entities are numbered as before).
-  std::unordered_map<std::string, form, text_hash, std::equal_to<>> phrase_forms;
+  std::unordered_map<std::string, form, string_hash, std::equal_to<>> phrase_forms;
   std::vector<form> term_forms(term_text.size());
   auto mention = [&](size_t c, const form& f) {
     ++*f.seen;
@@ -370,11 +349,10 @@ std::optional<entity_graph> entity_graph::deserialize(std::string_view data, siz
       return std::nullopt;
     for (size_t k = 0; k < ids.size(); ++k)
       e.neighbours.emplace_back(ids[k], weights[k]);
-    auto index = static_cast<uint32_t>(g.entities_.size());
-    if (!g.by_key_.emplace(e.key, index).second)
+    auto [id, added] = g.enter(e.key);
+    if (!added)
       return std::nullopt;
-    g.by_term_[e.key.substr(0, e.key.find(' '))].push_back(index);
-    g.entities_.push_back(std::move(e));
+    g.entities_[id] = std::move(e);
   }
   if (!r.get(count))
     return std::nullopt;
@@ -413,6 +391,17 @@ std::optional<entity_graph> entity_graph::deserialize(std::string_view data, siz
         return std::nullopt;
   }
   return g;
+}
+
+std::pair<uint32_t, bool> entity_graph::enter(const std::string& key) {
+  auto [it, added] = by_key_.emplace(key, static_cast<uint32_t>(entities_.size()));
+  if (added) {
+    entity e;
+    e.key = key;
+    entities_.push_back(std::move(e));
+    by_term_[key.substr(0, key.find(' '))].push_back(it->second);
+  }
+  return {it->second, added};
 }
 
 std::vector<uint32_t> entity_graph::match(std::string_view query) const {

@@ -92,6 +92,9 @@ private:
     std::vector<uint32_t> chunks;
   };
   std::vector<uint32_t> match(std::string_view query) const;
+  // The entity of `key`, added (and found by its first term) when new;
+  // true when it was.
+  std::pair<uint32_t, bool> enter(const std::string& key);
 
   std::vector<entity> entities_;
   std::unordered_map<std::string, uint32_t> by_key_;

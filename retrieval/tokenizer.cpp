@@ -135,10 +135,6 @@ size_t decode(std::string_view s, size_t at, utf8proc_int32_t& c) {
   return n > 0 ? static_cast<size_t>(n) : 0;
 }
 
-bool is_ascii_alnum(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9');
-}
-
 // The same terms for ASCII text without utf8proc: NFKC leaves ASCII as it
 // is and case folding only lowers A-Z; the word characters are letters and
 // digits ('_' is punctuation), and no character is CJK. Most of what a
@@ -215,10 +211,6 @@ std::vector<std::string> tokenize(std::string_view text, const tokenizer_options
 }
 
 namespace {
-
-bool is_ascii_alpha(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z');
-}
 
 // Abbreviations whose period rarely ends a sentence ("etc." often does, so
 // it is not here). Lower case, without the final period.
