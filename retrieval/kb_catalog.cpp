@@ -37,6 +37,18 @@ std::string snapshot_signature(const std::vector<document>& docs, const kb_build
          + " embed=" + (opts.embed ? opts.embed->name() : std::string{"none"});
 }
 
+// A chunk's title and text, as the previous snapshot holds them.
+struct chunk_text {
+  std::string_view title, text;
+  bool operator==(const chunk_text&) const = default;
+};
+struct chunk_text_hash {
+  size_t operator()(const chunk_text& c) const {
+    std::hash<std::string_view> h;
+    return h(c.text) * 31 + h(c.title);
+  }
+};
+
 // A snapshot file read whole, and where its payload is in it.
 struct snapshot_file {
   std::string data;
@@ -109,10 +121,9 @@ std::vector<retrieval_item> kb_snapshot::search(std::string_view query, size_t k
   return out;
 }
 
-std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settings,
-                                                              const std::vector<document>& docs,
-                                                              const kb_build_options& opts,
-                                                              const kb_snapshot* previous) {
+std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
+    kb_settings settings, const std::vector<document>& docs, const kb_build_options& opts,
+    const kb_snapshot* previous, std::vector<std::function<void()>>* later) {
   auto snap = std::make_shared<kb_snapshot>();
   snap->name = settings.name;
   snap->settings = std::move(settings);
@@ -124,6 +135,19 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
   auto index_dir = opts.snapshot_dir.empty() ? std::filesystem::path{}
                                              : opts.snapshot_dir / "kbs" / snap->name / "index";
   auto signature = snapshot_signature(docs, opts);
+  // An index file written now, or its write queued in `later`; its
+  // payload is serialised when written.
+  auto keep = [later](std::filesystem::path file, std::string sig,
+                      std::function<std::string()> payload) {
+    auto write = [file = std::move(file), sig = std::move(sig), payload = std::move(payload)] {
+      if (auto bytes = payload(); !bytes.empty())
+        write_snapshot(file, sig, bytes);
+    };
+    if (later)
+      later->push_back(std::move(write));
+    else
+      write();
+  };
   bool have_bm25 = false, have_vectors = !opts.embed;
   if (!index_dir.empty()) {
     if (auto body = read_snapshot(index_dir / "bm25.bin", signature))
@@ -150,33 +174,36 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
       }
   }
   snap->loaded_from_snapshot = !index_dir.empty() && have_bm25 && have_vectors;
-  // Chunks the previous snapshot already indexed (same title and text).
+  // Chunks the previous snapshot already indexed (same title and text),
+  // by their texts in place: row -> previous row, or -1.
   auto text_of = [](const chunk& c) { return c.title + "\n" + c.text; };
-  std::unordered_map<std::string, size_t> known;
-  if (previous && (!have_bm25 || !have_vectors))
+  std::vector<int64_t> previous_row(snap->chunks.size(), -1);
+  if (previous && (!have_bm25 || !have_vectors)) {
+    std::unordered_map<chunk_text, size_t, chunk_text_hash> known;
+    known.reserve(previous->chunks.size());
     for (size_t i = 0; i < previous->chunks.size(); ++i)
-      known.emplace(text_of(previous->chunks[i]), i);
+      known.emplace(chunk_text{previous->chunks[i].title, previous->chunks[i].text}, i);
+    for (size_t i = 0; i < snap->chunks.size(); ++i)
+      if (auto k = known.find(chunk_text{snap->chunks[i].title, snap->chunks[i].text});
+          k != known.end())
+        previous_row[i] = static_cast<int64_t>(k->second);
+  }
   if (!have_bm25) {
-    std::vector<int64_t> previous_row(snap->chunks.size(), -1);
-    if (previous && previous->index.size() == previous->chunks.size())
-      for (size_t i = 0; i < snap->chunks.size(); ++i)
-        if (auto k = known.find(text_of(snap->chunks[i])); k != known.end())
-          previous_row[i] = static_cast<int64_t>(k->second);
-    snap->index = previous
+    snap->index = previous && previous->index.size() == previous->chunks.size()
                       ? bm25_index::build(snap->chunks, opts.bm25, previous->index, previous_row)
                       : bm25_index::build(snap->chunks, opts.bm25);
     if (!index_dir.empty())
-      write_snapshot(index_dir / "bm25.bin", signature, snap->index.serialize());
+      keep(index_dir / "bm25.bin", signature, [snap] { return snap->index.serialize(); });
   }
   if (!have_vectors && !snap->chunks.empty()) {
     // Vectors the previous snapshot computed with the same embedder.
     if (!previous || previous->embed != opts.embed || previous->vectors.dims() != opts.embed->dims()
         || previous->vectors.size() != previous->chunks.size())
-      known.clear();
+      std::fill(previous_row.begin(), previous_row.end(), -1);
     std::vector<std::string> texts;
     std::vector<size_t> missing;  // chunk rows to embed
     for (size_t i = 0; i < snap->chunks.size(); ++i)
-      if (!known.contains(text_of(snap->chunks[i]))) {
+      if (previous_row[i] < 0) {
         texts.push_back(text_of(snap->chunks[i]));
         missing.push_back(i);
       }
@@ -192,19 +219,20 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
         if (next < missing.size() && missing[next] == i) {
           v = (*rows)[next++];
         } else {
-          kept = previous->vectors.row(known.at(text_of(snap->chunks[i])));
+          kept = previous->vectors.row(static_cast<size_t>(previous_row[i]));
           v = kept;
         }
         std::copy(v.begin(), v.end(), flat.begin() + static_cast<std::ptrdiff_t>(i * dims));
       }
-      if (!known.empty())
+      if (missing.size() < snap->chunks.size())
         lg->debug("knowledge base \"{}\": embedded {} of {} chunks", snap->name, missing.size(),
                       snap->chunks.size());
       if (!index_dir.empty()) {
-        binary::writer w;
-        w.put<uint64_t>(opts.embed->dims());
-        w.put_array(flat);
-        write_snapshot(index_dir / "vectors.bin", signature, w.finish());
+        // Copied now: the index keeps them in half precision.
+        auto w = std::make_shared<binary::writer>();
+        w->put<uint64_t>(opts.embed->dims());
+        w->put_array(flat);
+        keep(index_dir / "vectors.bin", signature, [w] { return w->finish(); });
       }
       snap->vectors = vector_index::build(std::move(flat), opts.embed->dims(), opts.vectors);
       snap->embed = opts.embed;
@@ -214,8 +242,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
     }
   }
   if (!index_dir.empty() && snap->vectors.uses_hnsw() && !snap->vectors.graph_loaded()) {
-    if (auto bytes = snap->vectors.graph_bytes(); !bytes.empty())
-      write_snapshot(index_dir / "hnsw.bin", signature, bytes);
+    keep(index_dir / "hnsw.bin", signature, [snap] { return snap->vectors.graph_bytes(); });
   } else if (!index_dir.empty() && !snap->vectors.uses_hnsw()) {
     // A graph from when this KB was above vector_exact_below (or the
     // threshold lower): no longer read, so not kept.
@@ -237,7 +264,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(kb_settings settin
     snap->loaded_from_snapshot = false;
     snap->graph = entity_graph::build(snap->chunks, snap->index, opts.graph);
     if (!index_dir.empty())
-      write_snapshot(index_dir / "graph.bin", graph_signature, snap->graph.serialize());
+      keep(index_dir / "graph.bin", graph_signature, [snap] { return snap->graph.serialize(); });
   }
   snap->build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

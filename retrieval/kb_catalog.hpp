@@ -4,6 +4,7 @@
 #pragma once
 
 #include <filesystem>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -65,10 +66,13 @@ public:
   // With `previous` (the KB's current snapshot), chunks whose text it
   // already embedded reuse those vectors: an ingest embeds only new or
   // changed chunks (what costs with a remote embedding model).
-  static std::shared_ptr<const kb_snapshot> build_snapshot(kb_settings settings,
-                                                           const std::vector<document>& docs,
-                                                           const kb_build_options& opts,
-                                                           const kb_snapshot* previous = nullptr);
+  //
+  // With `later`, the index files (a cache of the documents file) are not
+  // written here: their writes are appended to it, for the caller to run
+  // once it has answered (an ingest's reply does not wait for them).
+  static std::shared_ptr<const kb_snapshot> build_snapshot(
+      kb_settings settings, const std::vector<document>& docs, const kb_build_options& opts,
+      const kb_snapshot* previous = nullptr, std::vector<std::function<void()>>* later = nullptr);
   // The same with default settings named `name`.
   static std::shared_ptr<const kb_snapshot> build_snapshot(std::string name,
                                                            const std::vector<document>& docs,

@@ -145,15 +145,18 @@ void note_version(self_ptr self, const std::string& kb, int64_t v, bool whole) {
   }
 }
 
+using file_writes = std::vector<std::function<void()>>;
+
 struct applied_ingest {
   ingest_report report;
   std::shared_ptr<const kb_snapshot> snapshot, before;  // the KB after and before
+  std::shared_ptr<file_writes> later;                   // its index files, when deferred
 };
 
 // Adds `docs` to the KB's files, rebuilds its indexes and swaps the new
-// snapshot in.
+// snapshot in. With `defer`, the index files are left to write_indexes.
 caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb,
-                                            std::vector<document> docs) {
+                                            std::vector<document> docs, bool defer = false) {
   auto& st = self->state;
   auto current = st.catalog->get(kb);
   if (!current)
@@ -163,7 +166,9 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
   if (!added)
     return std::move(added.error());
   auto started = std::chrono::steady_clock::now();
-  auto snap = kb_catalog::build_snapshot(current->settings, added->all, st.opts, current.get());
+  auto later = defer ? std::make_shared<file_writes>() : nullptr;
+  auto snap = kb_catalog::build_snapshot(current->settings, added->all, st.opts, current.get(),
+                                         later.get());
   st.catalog->put(snap);
   auto& report = added->report;
   report.chunks = snap->chunks.size();
@@ -174,7 +179,18 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
   st.documents += count;
   lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
            report.documents_added, report.documents_replaced, report.chunks, st.last_build_ms);
-  return applied_ingest{report, snap, current};
+  return applied_ingest{report, snap, current, std::move(later)};
+}
+
+// The index files of an ingest's snapshot, written after its reply (they
+// are a cache of the documents file: lost in a crash, they are rebuilt at
+// start). Skipped when a later ingest's snapshot replaced it meanwhile:
+// that one writes its own.
+void write_indexes(self_ptr self, const applied_ingest& applied) {
+  if (!applied.later || self->state.catalog->get(applied.snapshot->name) != applied.snapshot)
+    return;
+  for (auto& write : *applied.later)
+    write();
 }
 
 // Creates `kb` here, or updates its settings, as the store has them.
@@ -366,7 +382,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           auto rp = self->make_response_promise<ingest_report>();
           // Answered once the entity graph is in the database too.
           auto here = [=](std::vector<document> docs, int64_t version) mutable {
-            auto applied = apply_locally(self, kb, std::move(docs));
+            auto applied = apply_locally(self, kb, std::move(docs), true);
             if (!applied) {
               rp.deliver(std::move(applied.error()));
               return;
@@ -376,7 +392,10 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
               announce(kb);
             }
             store_graph(self, applied->snapshot, applied->before,
-                        [rp, r = applied->report]() mutable { rp.deliver(r); });
+                        [self, rp, applied = *applied]() mutable {
+                          rp.deliver(applied.report);
+                          write_indexes(self, applied);
+                        });
           };
           if (!st.store) {
             here(std::move(docs), 0);
