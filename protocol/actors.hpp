@@ -197,6 +197,9 @@ using kb_admin_actor = caf::typed_actor<
     // disk and searchable and the entity graph is in the database.
     caf::replies_to<atom::kb_ingest, std::string /*kb*/,
                     std::vector<document>>::with<ingest_report>,
+    // INTERNAL: apply the ingests of this KB that reached the store since
+    // its last build, in one build (sent to itself).
+    caf::reacts_to<atom::kb_ingest, std::string /*kb*/>,
     // Writes every KB's entity graph to the store where it changed (at
     // start); answers how many KBs were checked. Ingests do it themselves
     // before answering.

@@ -227,12 +227,13 @@ caf::expected<std::vector<document>> load_kb_documents(const fs::path& data_dir,
 }
 
 caf::expected<added_documents> add_documents(const fs::path& data_dir, const std::string& kb,
-                                             std::vector<document> docs) {
+                                             std::vector<std::vector<document>> batches) {
   if (!is_valid_kb_name(kb))
     return make_error(errc::invalid_request, kb_name_rule);
-  for (auto& d : docs)
-    if (d.id.empty())
-      return make_error(errc::invalid_request, "every document needs a non-empty id");
+  for (auto& docs : batches)
+    for (auto& d : docs)
+      if (d.id.empty())
+        return make_error(errc::invalid_request, "every document needs a non-empty id");
   auto stored = load_kb_documents(data_dir, kb);
   if (!stored)
     return std::move(stored.error());
@@ -240,20 +241,23 @@ caf::expected<added_documents> add_documents(const fs::path& data_dir, const std
   for (size_t i = 0; i < stored->size(); ++i)
     position[(*stored)[i].id] = i;
   added_documents out;
-  auto& report = out.report;
-  for (auto& d : docs) {
-    if (auto i = position.find(d.id); i != position.end()) {
-      (*stored)[i->second] = std::move(d);
-      ++report.documents_replaced;
-    } else {
-      position.emplace(d.id, stored->size());
-      stored->push_back(std::move(d));
-      ++report.documents_added;
+  for (auto& docs : batches) {
+    auto& report = out.reports.emplace_back();
+    for (auto& d : docs) {
+      if (auto i = position.find(d.id); i != position.end()) {
+        (*stored)[i->second] = std::move(d);
+        ++report.documents_replaced;
+      } else {
+        position.emplace(d.id, stored->size());
+        stored->push_back(std::move(d));
+        ++report.documents_added;
+      }
     }
   }
   if (auto err = write_kb(data_dir, kb, *stored))
     return err;
-  report.documents = stored->size();
+  for (auto& report : out.reports)
+    report.documents = stored->size();
   out.all = std::move(*stored);
   return out;
 }
@@ -261,12 +265,15 @@ caf::expected<added_documents> add_documents(const fs::path& data_dir, const std
 caf::expected<ingest_report> ingest_documents(const fs::path& data_dir, const std::string& kb,
                                               std::vector<document> docs,
                                               const chunker_options& chunking) {
-  auto added = add_documents(data_dir, kb, std::move(docs));
+  std::vector<std::vector<document>> batches;
+  batches.push_back(std::move(docs));
+  auto added = add_documents(data_dir, kb, std::move(batches));
   if (!added)
     return std::move(added.error());
+  auto report = added->reports.front();
   for (auto& d : added->all)
-    added->report.chunks += chunk_document(d, chunking).size();
-  return added->report;
+    report.chunks += chunk_document(d, chunking).size();
+  return report;
 }
 
 caf::expected<ingest_report> ingest_paths(const fs::path& data_dir, const std::string& kb,

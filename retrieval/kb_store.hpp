@@ -41,15 +41,18 @@ caf::expected<ingest_report> ingest_documents(const std::filesystem::path& data_
                                               const std::string& kb, std::vector<document> docs,
                                               const chunker_options& chunking = {});
 
-// The same, leaving the KB's chunks uncounted (report.chunks 0) and
-// handing back every document of the KB after the ingest, for a caller
-// that indexes them next.
+// The same for several ingests at once: each batch applied in turn, as
+// if ingested one after another, with its own report (report.chunks 0,
+// report.documents the KB's total after all of them); the KB's file is
+// written once. Hands back every document of the KB after them, for a
+// caller that indexes them next.
 struct added_documents {
-  ingest_report report;
+  std::vector<ingest_report> reports;  // one per batch, in order
   std::vector<document> all;
 };
 caf::expected<added_documents> add_documents(const std::filesystem::path& data_dir,
-                                             const std::string& kb, std::vector<document> docs);
+                                             const std::string& kb,
+                                             std::vector<std::vector<document>> batches);
 
 // Adds the documents found under `paths` (files, or directories walked
 // recursively for .txt/.md/.html/.htm/.jsonl, hidden entries skipped) to `kb`; a

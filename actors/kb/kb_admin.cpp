@@ -27,13 +27,22 @@ const log::component lg{"kb"};
 
 namespace {
 
+struct queued_ingest {
+  std::vector<document> docs;
+  int64_t version = 0;  // the store's version of the KB with them; 0 = no store
+  caf::typed_response_promise<ingest_report> rp;
+};
+
 struct kb_admin_state {
   static inline const char* name = "kb_admin";
   std::filesystem::path data_dir;
   std::shared_ptr<kb_catalog> catalog;
   kb_build_options opts;
   uint64_t ingests = 0;
+  uint64_t builds = 0;  // fewer than ingests when several were applied at once
   uint64_t documents = 0;
+  // Ingests in the store, waiting for the KB's next build (apply_queued).
+  std::map<std::string, std::vector<queued_ingest>> queued;
   double last_build_ms = 0;
   store_actor store;
   uint64_t graphs_written = 0, graph_failures = 0;
@@ -148,21 +157,25 @@ void note_version(self_ptr self, const std::string& kb, int64_t v, bool whole) {
 using file_writes = std::vector<std::function<void()>>;
 
 struct applied_ingest {
-  ingest_report report;
+  std::vector<ingest_report> reports;  // one per batch
   std::shared_ptr<const kb_snapshot> snapshot, before;  // the KB after and before
   std::shared_ptr<file_writes> later;                   // its index files, when deferred
 };
 
-// Adds `docs` to the KB's files, rebuilds its indexes and swaps the new
-// snapshot in. With `defer`, the index files are left to write_indexes.
+// Adds the batches of documents to the KB's files in turn, rebuilds its
+// indexes once and swaps the new snapshot in. With `defer`, the index
+// files are left to write_indexes.
 caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb,
-                                            std::vector<document> docs, bool defer = false) {
+                                            std::vector<std::vector<document>> batches,
+                                            bool defer = false) {
   auto& st = self->state;
   auto current = st.catalog->get(kb);
   if (!current)
     return make_error(errc::not_found, "unknown knowledge base \"" + kb + "\"");
-  auto count = docs.size();
-  auto added = add_documents(st.data_dir, kb, std::move(docs));
+  size_t count = 0;
+  for (auto& docs : batches)
+    count += docs.size();
+  auto added = add_documents(st.data_dir, kb, std::move(batches));
   if (!added)
     return std::move(added.error());
   auto started = std::chrono::steady_clock::now();
@@ -170,16 +183,22 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
   auto snap = kb_catalog::build_snapshot(current->settings, added->all, st.opts, current.get(),
                                          later.get());
   st.catalog->put(snap);
-  auto& report = added->report;
-  report.chunks = snap->chunks.size();
+  size_t added_count = 0, replaced = 0;
+  for (auto& report : added->reports) {
+    report.chunks = snap->chunks.size();
+    added_count += report.documents_added;
+    replaced += report.documents_replaced;
+  }
   st.last_build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
           .count();
-  ++st.ingests;
+  st.ingests += added->reports.size();
+  ++st.builds;
   st.documents += count;
-  lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms)", kb,
-           report.documents_added, report.documents_replaced, report.chunks, st.last_build_ms);
-  return applied_ingest{report, snap, current, std::move(later)};
+  lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms; {} {})", kb,
+           added_count, replaced, snap->chunks.size(), st.last_build_ms, added->reports.size(),
+           added->reports.size() == 1 ? "ingest" : "ingests in one build");
+  return applied_ingest{std::move(added->reports), snap, current, std::move(later)};
 }
 
 // The index files of an ingest's snapshot, written after its reply (they
@@ -191,6 +210,46 @@ void write_indexes(self_ptr self, const applied_ingest& applied) {
     return;
   for (auto& write : *applied.later)
     write();
+}
+
+// Tells the other nodes that `kb` has a new version in the store.
+void announce(self_ptr self, const std::string& kb) {
+  if (self->state.cluster)
+    self->send(self->state.cluster, atom::kb_sync_v, kb);
+}
+
+// Applies the ingests queued for `kb` (each already in the store) in one
+// build, and answers each once the entity graph is in the store too.
+void apply_queued(self_ptr self, const std::string& kb) {
+  auto& st = self->state;
+  auto queue = st.queued.extract(kb);
+  if (queue.empty())
+    return;
+  auto& ingests = queue.mapped();
+  std::vector<std::vector<document>> batches;
+  for (auto& q : ingests)
+    batches.push_back(std::move(q.docs));
+  auto applied = apply_locally(self, kb, std::move(batches), true);
+  if (!applied) {
+    for (auto& q : ingests)
+      q.rp.deliver(applied.error());
+    return;
+  }
+  bool versioned = false;
+  for (auto& q : ingests)
+    if (q.version > 0) {
+      note_version(self, kb, q.version, false);
+      versioned = true;
+    }
+  if (versioned)
+    announce(self, kb);
+  auto snapshot = applied->snapshot, before = applied->before;
+  store_graph(self, snapshot, before,
+              [self, ingests = std::move(ingests), applied = std::move(*applied)]() mutable {
+                for (size_t i = 0; i < ingests.size(); ++i)
+                  ingests[i].rp.deliver(applied.reports[i]);
+                write_indexes(self, applied);
+              });
 }
 
 // Creates `kb` here, or updates its settings, as the store has them.
@@ -279,7 +338,9 @@ void sync_next(self_ptr self, std::shared_ptr<std::vector<kb_version>> rows, siz
             auto& st = self->state;
             auto n = docs.size();
             if (!docs.empty()) {
-              auto applied = apply_locally(self, row.kb, std::move(docs));
+              std::vector<std::vector<document>> batch;
+              batch.push_back(std::move(docs));
+              auto applied = apply_locally(self, row.kb, std::move(batch));
               if (!applied) {
                 ++st.sync_failures;
                 lg->warn("knowledge base \"{}\": cannot apply version {} from the store: {}",
@@ -325,11 +386,6 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
       st.tick_pending = true;
       self->send(self, atom::kb_sync_v);
     }
-    // Tells the other nodes that `kb` has a new version in the store.
-    auto announce = [=](const std::string& kb) {
-      if (self->state.cluster)
-        self->send(self->state.cluster, atom::kb_sync_v, kb);
-    };
     return {
         [=](atom::kb_create, kb_settings& s) -> caf::result<kb_settings> {
           auto& st = self->state;
@@ -366,7 +422,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
                       return;
                     }
                     note_version(self, s.name, version, false);
-                    announce(s.name);
+                    announce(self, s.name);
                     rp.deliver(s);
                   },
                   [=](caf::error& err) mutable { rp.deliver(std::move(err)); });
@@ -380,22 +436,15 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
             return make_error(errc::not_found, "unknown knowledge base \"" + kb
                                                    + "\"; create it with POST /api/v1/kbs");
           auto rp = self->make_response_promise<ingest_report>();
-          // Answered once the entity graph is in the database too.
+          // Queued for the KB's next build, which applies every ingest
+          // queued by the time it starts: those that reached the store
+          // while the last build ran. Answered once the entity graph is in
+          // the database too.
           auto here = [=](std::vector<document> docs, int64_t version) mutable {
-            auto applied = apply_locally(self, kb, std::move(docs), true);
-            if (!applied) {
-              rp.deliver(std::move(applied.error()));
-              return;
-            }
-            if (version > 0) {
-              note_version(self, kb, version, false);
-              announce(kb);
-            }
-            store_graph(self, applied->snapshot, applied->before,
-                        [self, rp, applied = *applied]() mutable {
-                          rp.deliver(applied.report);
-                          write_indexes(self, applied);
-                        });
+            auto& queue = self->state.queued[kb];
+            if (queue.empty())
+              self->send(self, atom::kb_ingest_v, kb);
+            queue.push_back(queued_ingest{std::move(docs), version, rp});
           };
           if (!st.store) {
             here(std::move(docs), 0);
@@ -415,6 +464,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
               });
           return rp;
         },
+        [=](atom::kb_ingest, const std::string& kb) { apply_queued(self, kb); },
         [=](atom::kb_sync) {
           self->state.tick_pending = false;
           sync(self);
@@ -447,6 +497,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           json_writer w;
           self->status_head(w);
           w              .field("ingests", st.ingests)
+              .field("builds", st.builds)
               .field("documents_ingested", st.documents)
               .field("last_build_ms", st.last_build_ms)
               .field("graphs_stored", st.graphs_written)

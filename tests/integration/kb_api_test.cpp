@@ -5,6 +5,7 @@
 // survives a restart. Bad input is a clear 4xx and changes nothing.
 #include <algorithm>
 #include <cstdio>
+#include <thread>
 
 #include <gtest/gtest.h>
 
@@ -19,13 +20,45 @@ namespace {
 
 class kb_api_test : public ragtor_server_test {
 protected:
-  env_vars server_env() const override { return {{"RAGTOR_SERVER__MAX_INGEST_BYTES", "4096"}}; }
+  env_vars server_env() const override {
+    return {{"RAGTOR_SERVER__MAX_INGEST_BYTES", "4096"}, {"RAGTOR_ADMIN__TOKEN", admin_token}};
+  }
+  static constexpr const char* admin_token = "kb-test-admin";
 
   json call(std::string_view method, const std::string& path, const std::string& body,
             int expected_status, const header_list& headers = {}) {
     auto res = request(port(), method, path, body, headers);
     EXPECT_EQ(res.status, expected_status) << method << " " << path << ": " << res.body;
     return json::parse(res.body.empty() ? "{}" : res.body);
+  }
+
+  // The entities and relations tables hold exactly the graph of `kb`'s
+  // documents as its files have them, and kb_graph_state their counts.
+  void expect_graph_tables_match_files(const std::string& kb) {
+    auto settings = load_kb_settings(data_dir(), kb);
+    auto docs = load_kb_documents(data_dir(), kb);
+    ASSERT_TRUE(settings && docs);
+    auto snap = kb_catalog::build_snapshot(*settings, *docs, kb_build_options{});
+    auto expected = snap->graph.rows(kb, snap->chunks);
+    std::vector<std::string> entities, relations;
+    for (auto& e : expected.entities)
+      entities.push_back(e.id + "|" + e.name + "|" + e.kind + "|" + e.description);
+    for (auto& r : expected.relations)
+      relations.push_back(r.id + "|" + r.source + "|" + r.target + "|" + r.kind + "|"
+                          + std::to_string(r.weight) + "|" + r.chunk_id);
+    std::sort(entities.begin(), entities.end());
+    std::sort(relations.begin(), relations.end());
+    EXPECT_EQ(db().text_rows("SELECT id, name, kind, description FROM entities "
+                             "WHERE kb = '" + kb + "' ORDER BY id"),
+              entities);
+    EXPECT_EQ(db().text_rows("SELECT id, source_entity, target_entity, kind, "
+                             "printf('%.6f', weight), chunk_id FROM relations "
+                             "WHERE kb = '" + kb + "' ORDER BY id"),
+              relations);
+    EXPECT_EQ(db().scalar("SELECT entities FROM kb_graph_state WHERE kb = '" + kb + "'"),
+              static_cast<int64_t>(entities.size()));
+    EXPECT_EQ(db().scalar("SELECT relations FROM kb_graph_state WHERE kb = '" + kb + "'"),
+              static_cast<int64_t>(relations.size()));
   }
 };
 
@@ -84,30 +117,7 @@ TEST_F(kb_api_test, create_ingest_search_and_chat) {
       << "KBs present at start are stored before serving";
   // This ingest sent only the rows that changed since the last one: the
   // tables hold exactly the graph of the KB's documents now.
-  auto settings = load_kb_settings(data_dir(), "harbour");
-  auto docs = load_kb_documents(data_dir(), "harbour");
-  ASSERT_TRUE(settings && docs);
-  auto snap = kb_catalog::build_snapshot(*settings, *docs, kb_build_options{});
-  auto expected = snap->graph.rows("harbour", snap->chunks);
-  std::vector<std::string> entities, relations;
-  for (auto& e : expected.entities)
-    entities.push_back(e.id + "|" + e.name + "|" + e.kind + "|" + e.description);
-  for (auto& r : expected.relations)
-    relations.push_back(r.id + "|" + r.source + "|" + r.target + "|" + r.kind + "|"
-                        + std::to_string(r.weight) + "|" + r.chunk_id);
-  std::sort(entities.begin(), entities.end());
-  std::sort(relations.begin(), relations.end());
-  EXPECT_EQ(db().text_rows("SELECT id, name, kind, description FROM entities "
-                           "WHERE kb = 'harbour' ORDER BY id"),
-            entities);
-  EXPECT_EQ(db().text_rows("SELECT id, source_entity, target_entity, kind, "
-                           "printf('%.6f', weight), chunk_id FROM relations "
-                           "WHERE kb = 'harbour' ORDER BY id"),
-            relations);
-  EXPECT_EQ(db().scalar("SELECT entities FROM kb_graph_state WHERE kb = 'harbour'"),
-            static_cast<int64_t>(entities.size()));
-  EXPECT_EQ(db().scalar("SELECT relations FROM kb_graph_state WHERE kb = 'harbour'"),
-            static_cast<int64_t>(relations.size()));
+  expect_graph_tables_match_files("harbour");
 
   auto info = call("GET", "/api/v1/kbs/harbour", "", 200);
   EXPECT_EQ(info.integer("/documents"), 2);
@@ -145,6 +155,73 @@ TEST_F(kb_api_test, create_ingest_search_and_chat) {
   auto again = call("POST", "/api/v1/kbs/harbour/search", R"({"query":"indigo"})", 200);
   ASSERT_FALSE(again.items("/retrieval_results").empty());
   EXPECT_EQ(call("GET", "/api/v1/kbs/harbour", "", 200).integer("/settings/top_k"), 3);
+}
+
+// Ingests that reach the store while the KB is being built are applied in
+// the next build, together (docs/performance.md); each client still gets
+// its own report, every document is searchable, and the tables hold the
+// graph of the KB's documents after all of them.
+TEST_F(kb_api_test, concurrent_ingests_each_get_their_own_report) {
+  call("POST", "/api/v1/kbs", R"({"name":"fleet"})", 201);
+  constexpr int clients = 6;
+  auto doc = [](const std::string& id, const std::string& text) {
+    return R"({"id":")" + id + R"(","title":"Fleet )" + id + R"(","text":")" + text + R"("})";
+  };
+  // One document per client, which that client replaces.
+  std::string seed = R"({"documents":[)";
+  for (int i = 0; i < clients; ++i)
+    seed += (i ? "," : "") + doc("old" + std::to_string(i), "Old ledger entry of Port Quellin.");
+  call("POST", "/api/v1/kbs/fleet/documents", seed + "]}", 200);
+  // Client i replaces old<i> and adds i + 1 documents of its own, each
+  // with a word no other document has.
+  auto word = [](int i, int j) {
+    return "cargo" + std::string(1, static_cast<char>('a' + i)) + std::to_string(j);
+  };
+  std::vector<http_response> replies(clients);
+  std::vector<std::thread> threads;
+  for (int i = 0; i < clients; ++i)
+    threads.emplace_back([&, i] {
+      auto body = std::string{R"({"documents":[)"}
+                  + doc("old" + std::to_string(i), "The schooner Marigold logged a storm.");
+      for (int j = 0; j <= i; ++j)
+        body += "," + doc("c" + std::to_string(i) + "d" + std::to_string(j),
+                          "Captain Odile Varga loaded " + word(i, j) + " at Port Quellin.");
+      replies[i] = request(port(), "POST", "/api/v1/kbs/fleet/documents", body + "]}");
+    });
+  for (auto& t : threads)
+    t.join();
+  constexpr int total = clients + clients * (clients + 1) / 2;
+  for (int i = 0; i < clients; ++i) {
+    ASSERT_EQ(replies[i].status, 200) << replies[i].body;
+    auto r = json::parse(replies[i].body);
+    EXPECT_EQ(r.integer("/documents_added"), i + 1) << "client " << i;
+    EXPECT_EQ(r.integer("/documents_replaced"), 1) << "client " << i;
+    EXPECT_GE(r.integer("/documents"), clients + i + 1) << "client " << i;
+    EXPECT_LE(r.integer("/documents"), total) << "client " << i;
+  }
+  EXPECT_EQ(call("GET", "/api/v1/kbs/fleet", "", 200).integer("/documents"), total);
+  for (int i = 0; i < clients; ++i)
+    for (int j = 0; j <= i; ++j) {
+      auto hits = call("POST", "/api/v1/kbs/fleet/search",
+                       R"({"query":")" + word(i, j) + R"(","agent_type":"hybrid_agent"})", 200);
+      auto items = hits.items("/retrieval_results");
+      ASSERT_FALSE(items.empty()) << word(i, j);
+      EXPECT_EQ(items[0].str("/metadata/doc_id"),
+                "c" + std::to_string(i) + "d" + std::to_string(j));
+    }
+  auto old = call("POST", "/api/v1/kbs/fleet/search", R"({"query":"old ledger entry"})", 200);
+  for (auto& item : old.items("/retrieval_results"))
+    EXPECT_EQ(item.str("/evidence").find("ledger"), std::string::npos)
+        << "every old document was replaced: " << item.dump();
+  expect_graph_tables_match_files("fleet");
+  // The admin console counts every ingest, and the builds they took.
+  auto listed = request(port(), "GET", "/admin/api/actors?kind=kb_admin", {},
+                        {{"Authorization", std::string{"Bearer "} + admin_token}});
+  ASSERT_EQ(listed.status, 200) << listed.body;
+  auto admin = json::parse(listed.body).items("/actors").at(0);
+  EXPECT_EQ(admin.integer("/ingests"), 1 + clients) << admin.dump();
+  EXPECT_GE(admin.integer("/builds"), 2);
+  EXPECT_LE(admin.integer("/builds"), admin.integer("/ingests"));
 }
 
 TEST_F(kb_api_test, bad_requests_are_refused_and_change_nothing) {

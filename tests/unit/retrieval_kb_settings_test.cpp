@@ -91,6 +91,41 @@ TEST(kb_settings, ingest_documents_replaces_by_id_and_counts) {
   EXPECT_EQ(load_kb_documents(dir.path, "kb")->size(), 3u);
 }
 
+// Several ingests applied at once (kb_admin's build of what queued): each
+// batch as if ingested after the one before, with its own counts.
+TEST(kb_settings, batches_of_documents_are_added_in_turn_each_with_its_report) {
+  scratch_dir dir;
+  ASSERT_FALSE(create_kb(dir.path, "kb"));
+  ASSERT_TRUE(ingest_documents(dir.path, "kb", {{"a", "A", "alpha", ""}}));
+  std::vector<std::vector<document>> batches{
+      {{"b", "B", "beta", ""}, {"a", "A", "alpha two", ""}},
+      {{"b", "B", "beta two", ""}, {"c", "C", "gamma", ""}, {"d", "D", "delta", ""}},
+      {}};
+  auto added = add_documents(dir.path, "kb", batches);
+  ASSERT_TRUE(added);
+  ASSERT_EQ(added->reports.size(), 3u);
+  EXPECT_EQ(added->reports[0].documents_added, 1u);
+  EXPECT_EQ(added->reports[0].documents_replaced, 1u);
+  EXPECT_EQ(added->reports[1].documents_added, 2u);
+  EXPECT_EQ(added->reports[1].documents_replaced, 1u) << "b, added by the batch before";
+  EXPECT_EQ(added->reports[2].documents_added + added->reports[2].documents_replaced, 0u);
+  for (auto& r : added->reports)
+    EXPECT_EQ(r.documents, 4u) << "the KB after all of them";
+  auto stored = load_kb_documents(dir.path, "kb");
+  ASSERT_TRUE(stored);
+  std::vector<std::string> texts;
+  for (auto& d : *stored)
+    texts.push_back(d.id + "=" + d.text);
+  EXPECT_EQ(texts, (std::vector<std::string>{"a=alpha two", "b=beta two", "c=gamma", "d=delta"}));
+  ASSERT_EQ(added->all.size(), stored->size());
+  for (size_t i = 0; i < stored->size(); ++i)
+    EXPECT_EQ(added->all[i].text, (*stored)[i].text);
+  // One bad batch: nothing of any is written.
+  batches = {{{"e", "E", "epsilon", ""}}, {{"", "", "no id", ""}}};
+  EXPECT_FALSE(add_documents(dir.path, "kb", batches));
+  EXPECT_EQ(load_kb_documents(dir.path, "kb")->size(), 4u);
+}
+
 TEST(kb_json, document_bodies_json_and_ndjson) {
   auto ok = parse_documents_body(R"({"documents":[{"id":"a","text":"t","title":"T"}]})", false, 10);
   ASSERT_TRUE(ok.ok);
