@@ -157,7 +157,7 @@ void note_version(self_ptr self, const std::string& kb, int64_t v, bool whole) {
 using file_writes = std::vector<std::function<void()>>;
 
 struct applied_ingest {
-  std::vector<ingest_report> reports;  // one per batch
+  std::vector<ingest_report> reports;                   // one per batch
   std::shared_ptr<const kb_snapshot> snapshot, before;  // the KB after and before
   std::shared_ptr<file_writes> later;                   // its index files, when deferred
 };
@@ -496,7 +496,7 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           auto& st = self->state;
           json_writer w;
           self->status_head(w);
-          w              .field("ingests", st.ingests)
+          w.field("ingests", st.ingests)
               .field("builds", st.builds)
               .field("documents_ingested", st.documents)
               .field("last_build_ms", st.last_build_ms)

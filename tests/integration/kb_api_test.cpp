@@ -49,11 +49,13 @@ protected:
     std::sort(entities.begin(), entities.end());
     std::sort(relations.begin(), relations.end());
     EXPECT_EQ(db().text_rows("SELECT id, name, kind, description FROM entities "
-                             "WHERE kb = '" + kb + "' ORDER BY id"),
+                             "WHERE kb = '"
+                             + kb + "' ORDER BY id"),
               entities);
     EXPECT_EQ(db().text_rows("SELECT id, source_entity, target_entity, kind, "
                              "printf('%.6f', weight), chunk_id FROM relations "
-                             "WHERE kb = '" + kb + "' ORDER BY id"),
+                             "WHERE kb = '"
+                             + kb + "' ORDER BY id"),
               relations);
     EXPECT_EQ(db().scalar("SELECT entities FROM kb_graph_state WHERE kb = '" + kb + "'"),
               static_cast<int64_t>(entities.size()));
@@ -184,8 +186,9 @@ TEST_F(kb_api_test, concurrent_ingests_each_get_their_own_report) {
       auto body = std::string{R"({"documents":[)"}
                   + doc("old" + std::to_string(i), "The schooner Marigold logged a storm.");
       for (int j = 0; j <= i; ++j)
-        body += "," + doc("c" + std::to_string(i) + "d" + std::to_string(j),
-                          "Captain Odile Varga loaded " + word(i, j) + " at Port Quellin.");
+        body += ","
+                + doc("c" + std::to_string(i) + "d" + std::to_string(j),
+                      "Captain Odile Varga loaded " + word(i, j) + " at Port Quellin.");
       replies[i] = request(port(), "POST", "/api/v1/kbs/fleet/documents", body + "]}");
     });
   for (auto& t : threads)
