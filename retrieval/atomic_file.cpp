@@ -30,6 +30,10 @@ caf::error write_all(int fd, std::string_view data) {
 }  // namespace
 
 caf::error write_file_atomically(const fs::path& file, std::string_view body) {
+  return write_file_atomically(file, std::span<const std::string_view>{&body, 1});
+}
+
+caf::error write_file_atomically(const fs::path& file, std::span<const std::string_view> pieces) {
   std::error_code ec;
   fs::create_directories(file.parent_path(), ec);
   if (ec)
@@ -41,7 +45,10 @@ caf::error write_file_atomically(const fs::path& file, std::string_view body) {
   if (fd < 0)
     return make_error(errc::unavailable,
                       "cannot write " + tmp.string() + ": " + std::strerror(errno));
-  auto err = write_all(fd, body);
+  caf::error err;
+  for (auto piece : pieces)
+    if (!err)
+      err = write_all(fd, piece);
   if (!err && ::fsync(fd) != 0)
     err =
         make_error(errc::unavailable, "cannot sync " + tmp.string() + ": " + std::strerror(errno));

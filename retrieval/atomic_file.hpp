@@ -5,6 +5,7 @@
 #pragma once
 
 #include <filesystem>
+#include <span>
 #include <string_view>
 
 #include <caf/error.hpp>
@@ -14,5 +15,8 @@ namespace ragtor {
 // Creates the parent directory when needed. Errors are errc::unavailable
 // with the path and the system's reason.
 caf::error write_file_atomically(const std::filesystem::path& file, std::string_view body);
+// The same with the file's bytes in pieces, written one after another.
+caf::error write_file_atomically(const std::filesystem::path& file,
+                                 std::span<const std::string_view> pieces);
 
 }  // namespace ragtor

@@ -16,8 +16,11 @@
 
 namespace ragtor::binary {
 
-inline uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 1469598103934665603ull;
+// FNV-1a 64: fixed across platforms and runs (std::hash is not). `h`
+// carries on from the hash of what came before: fnv1a(b, fnv1a(a)) is
+// fnv1a of a followed by b.
+constexpr uint64_t fnv1a_basis = 1469598103934665603ull;
+inline uint64_t fnv1a(std::string_view s, uint64_t h = fnv1a_basis) {
   for (unsigned char c : s) {
     h ^= c;
     h *= 1099511628211ull;
@@ -41,6 +44,13 @@ public:
     static_assert(std::is_trivially_copyable_v<T>);
     put<uint64_t>(v.size());
     out_.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
+  }
+  // What put(v) appends, as bytes (for a caller that hashes or writes
+  // it in pieces instead of buffering it).
+  template <class T>
+  static std::string_view bytes_of(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    return {reinterpret_cast<const char*>(&v), sizeof v};
   }
   // The buffer with its checksum appended.
   std::string finish() {

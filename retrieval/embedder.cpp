@@ -4,21 +4,14 @@
 #include <cstdint>
 #include <unordered_map>
 
+#include "retrieval/binary_io.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
 
 namespace {
 
-// FNV-1a 64: fixed across platforms and runs (std::hash is not).
-uint64_t fnv1a(std::string_view s, uint64_t seed = 1469598103934665603ull) {
-  uint64_t h = seed;
-  for (unsigned char c : s) {
-    h ^= c;
-    h *= 1099511628211ull;
-  }
-  return h;
-}
+using binary::fnv1a;
 
 class hashed_embedder final : public embedder {
 public:

@@ -48,11 +48,22 @@ caf::expected<std::string> slurp(const fs::path& file) {
   std::ifstream in{file, std::ios::binary};
   if (!in)
     return make_error(errc::invalid_request, "cannot read " + file.string());
-  std::ostringstream ss;
-  ss << in.rdbuf();
+  // Read in one go into a string of the file's size (a KB's documents
+  // file is tens of MB), then whatever a growing file has more.
+  std::error_code ec;
+  auto size = fs::is_regular_file(file, ec) ? fs::file_size(file, ec) : 0;
+  std::string body(ec ? 0 : size, '\0');
+  in.read(body.data(), static_cast<std::streamsize>(body.size()));
+  body.resize(static_cast<size_t>(in.gcount()));
+  if (in.eof())
+    in.clear();
+  else if (in) {
+    std::ostringstream rest;
+    rest << in.rdbuf();
+    body += rest.str();
+  }
   if (in.bad())
     return make_error(errc::invalid_request, "cannot read " + file.string());
-  auto body = ss.str();
   // Editors on some systems start UTF-8 files with a byte order mark; it is
   // not text and would end up in the title.
   if (body.starts_with("\xEF\xBB\xBF"))

@@ -12,6 +12,7 @@
 #include <thread>
 
 #include "retrieval/agents.hpp"
+#include "retrieval/binary_io.hpp"
 #include "retrieval/embedder.hpp"
 #include "retrieval/entity_graph.hpp"
 #include "retrieval/fusion.hpp"
@@ -579,6 +580,32 @@ TEST(index_snapshots, reused_when_unchanged_rebuilt_when_changed_or_corrupt) {
     damage(index_dir / name, cut_short);
     damage(index_dir / name, one_more);
   }
+}
+
+// A snapshot's signature names its documents by an FNV-1a hash of them as
+// a binary::writer lays them out; it is computed as it goes, and must stay
+// the value it always was: another would make every KB's snapshots stale
+// at an upgrade (and re-embed every chunk with a remote embedder).
+TEST(index_snapshots, the_signature_hashes_the_documents_as_a_writer_lays_them_out) {
+  EXPECT_EQ(binary::fnv1a("world", binary::fnv1a("hello ")), binary::fnv1a("hello world"));
+  snapshot_dir dir;
+  kb_build_options opts;
+  opts.snapshot_dir = dir.path;
+  auto docs = fixture_docs();
+  kb_catalog::build_snapshot("kb", docs, opts);
+  std::ifstream in{dir.path / "kbs" / "kb" / "index" / "bm25.bin", std::ios::binary};
+  std::string file{std::istreambuf_iterator<char>{in}, std::istreambuf_iterator<char>{}};
+  binary::reader r{file};
+  std::string signature;
+  ASSERT_TRUE(r.get_string(signature));
+  binary::writer w;
+  for (auto& d : docs) {
+    w.put_string(d.id);
+    w.put_string(d.title);
+    w.put_string(d.text);
+  }
+  auto hash = " hash=" + std::to_string(binary::fnv1a(w.finish())) + " ";
+  EXPECT_NE(signature.find(hash), std::string::npos) << signature << " lacks" << hash;
 }
 
 // An ingest's index files are written after its reply: queued, nothing is
