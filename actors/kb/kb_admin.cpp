@@ -7,6 +7,7 @@
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <memory>
 
@@ -33,6 +34,15 @@ struct queued_ingest {
   caf::typed_response_promise<ingest_report> rp;
 };
 
+struct ingest_queue {
+  std::vector<queued_ingest> ingests;  // in the store, waiting for the next build
+  size_t storing = 0;                  // ingests whose store write is in flight
+  bool build_sent = false;             // the build's message is on its way
+};
+
+// Ingests one build applies at most; more wait for the next.
+constexpr size_t max_ingests_per_build = 64;
+
 struct kb_admin_state {
   static inline const char* name = "kb_admin";
   std::filesystem::path data_dir;
@@ -41,8 +51,8 @@ struct kb_admin_state {
   uint64_t ingests = 0;
   uint64_t builds = 0;  // fewer than ingests when several were applied at once
   uint64_t documents = 0;
-  // Ingests in the store, waiting for the KB's next build (apply_queued).
-  std::map<std::string, std::vector<queued_ingest>> queued;
+  // Per KB: ingests in the store, waiting for its next build.
+  std::map<std::string, ingest_queue> queued;
   double last_build_ms = 0;
   store_actor store;
   uint64_t graphs_written = 0, graph_failures = 0;
@@ -218,14 +228,34 @@ void announce(self_ptr self, const std::string& kb) {
     self->send(self->state.cluster, atom::kb_sync_v, kb);
 }
 
+// Sends the build's message to itself once `kb` has ingests queued and
+// none of its store writes is still in flight (those that are join this
+// build), or once a build's worth is queued.
+void schedule_build(self_ptr self, const std::string& kb) {
+  auto& q = self->state.queued[kb];
+  if (q.build_sent || q.ingests.empty()
+      || (q.storing > 0 && q.ingests.size() < max_ingests_per_build))
+    return;
+  q.build_sent = true;
+  self->send(self, atom::kb_ingest_v, kb);
+}
+
 // Applies the ingests queued for `kb` (each already in the store) in one
 // build, and answers each once the entity graph is in the store too.
 void apply_queued(self_ptr self, const std::string& kb) {
   auto& st = self->state;
-  auto queue = st.queued.extract(kb);
-  if (queue.empty())
+  auto& queue = st.queued[kb];
+  queue.build_sent = false;
+  auto ingests = std::move(queue.ingests);
+  queue.ingests.clear();
+  if (ingests.size() > max_ingests_per_build) {
+    auto rest = ingests.begin() + static_cast<std::ptrdiff_t>(max_ingests_per_build);
+    std::move(rest, ingests.end(), std::back_inserter(queue.ingests));
+    ingests.erase(rest, ingests.end());
+    schedule_build(self, kb);
+  }
+  if (ingests.empty())
     return;
-  auto& ingests = queue.mapped();
   std::vector<std::vector<document>> batches;
   for (auto& q : ingests)
     batches.push_back(std::move(q.docs));
@@ -437,14 +467,12 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
                                                    + "\"; create it with POST /api/v1/kbs");
           auto rp = self->make_response_promise<ingest_report>();
           // Queued for the KB's next build, which applies every ingest
-          // queued by the time it starts: those that reached the store
+          // queued by the time it starts (schedule_build): those that came
           // while the last build ran. Answered once the entity graph is in
           // the database too.
           auto here = [=](std::vector<document> docs, int64_t version) mutable {
-            auto& queue = self->state.queued[kb];
-            if (queue.empty())
-              self->send(self, atom::kb_ingest_v, kb);
-            queue.push_back(queued_ingest{std::move(docs), version, rp});
+            self->state.queued[kb].ingests.push_back(queued_ingest{std::move(docs), version, rp});
+            schedule_build(self, kb);
           };
           if (!st.store) {
             here(std::move(docs), 0);
@@ -453,15 +481,19 @@ kb_admin_actor spawn_kb_admin(caf::actor_system& sys, std::filesystem::path data
           // The store first: what it holds is what every node serves; if
           // it refuses, nothing changed anywhere.
           auto copy = docs;
+          ++st.queued[kb].storing;
           tidy_request(self, st.store, std::chrono::minutes(5), atom::kb_sync_v, kb,
                        to_json(current->settings), std::move(copy))
               .then(
-              [=](int64_t version) mutable {
-                here(std::move(docs), version);
-              },
-              [=](caf::error& err) mutable {
-                rp.deliver(std::move(err));
-              });
+                  [=](int64_t version) mutable {
+                    --self->state.queued[kb].storing;
+                    here(std::move(docs), version);
+                  },
+                  [=](caf::error& err) mutable {
+                    --self->state.queued[kb].storing;
+                    rp.deliver(std::move(err));
+                    schedule_build(self, kb);
+                  });
           return rp;
         },
         [=](atom::kb_ingest, const std::string& kb) { apply_queued(self, kb); },
