@@ -62,6 +62,23 @@ private:
   std::string out_;
 };
 
+// The checksum a writer would append after the same put_string calls,
+// without the buffer (for what is hashed, or written in pieces, whole).
+class hasher {
+public:
+  void put_string(std::string_view s) {
+    uint64_t size = s.size();
+    h_ = fnv1a(s, fnv1a(writer::bytes_of(size), h_));
+  }
+  // What finish() appends.
+  uint64_t checksum() const { return h_; }
+  // The hash of finish()'s whole result: the bytes, then their checksum.
+  uint64_t hash_of_finished() const { return fnv1a(writer::bytes_of(h_), h_); }
+
+private:
+  uint64_t h_ = fnv1a_basis;
+};
+
 class reader {
 public:
   // Verifies and strips the trailing checksum; ok() is false on mismatch.

@@ -25,14 +25,13 @@ namespace {
 std::string snapshot_signature(const std::vector<document>& docs, const kb_build_options& opts) {
   // The hash of a binary::writer's finish() after put_string(id, title,
   // text) of every document, computed as it goes instead of buffered.
-  auto h = binary::fnv1a_basis;
-  for (auto& d : docs)
-    for (std::string_view s :
-         {std::string_view{d.id}, std::string_view{d.title}, std::string_view{d.text}}) {
-      uint64_t size = s.size();
-      h = binary::fnv1a(s, binary::fnv1a(binary::writer::bytes_of(size), h));
-    }
-  auto content = binary::fnv1a(binary::writer::bytes_of(h), h);  // finish()'s checksum
+  binary::hasher h;
+  for (auto& d : docs) {
+    h.put_string(d.id);
+    h.put_string(d.title);
+    h.put_string(d.text);
+  }
+  auto content = h.hash_of_finished();
   return "v1 docs=" + std::to_string(docs.size()) + " hash=" + std::to_string(content)
          + " chunk=" + std::to_string(opts.chunking.max_chars) + "/"
          + std::to_string(opts.chunking.overlap_chars) + " bm25=" + std::to_string(opts.bm25.k1)
@@ -96,16 +95,13 @@ std::optional<snapshot_file> read_snapshot(const std::filesystem::path& file,
 // tens of MB, is not copied).
 void write_snapshot(const std::filesystem::path& file, const std::string& signature,
                     const std::string& payload) {
-  uint64_t signature_size = signature.size(), payload_size = payload.size();
-  std::string_view pieces[] = {binary::writer::bytes_of(signature_size),
-                               signature,
-                               binary::writer::bytes_of(payload_size),
-                               payload,
-                               {}};
-  auto sum = binary::fnv1a_basis;
-  for (auto piece : pieces)
-    sum = binary::fnv1a(piece, sum);
-  pieces[4] = binary::writer::bytes_of(sum);
+  binary::hasher h;
+  h.put_string(signature);
+  h.put_string(payload);
+  uint64_t signature_size = signature.size(), payload_size = payload.size(), sum = h.checksum();
+  std::string_view pieces[] = {binary::writer::bytes_of(signature_size), signature,
+                               binary::writer::bytes_of(payload_size), payload,
+                               binary::writer::bytes_of(sum)};
   if (auto err = write_file_atomically(file, pieces))
     lg->warn("cannot write index snapshot {}: {}", file.string(), error_message(err));
 }
