@@ -8,6 +8,7 @@
 #include <iterator>
 #include <map>
 #include <set>
+#include <span>
 #include <tuple>
 #include <unordered_map>
 
@@ -100,24 +101,44 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
   auto n = chunks.size();
   if (n == 0)
     return g;
-  // Each chunk's terms with their frequency, and each term's document
-  // frequency, from the index's postings (the index tokenized the same
-  // title + "\n" + text).
+  // Each term's document frequency, and each chunk's candidate salient
+  // terms with their frequency, from the index's postings (the index
+  // tokenized the same title + "\n" + text): chunk c's are
+  // tfs[tf_start[c]..tf_start[c + 1]), one array filled in two passes over
+  // the postings (counted, then placed) instead of a vector per chunk.
+  auto max_df = std::max<double>(2, opts.max_df_fraction * static_cast<double>(n));
+  auto candidate = [&](size_t d) { return d >= 2 && static_cast<double>(d) <= max_df; };
   std::vector<std::string_view> term_text;
   std::vector<uint32_t> df;
-  std::vector<std::vector<std::pair<uint32_t, uint32_t>>> tfs(n);  // (term, tf)
-  index.visit_postings([&](std::string_view term, const std::vector<uint32_t>& docs,
-                           const std::vector<uint32_t>& counts) {
-    auto id = static_cast<uint32_t>(term_text.size());
-    term_text.push_back(term);
-    df.push_back(static_cast<uint32_t>(docs.size()));
-    for (size_t i = 0; i < docs.size(); ++i)
-      if (docs[i] < n)
-        tfs[docs[i]].emplace_back(id, counts[i]);
-  });
-  auto max_df = std::max<double>(2, opts.max_df_fraction * static_cast<double>(n));
+  std::vector<uint32_t> tf_start(n + 1, 0);
+  index.visit_postings(
+      [&](std::string_view term, const std::vector<uint32_t>& docs, const std::vector<uint32_t>&) {
+        term_text.push_back(term);
+        df.push_back(static_cast<uint32_t>(docs.size()));
+        if (candidate(docs.size()))
+          for (auto d : docs)
+            if (d < n)
+              ++tf_start[d + 1];
+      });
+  for (size_t c = 0; c < n; ++c)
+    tf_start[c + 1] += tf_start[c];
+  std::vector<std::pair<uint32_t, uint32_t>> tfs(tf_start[n]);  // (term, tf)
+  {
+    std::vector<uint32_t> next(tf_start.begin(), tf_start.end() - 1);
+    uint32_t id = 0;
+    index.visit_postings([&](std::string_view, const std::vector<uint32_t>& docs,
+                             const std::vector<uint32_t>& counts) {
+      if (candidate(docs.size()))
+        for (size_t i = 0; i < docs.size(); ++i)
+          if (docs[i] < n)
+            tfs[next[docs[i]]++] = {id, counts[i]};
+      ++id;
+    });
+  }
   std::vector<std::map<std::string, int>> surface;  // per entity: display form counts
-  std::vector<std::vector<uint32_t>> mentions(n);   // per chunk, ascending once sorted
+  // Per chunk, the entities it mentions, ascending: chunk c's are
+  // mentions[mention_start[c]..mention_start[c + 1]).
+  std::vector<uint32_t> mentions, mention_start(n + 1, 0);
   // A display form of an entity, and how often it was seen.
   struct form {
     uint32_t entity = 0;
@@ -133,9 +154,9 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
   // the first time it is met (so entities are numbered as before).
   std::unordered_map<std::string, form, string_hash, std::equal_to<>> phrase_forms;
   std::vector<form> term_forms(term_text.size());
-  auto mention = [&](size_t c, const form& f) {
+  auto mention = [&](const form& f) {
     ++*f.seen;
-    mentions[c].push_back(f.entity);
+    mentions.push_back(f.entity);
   };
   std::vector<std::tuple<double, std::string_view, uint32_t>> scored;  // (tf-idf, term, id)
   for (size_t c = 0; c < n; ++c) {
@@ -153,15 +174,13 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
           known->second = intern(join(terms), phrase);
       }
       if (known->second.seen)
-        mention(c, known->second);
+        mention(known->second);
     });
     // Salient terms by tf-idf.
     scored.clear();
-    for (auto [t, tf] : tfs[c]) {
-      auto d = df[t];
-      if (d < 2 || d > max_df)
-        continue;
-      scored.emplace_back(tf * std::log(static_cast<double>(n) / d), term_text[t], t);
+    for (auto i = tf_start[c]; i < tf_start[c + 1]; ++i) {
+      auto [t, tf] = tfs[i];
+      scored.emplace_back(tf * std::log(static_cast<double>(n) / df[t]), term_text[t], t);
     }
     auto keep = std::min(scored.size(), opts.salient_per_chunk);
     std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep),
@@ -170,10 +189,12 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
       auto [score, term, id] = scored[i];
       if (!term_forms[id].seen)
         term_forms[id] = intern(std::string{term}, term);
-      mention(c, term_forms[id]);
+      mention(term_forms[id]);
     }
-    std::sort(mentions[c].begin(), mentions[c].end());
-    mentions[c].erase(std::unique(mentions[c].begin(), mentions[c].end()), mentions[c].end());
+    auto from = mentions.begin() + mention_start[c];
+    std::sort(from, mentions.end());
+    mentions.erase(std::unique(from, mentions.end()), mentions.end());
+    mention_start[c + 1] = static_cast<uint32_t>(mentions.size());
   }
   for (size_t e = 0; e < g.entities_.size(); ++e) {
     auto& forms = surface[e];
@@ -183,9 +204,20 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
   }
   // Mentions and co-occurrence: every pair of entities in a chunk, as
   // (smaller << 32 | larger), counted once sorted.
-  std::vector<uint64_t> pairs;
+  std::vector<uint32_t> chunk_count(g.entities_.size(), 0);
+  size_t pair_count = 0;
   for (size_t c = 0; c < n; ++c) {
-    auto& m = mentions[c];
+    size_t m = mention_start[c + 1] - mention_start[c];
+    pair_count += m * (m - (m > 0)) / 2;
+    for (auto i = mention_start[c]; i < mention_start[c + 1]; ++i)
+      ++chunk_count[mentions[i]];
+  }
+  for (size_t e = 0; e < g.entities_.size(); ++e)
+    g.entities_[e].chunks.reserve(chunk_count[e]);
+  std::vector<uint64_t> pairs;
+  pairs.reserve(pair_count);
+  for (size_t c = 0; c < n; ++c) {
+    auto m = std::span{mentions}.subspan(mention_start[c], mention_start[c + 1] - mention_start[c]);
     for (auto e : m)
       g.entities_[e].chunks.push_back(static_cast<uint32_t>(c));
     for (size_t i = 0; i < m.size(); ++i)
@@ -524,18 +556,29 @@ struct graph_rows {
   const entity_graph& g;
   const std::vector<chunk>& chunks;
 
-  // Each kept link once (both ends may keep it, with the same weight).
+  // Each kept link once (both ends may keep it, with the same weight and
+  // chunk), ascending: placed by their smaller end (counted, then placed),
+  // each end's few sorted, duplicates dropped.
   std::vector<link> links() const {
-    std::vector<link> out;
-    out.reserve(g.relation_count_);
-    for (uint32_t a = 0; a < g.entities_.size(); ++a) {
+    auto n = g.entities_.size();
+    std::vector<uint32_t> start(n + 1, 0);
+    for (uint32_t a = 0; a < n; ++a)
+      for (auto [b, w] : g.entities_[a].neighbours)
+        ++start[std::min(a, b) + 1];
+    for (size_t e = 0; e < n; ++e)
+      start[e + 1] += start[e];
+    std::vector<link> out(start[n]);
+    std::vector<uint32_t> next(start.begin(), start.end() - 1);
+    for (uint32_t a = 0; a < n; ++a) {
       auto& e = g.entities_[a];
       for (size_t i = 0; i < e.neighbours.size(); ++i) {
         auto [b, w] = e.neighbours[i];
-        out.push_back({uint64_t{std::min(a, b)} << 32 | std::max(a, b), w, e.shared_chunk[i]});
+        out[next[std::min(a, b)]++] = {uint64_t{std::min(a, b)} << 32 | std::max(a, b), w,
+                                       e.shared_chunk[i]};
       }
     }
-    std::sort(out.begin(), out.end());
+    for (size_t e = 0; e < n; ++e)
+      std::sort(out.begin() + start[e], out.begin() + start[e + 1]);
     out.erase(
         std::unique(out.begin(), out.end(), [](auto& x, auto& y) { return x.first == y.first; }),
         out.end());
@@ -642,12 +685,14 @@ std::string entity_graph::rows_signature(const std::vector<chunk>& chunks) const
 
 kb_graph_rows entity_graph::rows_since(const entity_graph& before,
                                        const std::vector<chunk>& before_chunks, std::string kb,
-                                       const std::vector<chunk>& chunks) const {
+                                       const std::vector<chunk>& chunks,
+                                       std::string_view before_signature) const {
   graph_rows was{before, before_chunks}, now{*this, chunks};
   kb_graph_rows out;
   out.kb = std::move(kb);
   auto was_links = was.links();
-  out.base_signature = was.signature(was_links);
+  out.base_signature =
+      before_signature.empty() ? was.signature(was_links) : std::string{before_signature};
 
   // Entities, by key: each of before's is this graph's entity now_of[e],
   // or gone.

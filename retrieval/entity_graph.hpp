@@ -60,8 +60,11 @@ public:
   // KB's graph built from `before_chunks`) into this graph's, made against
   // before's signature (kb_graph_rows). Rows that did not change are never
   // built, so this costs a fraction of rows() on a large KB.
+  // `before_signature`, when given, is before's rows_signature(before_chunks),
+  // known already (not computed again).
   kb_graph_rows rows_since(const entity_graph& before, const std::vector<chunk>& before_chunks,
-                           std::string kb, const std::vector<chunk>& chunks) const;
+                           std::string kb, const std::vector<chunk>& chunks,
+                           std::string_view before_signature = {}) const;
   // rows(kb, chunks).signature, without building the rows.
   std::string rows_signature(const std::vector<chunk>& chunks) const;
 

@@ -130,6 +130,15 @@ std::vector<retrieval_item> kb_snapshot::search(std::string_view query, size_t k
   return out;
 }
 
+const std::string& kb_snapshot::graph_rows_signature() const {
+  std::call_once(graph_signature_once_, [&] { graph_signature_ = graph.rows_signature(chunks); });
+  return graph_signature_;
+}
+
+void kb_snapshot::remember_graph_rows_signature(const std::string& signature) const {
+  std::call_once(graph_signature_once_, [&] { graph_signature_ = signature; });
+}
+
 std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
     kb_settings settings, const std::vector<document>& docs, const kb_build_options& opts,
     const kb_snapshot* previous, std::vector<std::function<void()>>* later) {
@@ -137,13 +146,22 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
   snap->name = settings.name;
   snap->settings = std::move(settings);
   snap->documents = docs.size();
+  auto started = std::chrono::steady_clock::now();
+  auto stage_from = started;
+  auto stage = [&](std::string_view name) {
+    auto now = std::chrono::steady_clock::now();
+    snap->build_stages.emplace_back(
+        name, std::chrono::duration<double, std::milli>(now - stage_from).count());
+    stage_from = now;
+  };
   for (auto& d : docs)
     for (auto& c : chunk_document(d, opts.chunking))
       snap->chunks.push_back(std::move(c));
-  auto started = std::chrono::steady_clock::now();
+  stage("chunks");
   auto index_dir = opts.snapshot_dir.empty() ? std::filesystem::path{}
                                              : opts.snapshot_dir / "kbs" / snap->name / "index";
   auto signature = snapshot_signature(docs, opts);
+  stage("signature");
   // An index file written now, or its write queued in `later`; its
   // payload is serialised when written.
   auto keep = [later](std::filesystem::path file, std::string sig,
@@ -203,6 +221,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
                       : bm25_index::build(snap->chunks, opts.bm25);
     if (!index_dir.empty())
       keep(index_dir / "bm25.bin", signature, [snap] { return snap->index.serialize(); });
+    stage("bm25");
   }
   if (!have_vectors && !snap->chunks.empty()) {
     // Vectors the previous snapshot computed with the same embedder.
@@ -250,6 +269,8 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
                    snap->name, std::get<std::string>(vecs));
     }
   }
+  if (!have_vectors)
+    stage("vectors");
   if (!index_dir.empty() && snap->vectors.uses_hnsw() && !snap->vectors.graph_loaded()) {
     keep(index_dir / "hnsw.bin", signature, [snap] { return snap->vectors.graph_bytes(); });
   } else if (!index_dir.empty() && !snap->vectors.uses_hnsw()) {
@@ -274,6 +295,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
     snap->graph = entity_graph::build(snap->chunks, snap->index, opts.graph);
     if (!index_dir.empty())
       keep(index_dir / "graph.bin", graph_signature, [snap] { return snap->graph.serialize(); });
+    stage("graph");
   }
   snap->build_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();

@@ -47,10 +47,25 @@ struct kb_snapshot {
   vector_index vectors;
   entity_graph graph;
   double build_ms = 0;
+  // What the build spent, stage by stage ("chunks", "bm25", "graph", ...),
+  // in ms: the KB admin logs it with each ingest.
+  std::vector<std::pair<std::string_view, double>> build_stages;
   bool loaded_from_snapshot = false;  // BM25, vectors and graph all read from disk
 
   // The top `k` chunks for `query` as retrieval items (zero scores dropped).
   std::vector<retrieval_item> search(std::string_view query, size_t k) const;
+
+  // The signature of the entity graph's rows (graph.rows_signature(chunks)),
+  // computed once: the next ingest's changed rows are made against it.
+  const std::string& graph_rows_signature() const;
+  // Remembers that signature when computed elsewhere (the changed rows'
+  // `signature` made this snapshot's graph); a signature already known is
+  // kept.
+  void remember_graph_rows_signature(const std::string& signature) const;
+
+private:
+  mutable std::once_flag graph_signature_once_;
+  mutable std::string graph_signature_;
 };
 
 class kb_catalog {

@@ -40,6 +40,10 @@ struct ingest_queue {
   bool build_sent = false;             // the build's message is on its way
 };
 
+double ms_since(std::chrono::steady_clock::time_point from) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - from).count();
+}
+
 // Ingests one build applies at most; more wait for the next.
 constexpr size_t max_ingests_per_build = 64;
 
@@ -119,10 +123,15 @@ void store_graph(self_ptr self, const std::shared_ptr<const kb_snapshot>& snap,
     return next();
   kb_graph_rows rows;
   if (before) {
-    rows = snap->graph.rows_since(before->graph, before->chunks, snap->name, snap->chunks);
+    auto started = std::chrono::steady_clock::now();
+    rows = snap->graph.rows_since(before->graph, before->chunks, snap->name, snap->chunks,
+                                  before->graph_rows_signature());
+    snap->remember_graph_rows_signature(rows.signature);
+    lg->debug("knowledge base \"{}\": the entity graph's changed rows in {:.0f} ms", snap->name,
+              ms_since(started));
   } else {
     rows.kb = snap->name;
-    rows.signature = rows.base_signature = snap->graph.rows_signature(snap->chunks);
+    rows.signature = rows.base_signature = snap->graph_rows_signature();
   }
   write_graph(self, snap, std::move(rows), std::move(next));
 }
@@ -185,10 +194,11 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
   size_t count = 0;
   for (auto& docs : batches)
     count += docs.size();
+  auto started = std::chrono::steady_clock::now();
   auto added = add_documents(st.data_dir, kb, std::move(batches));
   if (!added)
     return std::move(added.error());
-  auto started = std::chrono::steady_clock::now();
+  auto documents_ms = ms_since(started);
   auto later = defer ? std::make_shared<file_writes>() : nullptr;
   auto snap = kb_catalog::build_snapshot(current->settings, added->all, st.opts, current.get(),
                                          later.get());
@@ -199,15 +209,16 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
     added_count += report.documents_added;
     replaced += report.documents_replaced;
   }
-  st.last_build_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started)
-          .count();
+  st.last_build_ms = ms_since(started);
   st.ingests += added->reports.size();
   ++st.builds;
   st.documents += count;
-  lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms; {} {})", kb,
-           added_count, replaced, snap->chunks.size(), st.last_build_ms, added->reports.size(),
-           added->reports.size() == 1 ? "ingest" : "ingests in one build");
+  std::string stages = fmt::format("documents file {:.0f}", documents_ms);
+  for (auto& [stage, ms] : snap->build_stages)
+    stages += fmt::format(", {} {:.0f}", stage, ms);
+  lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms: {}; {} {})", kb,
+           added_count, replaced, snap->chunks.size(), st.last_build_ms, stages,
+           added->reports.size(), added->reports.size() == 1 ? "ingest" : "ingests in one build");
   return applied_ingest{std::move(added->reports), snap, current, std::move(later)};
 }
 

@@ -9,6 +9,7 @@
 #include <limits>
 #include <map>
 #include <random>
+#include <set>
 #include <thread>
 
 #include "retrieval/agents.hpp"
@@ -425,6 +426,21 @@ TEST(entity_graph, a_change_of_rows_turns_the_old_rows_into_the_new) {
     EXPECT_EQ(change.base_signature, before.signature);
     EXPECT_EQ(change.signature, after.signature);
     EXPECT_EQ(after_graph.rows_signature(after_chunks), after.signature);
+    // Each kept link is one row.
+    std::set<std::string> relation_ids;
+    for (auto& r : after.relations)
+      relation_ids.insert(r.id);
+    EXPECT_EQ(relation_ids.size(), after.relations.size());
+    // With before's signature known (what the KB admin remembers from the
+    // previous ingest), the same change, against the signature given.
+    auto told =
+        after_graph.rows_since(before_graph, before_chunks, "harbour", after_chunks, "told");
+    EXPECT_EQ(told.base_signature, "told");
+    EXPECT_EQ(told.signature, change.signature);
+    EXPECT_EQ(whole(told.entities, entity_text), whole(change.entities, entity_text));
+    EXPECT_EQ(whole(told.relations, relation_text), whole(change.relations, relation_text));
+    EXPECT_EQ(told.removed_entities, change.removed_entities);
+    EXPECT_EQ(told.removed_relations, change.removed_relations);
     EXPECT_EQ(change.entity_count, static_cast<int64_t>(after.entities.size()));
     EXPECT_EQ(change.relation_count, static_cast<int64_t>(after.relations.size()));
     EXPECT_EQ(apply(before.entities, change.removed_entities, change.entities, entity_text),
@@ -580,6 +596,36 @@ TEST(index_snapshots, reused_when_unchanged_rebuilt_when_changed_or_corrupt) {
     damage(index_dir / name, cut_short);
     damage(index_dir / name, one_more);
   }
+}
+
+// The graph rows' signature a snapshot remembers (the next ingest's changed
+// rows are made against it), and the stages a build reports.
+TEST(index_snapshots, a_snapshot_remembers_its_graph_rows_signature_and_reports_its_stages) {
+  snapshot_dir dir;
+  kb_build_options opts;
+  opts.snapshot_dir = dir.path;
+  auto built = kb_catalog::build_snapshot("kb", fixture_docs(), opts);
+  auto expected = built->graph.rows("kb", built->chunks).signature;
+  EXPECT_EQ(built->graph_rows_signature(), expected);
+  built->remember_graph_rows_signature("another");  // known already: kept
+  EXPECT_EQ(built->graph_rows_signature(), expected);
+  std::vector<std::string_view> stages;
+  for (auto& [stage, ms] : built->build_stages) {
+    stages.push_back(stage);
+    EXPECT_GE(ms, 0) << stage;
+  }
+  EXPECT_EQ(stages,
+            (std::vector<std::string_view>{"chunks", "signature", "bm25", "vectors", "graph"}));
+  // Loaded from its files: nothing built but the chunks.
+  auto loaded = kb_catalog::build_snapshot("kb", fixture_docs(), opts);
+  ASSERT_TRUE(loaded->loaded_from_snapshot);
+  stages.clear();
+  for (auto& [stage, ms] : loaded->build_stages)
+    stages.push_back(stage);
+  EXPECT_EQ(stages, (std::vector<std::string_view>{"chunks", "signature"}));
+  // Told first (the changed rows' signature), it is not computed.
+  loaded->remember_graph_rows_signature("told");
+  EXPECT_EQ(loaded->graph_rows_signature(), "told");
 }
 
 // A snapshot's signature names its documents by an FNV-1a hash of them as
