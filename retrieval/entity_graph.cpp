@@ -459,9 +459,18 @@ std::vector<uint32_t> entity_graph::match(std::string_view query) const {
 entity_graph::local_result entity_graph::local_search(std::string_view query, size_t k) const {
   local_result r;
   auto seeds = match(query);
-  std::map<uint32_t, double> weight;  // entity -> weight in this search
+  // Entity -> weight in this search: the seeds and their neighbours, a few
+  // dozen, found by a scan.
+  std::vector<std::pair<uint32_t, double>> weight;
+  auto weight_of = [&](uint32_t e) -> double& {
+    for (auto& [x, w] : weight)
+      if (x == e)
+        return w;
+    return weight.emplace_back(e, 0.0).second;
+  };
   for (auto e : seeds) {
-    weight[e] = std::max(weight[e], entities_[e].idf);
+    auto& w = weight_of(e);
+    w = std::max(w, entities_[e].idf);
     r.entity_ids.push_back("e:" + entities_[e].key);
   }
   for (auto e : seeds) {
@@ -470,26 +479,48 @@ entity_graph::local_result entity_graph::local_search(std::string_view query, si
     for (size_t i = 0; i < ent.neighbours.size() && i < 5; ++i) {
       auto [nb, w] = ent.neighbours[i];
       auto nw = 0.5 * entities_[nb].idf * (w / strongest);
-      if (nw > weight[nb]) {
-        if (weight[nb] == 0)
+      auto& known = weight_of(nb);
+      if (nw > known) {
+        if (known == 0)
           r.entity_ids.push_back("e:" + entities_[nb].key);
-        weight[nb] = nw;
+        known = nw;
       }
       auto a = std::min(ent.key, entities_[nb].key), b = std::max(ent.key, entities_[nb].key);
       r.relation_ids.push_back("r:" + a + "|" + b);
     }
   }
-  std::map<uint32_t, double> chunk_score;
+  // Each chunk's score, the entities' weights added in ascending entity
+  // order, into a per-thread array (only the touched entries are reset).
+  std::sort(weight.begin(), weight.end());
+  thread_local std::vector<double> score;
+  thread_local std::vector<uint8_t> seen;
+  thread_local std::vector<uint32_t> touched;
+  touched.clear();
   for (auto& [e, w] : weight)
-    for (auto c : entities_[e].chunks)
-      chunk_score[c] += w;
-  for (auto& [c, s] : chunk_score)
-    r.chunks.emplace_back(c, s);
-  std::sort(r.chunks.begin(), r.chunks.end(), [](auto& a, auto& b) {
+    for (auto c : entities_[e].chunks) {
+      if (c >= score.size()) {
+        score.resize(c + 1, 0.0);
+        seen.resize(c + 1, 0);
+      }
+      if (!seen[c]) {
+        seen[c] = 1;
+        touched.push_back(c);
+      }
+      score[c] += w;
+    }
+  r.chunks.reserve(touched.size());
+  for (auto c : touched) {
+    r.chunks.emplace_back(c, score[c]);
+    score[c] = 0;
+    seen[c] = 0;
+  }
+  auto best = [](auto& a, auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
-  });
-  if (r.chunks.size() > k)
-    r.chunks.resize(k);
+  };
+  auto keep = std::min(r.chunks.size(), k);
+  std::partial_sort(r.chunks.begin(), r.chunks.begin() + static_cast<std::ptrdiff_t>(keep),
+                    r.chunks.end(), best);
+  r.chunks.resize(keep);
   return r;
 }
 

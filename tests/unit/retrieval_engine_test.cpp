@@ -373,6 +373,54 @@ TEST(entity_graph, finds_names_and_takes_the_multi_hop_step) {
   EXPECT_NO_THROW(entity_graph::build(cjk).local_search("绿茶", 3));
 }
 
+// Local search scores chunks in an array each thread keeps: what one search
+// leaves there never reaches the next, on a graph with more chunks or
+// fewer, and a smaller k keeps the first of a larger one's chunks.
+TEST(entity_graph, a_search_is_the_same_whatever_its_thread_searched_before) {
+  auto chunks_of = [](const std::vector<document>& docs) {
+    std::vector<chunk> chunks;
+    for (auto& d : docs)
+      for (auto& c : chunk_document(d, chunker_options{}))
+        chunks.push_back(c);
+    return chunks;
+  };
+  auto docs = fixture_docs();
+  std::vector<document> many;
+  for (int i = 0; i < 300; ++i)
+    many.push_back({"log" + std::to_string(i), "Log " + std::to_string(i),
+                    "Captain Odile Varga sailed the Marigold to Port Quellin on day "
+                        + std::to_string(i) + " with Bram Oster and crate " + std::to_string(i % 7)
+                        + ".",
+                    ""});
+  auto small = entity_graph::build(chunks_of(docs));
+  auto large = entity_graph::build(chunks_of(many));
+  auto fresh = [](const entity_graph& g, const char* query, size_t k) {
+    entity_graph::local_result r;
+    std::thread{[&] { r = g.local_search(query, k); }}.join();
+    return r;
+  };
+  auto expected_large = fresh(large, "Odile Varga at Port Quellin", 400);
+  auto expected_small = fresh(small, "Where is Port Quellin?", 5);
+  ASSERT_GT(expected_large.chunks.size(), 100u);
+  ASSERT_FALSE(expected_small.chunks.empty());
+  for (int round = 0; round < 2; ++round) {
+    auto a = large.local_search("Odile Varga at Port Quellin", 400);
+    EXPECT_EQ(a.chunks, expected_large.chunks);
+    EXPECT_EQ(a.entity_ids, expected_large.entity_ids);
+    auto b = small.local_search("Where is Port Quellin?", 5);
+    EXPECT_EQ(b.chunks, expected_small.chunks);
+    EXPECT_EQ(b.relation_ids, expected_small.relation_ids);
+  }
+  for (size_t i = 1; i < expected_large.chunks.size(); ++i) {
+    auto& [c0, s0] = expected_large.chunks[i - 1];
+    auto& [c1, s1] = expected_large.chunks[i];
+    EXPECT_TRUE(s0 > s1 || (s0 == s1 && c0 < c1)) << i;
+  }
+  auto top = large.local_search("Odile Varga at Port Quellin", 7);
+  ASSERT_EQ(top.chunks.size(), 7u);
+  EXPECT_TRUE(std::equal(top.chunks.begin(), top.chunks.end(), expected_large.chunks.begin()));
+}
+
 // What an ingest sends the store instead of every row of the KB's graph:
 // applied to the old rows, the change gives the new rows exactly (ids
 // removed, rows added or updated), rows that did not change are not in
