@@ -4,6 +4,7 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <unordered_map>
 
 #include "retrieval/fusion.hpp"
 #include "retrieval/fusion_policy.hpp"
@@ -256,12 +257,18 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
   auto policy = policy_of(snap);
   double weak =
       policy.keyword_weight > 0 ? std::min(1.0, policy.vector_weight / policy.keyword_weight) : 1.0;
+  // Each chunk's item as the first agent to find it made it (item_of: the
+  // chunk's fields), for the fused items (which differ in score and source).
+  std::unordered_map<std::string, retrieval_item> item_by_id;
   auto add = [&](std::string name, retrieval_result sub) {
     ranked_list l;
     l.leg = name;
     l.weight = name == "naive_rag_agent" || name == "graph_agent" ? weak : 1.0;
-    for (auto& item : sub.retrieval_results)
+    for (auto& item : sub.retrieval_results) {
       l.items.emplace_back(item.result_id, item.score);
+      auto id = item.result_id;
+      item_by_id.try_emplace(std::move(id), std::move(item));
+    }
     for (auto& s : sub.trace)
       r.trace.push_back({name + "/" + s.step, s.detail, s.duration_ms});
     for (auto& e : sub.entity_ids)
@@ -286,14 +293,14 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
   r.trace.push_back({"legs", "4 agents", ms_since(t0)});
   auto t = steady::now();
   auto fused = fuse(lists, k, policy.rule);
-  std::map<std::string, uint32_t> by_chunk_id;
-  for (uint32_t i = 0; i < snap.chunks.size(); ++i)
-    by_chunk_id.emplace(snap.chunks[i].chunk_id, i);
   for (auto& f : fused) {
     std::string src;
     for (auto& [leg, rank] : f.ranks)
       src += (src.empty() ? "" : "+") + leg.substr(0, leg.find('_'));
-    r.retrieval_results.push_back(item_of(snap, by_chunk_id.at(f.id), f.score, src));
+    auto& item = item_by_id.at(f.id);
+    item.score = f.score;
+    item.source = std::move(src);
+    r.retrieval_results.push_back(std::move(item));
   }
   r.trace.push_back({"fusion",
                      std::string{to_string(policy.rule)} + " agents=4 weights hybrid=1 research=1"

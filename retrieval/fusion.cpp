@@ -182,11 +182,16 @@ double query_coverage(std::string_view query, const std::vector<std::string>& ev
   std::set<std::string> distinct{qterms.begin(), qterms.end()};
   if (distinct.empty())
     return 1.0;
+  // The evidence is read only until every term is found (tokenizing a
+  // text is most of the cost).
   std::set<std::string> found;
-  for (auto& text : evidence)
+  for (auto& text : evidence) {
     for (auto& t : tokenize(text))
       if (distinct.count(t))
         found.insert(t);
+    if (found.size() == distinct.size())
+      break;
+  }
   double total = 0, got = 0;
   for (auto& t : distinct) {
     auto w = idf ? std::max(idf(t), 0.0) : 1.0;

@@ -539,10 +539,29 @@ TEST(agents, every_agent_answers_on_a_fixture_kb_with_a_trace) {
     EXPECT_FALSE(r.trace.empty()) << agent;
     EXPECT_EQ(r.chunk_ids.size(), r.retrieval_results.size()) << agent;
     EXPECT_NE(r.context.find("saffron"), std::string::npos) << agent;
-    for (auto& item : r.retrieval_results)
+    for (auto& item : r.retrieval_results) {
       EXPECT_EQ(item.kb_prefix, "fixture");
+      // Each item carries its own chunk's fields.
+      auto c = std::find_if(snap->chunks.begin(), snap->chunks.end(),
+                            [&](auto& c) { return c.chunk_id == item.result_id; });
+      ASSERT_NE(c, snap->chunks.end()) << agent << " " << item.result_id;
+      EXPECT_EQ(item.evidence, c->text) << agent;
+      EXPECT_EQ(item.doc_id, c->doc_id) << agent;
+      EXPECT_EQ(item.title, c->title) << agent;
+      EXPECT_EQ(item.source_id, c->chunk_id) << agent;
+    }
   }
   auto fused = run_agent(*snap, "fusion_agent", "green tea temperature", 2);
+  // The fused items' sources name the agents that found them, their scores
+  // are the fusion's (not an agent's).
+  auto hybrid_alone = run_agent(*snap, "hybrid_agent", "green tea temperature", 2);
+  ASSERT_FALSE(fused.retrieval_results.empty());
+  for (auto& item : fused.retrieval_results) {
+    EXPECT_NE(item.source.find("hybrid"), std::string::npos) << item.source;
+    for (auto& h : hybrid_alone.retrieval_results)
+      if (h.result_id == item.result_id)
+        EXPECT_NE(h.score, item.score) << item.result_id;
+  }
   bool per_agent_trace = false;
   for (auto& s : fused.trace)
     per_agent_trace |= s.step.starts_with("graph_agent/");
