@@ -524,15 +524,40 @@ entity_graph::local_result entity_graph::local_search(std::string_view query, si
   return r;
 }
 
+const entity_graph::key_terms& entity_graph::tokenized_keys() const {
+  std::call_once(key_terms_->once, [&] {
+    auto& k = *key_terms_;
+    k.of_entity.reserve(entities_.size());
+    for (auto& e : entities_)
+      k.of_entity.push_back(tokenize(e.key));
+    for (uint32_t t = 0; t < topics_.size(); ++t)
+      for (auto e : topics_[t].entities)
+        for (auto& term : k.of_entity[e])
+          if (auto& topics = k.topics_of[term]; topics.empty() || topics.back() != t)
+            topics.push_back(t);  // ascending: topics in order
+  });
+  return *key_terms_;
+}
+
 std::vector<entity_graph::topic_hit> entity_graph::global_search(std::string_view query,
                                                                  size_t k) const {
   auto terms = tokenize(query);
   std::set<std::string> q{terms.begin(), terms.end()};
+  auto& keys = tokenized_keys();
+  // Only the topics with an entity whose key holds a query term can score;
+  // each is scored over its entities in order, as a scan of every topic
+  // would.
+  std::vector<uint32_t> candidates;
+  for (auto& term : q)
+    if (auto found = keys.topics_of.find(term); found != keys.topics_of.end())
+      candidates.insert(candidates.end(), found->second.begin(), found->second.end());
+  std::sort(candidates.begin(), candidates.end());
+  candidates.erase(std::unique(candidates.begin(), candidates.end()), candidates.end());
   std::vector<topic_hit> out;
-  for (size_t t = 0; t < topics_.size(); ++t) {
+  for (auto t : candidates) {
     double score = 0;
     for (auto e : topics_[t].entities)
-      for (auto& term : tokenize(entities_[e].key))
+      for (auto& term : keys.of_entity[e])
         if (q.count(term))
           score += entities_[e].idf;
     if (score > 0)

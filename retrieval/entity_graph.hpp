@@ -9,6 +9,8 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -104,6 +106,16 @@ private:
   std::unordered_map<std::string, std::vector<uint32_t>> by_term_;  // first term -> entities
   std::vector<topic> topics_;
   size_t relation_count_ = 0;
+  // What global search reads: each entity's key tokenized as a query is
+  // (tokenize(key)), and each such term's topics; made at the first
+  // global search (most graphs never get one), shared by copies.
+  struct key_terms {
+    std::once_flag once;
+    std::vector<std::vector<std::string>> of_entity;
+    std::unordered_map<std::string, std::vector<uint32_t>> topics_of;  // ascending
+  };
+  std::shared_ptr<key_terms> key_terms_ = std::make_shared<key_terms>();
+  const key_terms& tokenized_keys() const;
 };
 
 }  // namespace ragtor

@@ -419,6 +419,26 @@ TEST(entity_graph, a_search_is_the_same_whatever_its_thread_searched_before) {
   auto top = large.local_search("Odile Varga at Port Quellin", 7);
   ASSERT_EQ(top.chunks.size(), 7u);
   EXPECT_TRUE(std::equal(top.chunks.begin(), top.chunks.end(), expected_large.chunks.begin()));
+  // Global search tokenizes the entities' keys at its first call: threads
+  // that make that call at once all get the same topics, as later calls do.
+  auto graph = entity_graph::build(chunks_of(many));
+  std::vector<std::vector<entity_graph::topic_hit>> at_once(4);
+  std::vector<std::thread> threads;
+  for (auto& r : at_once)
+    threads.emplace_back([&] { r = graph.global_search("Bram Oster", 3); });
+  for (auto& t : threads)
+    t.join();
+  auto later = graph.global_search("Bram Oster", 3);
+  ASSERT_FALSE(later.empty());
+  for (auto& r : at_once) {
+    ASSERT_EQ(r.size(), later.size());
+    for (size_t i = 0; i < r.size(); ++i) {
+      EXPECT_EQ(r[i].id, later[i].id);
+      EXPECT_EQ(r[i].score, later[i].score);
+      EXPECT_EQ(r[i].chunks, later[i].chunks);
+    }
+  }
+  EXPECT_TRUE(graph.global_search("xyzzy", 3).empty());
 }
 
 // What an ingest sends the store instead of every row of the KB's graph:
