@@ -343,12 +343,17 @@ std::vector<document> fixture_docs() {
   };
 }
 
-TEST(entity_graph, finds_names_and_takes_the_multi_hop_step) {
-  chunker_options co;
+// The chunks ingestion makes of `docs`, in order.
+std::vector<chunk> chunks_of(const std::vector<document>& docs) {
   std::vector<chunk> chunks;
-  for (auto& d : fixture_docs())
-    for (auto& c : chunk_document(d, co))
+  for (auto& d : docs)
+    for (auto& c : chunk_document(d, chunker_options{}))
       chunks.push_back(c);
+  return chunks;
+}
+
+TEST(entity_graph, finds_names_and_takes_the_multi_hop_step) {
+  auto chunks = chunks_of(fixture_docs());
   auto g = entity_graph::build(chunks);
   EXPECT_GT(g.entity_count(), 3u);
   EXPECT_GT(g.relation_count(), 0u);
@@ -377,13 +382,6 @@ TEST(entity_graph, finds_names_and_takes_the_multi_hop_step) {
 // leaves there never reaches the next, on a graph with more chunks or
 // fewer, and a smaller k keeps the first of a larger one's chunks.
 TEST(entity_graph, a_search_is_the_same_whatever_its_thread_searched_before) {
-  auto chunks_of = [](const std::vector<document>& docs) {
-    std::vector<chunk> chunks;
-    for (auto& d : docs)
-      for (auto& c : chunk_document(d, chunker_options{}))
-        chunks.push_back(c);
-    return chunks;
-  };
   auto docs = fixture_docs();
   std::vector<document> many;
   for (int i = 0; i < 300; ++i)
@@ -446,13 +444,6 @@ TEST(entity_graph, a_search_is_the_same_whatever_its_thread_searched_before) {
 // removed, rows added or updated), rows that did not change are not in
 // it, and its signatures are rows()'s.
 TEST(entity_graph, a_change_of_rows_turns_the_old_rows_into_the_new) {
-  auto chunks_of = [](const std::vector<document>& docs) {
-    std::vector<chunk> chunks;
-    for (auto& d : docs)
-      for (auto& c : chunk_document(d, chunker_options{}))
-        chunks.push_back(c);
-    return chunks;
-  };
   auto entity_text = [](const graph_entity_row& r) {
     return r.name + "|" + r.kind + "|" + r.description;
   };
