@@ -6,6 +6,7 @@
 #include <map>
 #include <unordered_map>
 
+#include "protocol/elapsed.hpp"
 #include "retrieval/fusion.hpp"
 #include "retrieval/fusion_policy.hpp"
 #include "retrieval/typo_expansion.hpp"
@@ -15,10 +16,6 @@ namespace ragtor {
 namespace {
 
 using steady = std::chrono::steady_clock;
-
-double ms_since(steady::time_point t) {
-  return std::chrono::duration<double, std::milli>(steady::now() - t).count();
-}
 
 retrieval_item item_of(const kb_snapshot& snap, uint32_t idx, double score, std::string source) {
   auto& c = snap.chunks[idx];

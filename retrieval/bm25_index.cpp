@@ -6,6 +6,7 @@
 #include <queue>
 
 #include "retrieval/binary_io.hpp"
+#include "retrieval/sparse_scores.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
@@ -260,33 +261,14 @@ std::vector<bm25_index::hit> bm25_index::search_terms(const std::vector<query_te
                                                       size_t k) const {
   if (terms.empty() || k == 0)
     return {};
-  // Per thread, sized for the largest index searched: all zeros and
-  // false between searches (only the touched entries are reset).
-  thread_local std::vector<double> scores;
-  thread_local std::vector<uint8_t> seen;
-  thread_local std::vector<uint32_t> touched;
-  if (scores.size() < doc_len_.size()) {
-    scores.resize(doc_len_.size(), 0.0);
-    seen.resize(doc_len_.size(), 0);
-  }
-  touched.clear();
+  auto& scores = sparse_scores::for_thread(doc_len_.size());
   for (auto& t : terms) {
     auto& pl = *t.list;
-    for (size_t i = 0; i < pl.docs.size(); ++i) {
-      auto d = pl.docs[i];
-      if (!seen[d]) {
-        seen[d] = 1;
-        touched.push_back(d);
-      }
-      scores[d] += term_score(pl, i, t.weight);
-    }
+    for (size_t i = 0; i < pl.docs.size(); ++i)
+      scores.add(pl.docs[i], term_score(pl, i, t.weight));
   }
   top_k top{k};
-  for (auto d : touched) {
-    top.offer(d, scores[d]);
-    scores[d] = 0.0;
-    seen[d] = 0;
-  }
+  scores.drain([&](uint32_t d, double score) { top.offer(d, score); });
   return top.sorted();
 }
 

@@ -14,6 +14,7 @@
 
 #include "protocol/text.hpp"
 #include "retrieval/binary_io.hpp"
+#include "retrieval/sparse_scores.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
@@ -490,30 +491,17 @@ entity_graph::local_result entity_graph::local_search(std::string_view query, si
     }
   }
   // Each chunk's score, the entities' weights added in ascending entity
-  // order, into a per-thread array (only the touched entries are reset).
+  // order (each entity's chunks ascend: its last is its largest).
   std::sort(weight.begin(), weight.end());
-  thread_local std::vector<double> score;
-  thread_local std::vector<uint8_t> seen;
-  thread_local std::vector<uint32_t> touched;
-  touched.clear();
+  size_t rows = 0;
   for (auto& [e, w] : weight)
-    for (auto c : entities_[e].chunks) {
-      if (c >= score.size()) {
-        score.resize(c + 1, 0.0);
-        seen.resize(c + 1, 0);
-      }
-      if (!seen[c]) {
-        seen[c] = 1;
-        touched.push_back(c);
-      }
-      score[c] += w;
-    }
-  r.chunks.reserve(touched.size());
-  for (auto c : touched) {
-    r.chunks.emplace_back(c, score[c]);
-    score[c] = 0;
-    seen[c] = 0;
-  }
+    if (!entities_[e].chunks.empty())
+      rows = std::max<size_t>(rows, entities_[e].chunks.back() + size_t{1});
+  auto& scores = sparse_scores::for_thread(rows);
+  for (auto& [e, w] : weight)
+    for (auto c : entities_[e].chunks)
+      scores.add(c, w);
+  scores.drain([&](uint32_t c, double s) { r.chunks.emplace_back(c, s); });
   auto best = [](auto& a, auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   };

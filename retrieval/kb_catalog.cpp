@@ -8,6 +8,7 @@
 #include <filesystem>
 #include <fstream>
 
+#include "protocol/elapsed.hpp"
 #include "protocol/errc.hpp"
 #include "retrieval/atomic_file.hpp"
 #include "retrieval/binary_io.hpp"
@@ -149,10 +150,8 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
   auto started = std::chrono::steady_clock::now();
   auto stage_from = started;
   auto stage = [&](std::string_view name) {
-    auto now = std::chrono::steady_clock::now();
-    snap->build_stages.emplace_back(
-        name, std::chrono::duration<double, std::milli>(now - stage_from).count());
-    stage_from = now;
+    snap->build_stages.emplace_back(name, ms_since(stage_from));
+    stage_from = std::chrono::steady_clock::now();
   };
   for (auto& d : docs)
     for (auto& c : chunk_document(d, opts.chunking))
@@ -297,8 +296,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
       keep(index_dir / "graph.bin", graph_signature, [snap] { return snap->graph.serialize(); });
     stage("graph");
   }
-  snap->build_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - started).count();
+  snap->build_ms = ms_since(started);
   return snap;
 }
 

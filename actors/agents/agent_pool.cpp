@@ -20,6 +20,7 @@
 #include "llm/openai_client.hpp"
 #include "llm/rerank.hpp"
 #include "llm/research_judge.hpp"
+#include "protocol/elapsed.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "protocol/worker_name.hpp"
@@ -329,10 +330,6 @@ struct research_job {
   research_state st;
   std::vector<std::string> queries;  // searched so far, the question first
 };
-
-double ms_since(steady::time_point t0) {
-  return std::chrono::duration<double, std::milli>(steady::now() - t0).count();
-}
 
 void research_done(worker_ptr self, std::shared_ptr<research_job> job) {
   auto r = research_result(*job->snapshot, std::move(job->st));

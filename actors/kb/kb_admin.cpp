@@ -15,6 +15,7 @@
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
+#include "protocol/elapsed.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
 #include "retrieval/kb_settings.hpp"
@@ -39,10 +40,6 @@ struct ingest_queue {
   size_t storing = 0;                  // ingests whose store write is in flight
   bool build_sent = false;             // the build's message is on its way
 };
-
-double ms_since(std::chrono::steady_clock::time_point from) {
-  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - from).count();
-}
 
 // Ingests one build applies at most; more wait for the next.
 constexpr size_t max_ingests_per_build = 64;
