@@ -4,11 +4,13 @@
 #include <chrono>
 #include <cmath>
 #include <map>
+#include <optional>
 #include <unordered_map>
 
 #include "protocol/elapsed.hpp"
 #include "retrieval/fusion.hpp"
 #include "retrieval/fusion_policy.hpp"
+#include "retrieval/tokenizer.hpp"
 #include "retrieval/typo_expansion.hpp"
 
 namespace ragtor {
@@ -37,27 +39,94 @@ fusion_policy policy_of(const kb_snapshot& snap) {
   return choose_fusion(snap.settings, snap.embed.get());
 }
 
-// The BM25 leg; unknown query terms also search their near spellings
-// (typo_expansion.hpp) unless the KB turned that off.
-ranked_list bm25_leg(const kb_snapshot& snap, std::string_view query, size_t depth, double weight) {
+// BM25's hits for a query; unknown query terms also search their near
+// spellings (typo_expansion.hpp) unless the KB turned that off.
+struct bm25_found {
+  std::vector<bm25_index::hit> hits;
+  std::string note;       // the expansions, when there were some
+  bool expanded = false;  // else `hits` are snap.index.search(query, depth)'s
+};
+
+bm25_found search_bm25(const kb_snapshot& snap, std::string_view query, size_t depth) {
+  bm25_found found;
+  if (snap.settings.typo_tolerance) {
+    auto expanded = expand_typos(snap.index, query);
+    if (!expanded.expansions.empty()) {
+      found.hits = snap.index.search_terms(expanded.terms, depth);
+      found.note = "typos " + describe(expanded.expansions);
+      found.expanded = true;
+      return found;
+    }
+  }
+  found.hits = snap.index.search(query, depth);
+  return found;
+}
+
+// One query's BM25 and vector searches, made once at the deepest depth
+// fusion's four agents ask for (over_retrieve_depth of its own), each
+// agent taking the first n hits it asks for: both searches rank exactly,
+// ties by the smaller row, so those are what a search for n finds (for
+// vectors, unless an HNSW graph answers either depth:
+// vector_index::ranks_exactly). Fusion made three of each per query.
+class search_memo {
+public:
+  search_memo(const kb_snapshot& snap, std::string_view query, const query_vector& qv, size_t depth)
+      : snap_(snap), query_(query), qv_(qv), depth_(depth) {}
+
+  // BM25's hits (as search_bm25) for `query` at `depth`, or null when the
+  // memo cannot answer them.
+  const bm25_found* bm25(std::string_view query, size_t depth) {
+    if (query != query_ || depth > depth_)
+      return nullptr;
+    if (!bm25_)
+      bm25_ = search_bm25(snap_, query_, depth_);
+    return &*bm25_;
+  }
+  // snap.vectors.search(qv.values, depth)'s hits, or null.
+  const std::vector<vector_index::hit>* vectors(const query_vector& qv, size_t depth) {
+    if (&qv != &qv_ || depth > depth_
+        || (depth != depth_
+            && !(snap_.vectors.ranks_exactly(depth) && snap_.vectors.ranks_exactly(depth_))))
+      return nullptr;
+    if (!vectors_)
+      vectors_ = snap_.vectors.search(qv_.values, depth_);
+    return &*vectors_;
+  }
+  int searches() const { return int{bm25_.has_value()} + int{vectors_.has_value()}; }
+
+private:
+  const kb_snapshot& snap_;
+  std::string_view query_;
+  const query_vector& qv_;
+  size_t depth_;
+  std::optional<bm25_found> bm25_;
+  std::optional<std::vector<vector_index::hit>> vectors_;
+};
+
+// The first `depth` of `hits` with a positive score, ids as text.
+template <class Hits>
+void add_hits(ranked_list& l, const Hits& hits, size_t depth) {
+  for (size_t i = 0; i < hits.size() && i < depth; ++i)
+    if (hits[i].second > 0)
+      l.items.emplace_back(std::to_string(hits[i].first), hits[i].second);
+}
+
+// The BM25 leg, from `memo` when it can answer it.
+ranked_list bm25_leg(const kb_snapshot& snap, std::string_view query, size_t depth, double weight,
+                     search_memo* memo = nullptr) {
   ranked_list l;
   l.leg = "bm25";
   l.weight = weight;
   if (snap.settings.bm25_threshold > 0)
     l.min_score = snap.settings.bm25_threshold;
-  std::vector<bm25_index::hit> hits;
-  if (snap.settings.typo_tolerance) {
-    auto expanded = expand_typos(snap.index, query);
-    if (!expanded.expansions.empty()) {
-      hits = snap.index.search_terms(expanded.terms, depth);
-      l.note = "typos " + describe(expanded.expansions);
-    }
+  bm25_found own;
+  const bm25_found* found = memo ? memo->bm25(query, depth) : nullptr;
+  if (!found) {
+    own = search_bm25(snap, query, depth);
+    found = &own;
   }
-  if (l.note.empty())
-    hits = snap.index.search(query, depth);
-  for (auto& [idx, score] : hits)
-    if (score > 0)
-      l.items.emplace_back(std::to_string(idx), score);
+  l.note = found->note;
+  add_hits(l, found->hits, depth);
   return l;
 }
 
@@ -67,14 +136,12 @@ ranked_list bm25_terms_leg(const kb_snapshot& snap,
   ranked_list l;
   l.leg = "bm25";
   l.weight = weight;
-  for (auto& [idx, score] : snap.index.search_terms(terms, depth))
-    if (score > 0)
-      l.items.emplace_back(std::to_string(idx), score);
+  add_hits(l, snap.index.search_terms(terms, depth), depth);
   return l;
 }
 
-ranked_list vector_leg(const kb_snapshot& snap, const query_vector& qv, size_t depth,
-                       double weight) {
+ranked_list vector_leg(const kb_snapshot& snap, const query_vector& qv, size_t depth, double weight,
+                       search_memo* memo = nullptr) {
   ranked_list l;
   l.leg = "vector";
   l.weight = weight;
@@ -88,9 +155,10 @@ ranked_list vector_leg(const kb_snapshot& snap, const query_vector& qv, size_t d
   }
   if (qv.values.empty())
     return l;
-  for (auto& [idx, sim] : snap.vectors.search(qv.values, depth))
-    if (sim > 0)
-      l.items.emplace_back(std::to_string(idx), sim);
+  if (auto* hits = memo ? memo->vectors(qv, depth) : nullptr)
+    add_hits(l, *hits, depth);
+  else
+    add_hits(l, snap.vectors.search(qv.values, depth), depth);
   return l;
 }
 
@@ -122,12 +190,12 @@ std::string leg_detail(const ranked_list& l) {
 }
 
 retrieval_result naive(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                       size_t k) {
+                       size_t k, search_memo* memo = nullptr) {
   retrieval_result r;
   auto t = steady::now();
-  auto v = vector_leg(snap, qv, k, 1.0);
+  auto v = vector_leg(snap, qv, k, 1.0, memo);
   if (!snap.embed) {
-    auto b = bm25_leg(snap, query, k, 1.0);
+    auto b = bm25_leg(snap, query, k, 1.0, memo);
     r.retrieval_results = from_list(snap, b, k);
     r.trace.push_back({"bm25", "no vector index for this KB; " + leg_detail(b), ms_since(t)});
     return r;
@@ -142,7 +210,7 @@ retrieval_result naive(const kb_snapshot& snap, std::string_view query, const qu
 
 std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view query,
                                      const query_vector& qv, size_t k,
-                                     std::vector<trace_step>& trace) {
+                                     std::vector<trace_step>& trace, search_memo* memo) {
   auto depth = over_retrieve_depth(k);
   // search_mode (KB setting) chooses the legs; "vector" without a vector
   // index falls back to BM25.
@@ -152,7 +220,7 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
   auto policy = policy_of(snap);
   std::vector<ranked_list> legs;
   auto t = steady::now();
-  auto v = use_vector ? vector_leg(snap, qv, depth, policy.vector_weight) : ranked_list{};
+  auto v = use_vector ? vector_leg(snap, qv, depth, policy.vector_weight, memo) : ranked_list{};
   trace.push_back(
       {"vector", use_vector ? leg_detail(v) : "skipped: search_mode=" + mode, ms_since(t)});
   if (!v.error.empty()) {
@@ -161,7 +229,7 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
     use_bm25 = true;
   }
   t = steady::now();
-  auto b = use_bm25 ? bm25_leg(snap, query, depth, policy.keyword_weight) : ranked_list{};
+  auto b = use_bm25 ? bm25_leg(snap, query, depth, policy.keyword_weight, memo) : ranked_list{};
   trace.push_back({"bm25", use_bm25 ? leg_detail(b) : "skipped: search_mode=" + mode, ms_since(t)});
   if (use_bm25)
     legs.push_back(b);
@@ -175,15 +243,15 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
 }
 
 retrieval_result hybrid(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                        size_t k) {
+                        size_t k, search_memo* memo = nullptr) {
   retrieval_result r;
-  auto fused = hybrid_fused(snap, query, qv, k, r.trace);
+  auto fused = hybrid_fused(snap, query, qv, k, r.trace, memo);
   r.retrieval_results = from_fused(snap, fused, "");
   return r;
 }
 
 retrieval_result graph(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                       size_t k) {
+                       size_t k, search_memo* memo = nullptr) {
   retrieval_result r;
   auto t = steady::now();
   auto depth = over_retrieve_depth(k);
@@ -194,10 +262,16 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, const qu
   // (BM25, normalised) order chunks the graph scores alike.
   std::map<uint32_t, double> lexical;
   double lex_max = 0;
-  for (auto& [idx, score] : snap.index.search(query, depth)) {
-    lexical[idx] = score;
-    lex_max = std::max(lex_max, score);
-  }
+  auto add_lexical = [&](const auto& hits) {
+    for (size_t i = 0; i < hits.size() && i < depth; ++i) {
+      lexical[hits[i].first] = hits[i].second;
+      lex_max = std::max(lex_max, hits[i].second);
+    }
+  };
+  if (auto* found = memo ? memo->bm25(query, depth) : nullptr; found && !found->expanded)
+    add_lexical(found->hits);
+  else
+    add_lexical(snap.index.search(query, depth));
   double graph_max = local.chunks.empty() ? 1 : local.chunks.front().second;
   std::vector<std::pair<uint32_t, double>> ranked;
   for (auto& [idx, score] : local.chunks) {
@@ -227,7 +301,7 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, const qu
     r.trace.push_back({"graph_global", "topics=" + ids, ms_since(t)});
   }
   if (r.retrieval_results.empty()) {
-    auto h = hybrid(snap, query, qv, k);
+    auto h = hybrid(snap, query, qv, k, memo);
     r.retrieval_results = std::move(h.retrieval_results);
     for (auto& s : h.trace)
       r.trace.push_back(s);
@@ -236,9 +310,13 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, const qu
   return r;
 }
 
+research_state first_round(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                           size_t k, search_memo* memo);
+
 retrieval_result research(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                          size_t k, int max_rounds = research_max_rounds) {
-  auto st = research_first_round(snap, query, qv, k);
+                          size_t k, int max_rounds = research_max_rounds,
+                          search_memo* memo = nullptr) {
+  auto st = first_round(snap, query, qv, k, memo);
   research_rm3_rounds(snap, st, max_rounds);
   return research_result(snap, std::move(st));
 }
@@ -277,17 +355,20 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
   auto depth = over_retrieve_depth(k);
   // The four agents run one after another on the calling thread: a search
   // runs on one of the agent's worker actors, and the workers already
-  // keep every core busy (no thread per query).
+  // keep every core busy (no thread per query). They share one BM25 and
+  // one vector search (search_memo).
   auto t0 = steady::now();
+  search_memo memo{snap, query, qv, over_retrieve_depth(depth)};
   try {
-    add("naive_rag_agent", naive(snap, query, qv, depth));
+    add("naive_rag_agent", naive(snap, query, qv, depth, &memo));
   } catch (const search_error& e) {
     r.trace.push_back({"naive_rag_agent", std::string{"failed: "} + e.what(), 0});
   }
-  add("hybrid_agent", hybrid(snap, query, qv, depth));
-  add("graph_agent", graph(snap, query, qv, depth));
-  add("deep_research_agent", research(snap, query, qv, depth, 2));
-  r.trace.push_back({"legs", "4 agents", ms_since(t0)});
+  add("hybrid_agent", hybrid(snap, query, qv, depth, &memo));
+  add("graph_agent", graph(snap, query, qv, depth, &memo));
+  add("deep_research_agent", research(snap, query, qv, depth, 2, &memo));
+  r.trace.push_back(
+      {"legs", "4 agents, " + std::to_string(memo.searches()) + " shared searches", ms_since(t0)});
   auto t = steady::now();
   auto fused = fuse(lists, k, policy.rule);
   for (auto& f : fused) {
@@ -316,11 +397,33 @@ std::vector<fused_item> fuse_rounds(const research_state& st) {
   return fuse(st.legs, over_retrieve_depth(st.k), st.rule);
 }
 
+// The query's coverage by the first k chunks' texts, from the BM25 index
+// instead of tokenizing them: a chunk is indexed as tokenize(title + "\n"
+// + text), the title's terms then the text's, so a term is in the text
+// when it occurs more often in the chunk than in its title (titles are
+// short; tokenized only for a chunk that holds the term).
 double coverage_of(const kb_snapshot& snap, const research_state& st) {
-  std::vector<std::string> texts;
-  for (size_t i = 0; i < st.fused.size() && i < st.k; ++i)
-    texts.push_back(snap.chunks[std::stoul(st.fused[i].id)].text);
-  return query_coverage(st.query, texts,
+  auto n = std::min(st.fused.size(), st.k);
+  std::vector<uint32_t> ids(n);
+  for (size_t i = 0; i < n; ++i)
+    ids[i] = static_cast<uint32_t>(std::stoul(st.fused[i].id));
+  std::vector<std::optional<std::vector<std::string>>> titles(n);
+  auto holds = [&](const std::string& term) {
+    for (size_t i = 0; i < n; ++i) {
+      auto tf = snap.index.term_frequency(term, ids[i]);
+      if (tf == 0)
+        continue;
+      auto& title = snap.chunks[ids[i]].title;
+      if (title.empty())
+        return true;
+      if (!titles[i])
+        titles[i] = tokenize(title);
+      if (tf > std::count(titles[i]->begin(), titles[i]->end(), term))
+        return true;
+    }
+    return false;
+  };
+  return query_coverage(st.query, holds,
                         [&](std::string_view term) { return snap.index.idf(term); });
 }
 
@@ -343,6 +446,13 @@ bool add_round(const kb_snapshot& snap, research_state& st, ranked_list leg, std
 
 research_state research_first_round(const kb_snapshot& snap, std::string_view query,
                                     const query_vector& qv, size_t k) {
+  return first_round(snap, query, qv, k, nullptr);
+}
+
+namespace {
+
+research_state first_round(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                           size_t k, search_memo* memo) {
   research_state st;
   st.query = std::string{query};
   st.k = k;
@@ -351,8 +461,8 @@ research_state research_first_round(const kb_snapshot& snap, std::string_view qu
   st.keyword_weight = policy.keyword_weight;
   auto depth = over_retrieve_depth(k);
   auto t = steady::now();
-  auto bm25 = bm25_leg(snap, query, depth, policy.keyword_weight);
-  auto vec = vector_leg(snap, qv, depth, policy.vector_weight);
+  auto bm25 = bm25_leg(snap, query, depth, policy.keyword_weight, memo);
+  auto vec = vector_leg(snap, qv, depth, policy.vector_weight, memo);
   std::string detail = vec.error.empty() ? "hybrid" : "bm25 only (" + leg_detail(vec) + ")";
   if (!bm25.note.empty())
     detail += " " + bm25.note;
@@ -367,6 +477,8 @@ research_state research_first_round(const kb_snapshot& snap, std::string_view qu
                       ms_since(t)});
   return st;
 }
+
+}  // namespace
 
 std::vector<std::string> research_evidence(const kb_snapshot& snap, const research_state& st,
                                            size_t n) {

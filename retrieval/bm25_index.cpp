@@ -227,6 +227,15 @@ size_t bm25_index::document_frequency(std::string_view term) const {
   return i == postings_.end() ? 0 : i->second.docs.size();
 }
 
+uint32_t bm25_index::term_frequency(std::string_view term, uint32_t chunk) const {
+  auto i = postings_.find(std::string{term});
+  if (i == postings_.end())
+    return 0;
+  auto& docs = i->second.docs;
+  auto at = std::lower_bound(docs.begin(), docs.end(), chunk);
+  return at != docs.end() && *at == chunk ? i->second.tfs[size_t(at - docs.begin())] : 0;
+}
+
 size_t bm25_index::memory_bytes() const {
   size_t bytes = doc_len_.capacity() * sizeof(uint32_t) + norm_.capacity() * sizeof(double);
   for (auto& [term, pl] : postings_)

@@ -60,6 +60,9 @@ public:
   // Whether `term` (an index term) occurs in some chunk, and in how many.
   bool has_term(std::string_view term) const { return document_frequency(term) > 0; }
   size_t document_frequency(std::string_view term) const;
+  // How often `term` occurs in chunk `chunk`'s title and text (0 when it
+  // does not): a binary search of its postings.
+  uint32_t term_frequency(std::string_view term, uint32_t chunk) const;
   // Calls visit(term, document frequency) for every index term, in no
   // particular order.
   template <class Visitor>

@@ -176,32 +176,38 @@ std::vector<weighted_term> rm3_expand(std::string_view query,
   return out;
 }
 
-double query_coverage(std::string_view query, const std::vector<std::string>& evidence,
+double query_coverage(std::string_view query, const std::function<bool(const std::string&)>& holds,
                       const std::function<double(std::string_view)>& idf) {
   auto qterms = tokenize(query);
   std::set<std::string> distinct{qterms.begin(), qterms.end()};
-  if (distinct.empty())
-    return 1.0;
-  // The evidence is read only until every term is found (tokenizing a
-  // text is most of the cost).
-  std::set<std::string> found;
-  for (auto& text : evidence) {
-    for (auto& t : tokenize(text))
-      if (distinct.count(t))
-        found.insert(t);
-    if (found.size() == distinct.size())
-      break;
-  }
   double total = 0, got = 0;
   for (auto& t : distinct) {
     auto w = idf ? std::max(idf(t), 0.0) : 1.0;
     if (w == 0)
       w = 1.0;  // unknown to the index: still counts
     total += w;
-    if (found.count(t))
+    if (holds(t))
       got += w;
   }
   return total > 0 ? got / total : 1.0;
+}
+
+double query_coverage(std::string_view query, const std::vector<std::string>& evidence,
+                      const std::function<double(std::string_view)>& idf) {
+  auto qterms = tokenize(query);
+  std::set<std::string> distinct{qterms.begin(), qterms.end()};
+  // The evidence is read only until every term is found (tokenizing a
+  // text is most of the cost).
+  std::set<std::string> found;
+  for (auto& text : evidence) {
+    if (found.size() == distinct.size())
+      break;
+    for (auto& t : tokenize(text))
+      if (distinct.count(t))
+        found.insert(t);
+  }
+  return query_coverage(
+      query, [&](const std::string& t) { return found.count(t) > 0; }, idf);
 }
 
 }  // namespace ragtor

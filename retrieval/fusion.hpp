@@ -70,5 +70,9 @@ std::vector<weighted_term> rm3_expand(std::string_view query,
 // one evidence text (1 = all found; an empty query counts as covered).
 double query_coverage(std::string_view query, const std::vector<std::string>& evidence,
                       const std::function<double(std::string_view)>& idf);
+// The same with holds(term) telling whether some evidence text holds a
+// query term (each distinct term asked once, in sorted order).
+double query_coverage(std::string_view query, const std::function<bool(const std::string&)>& holds,
+                      const std::function<double(std::string_view)>& idf);
 
 }  // namespace ragtor

@@ -319,6 +319,10 @@ std::string vector_index::graph_bytes() const {
   return bytes;
 }
 
+bool vector_index::ranks_exactly(size_t k) const {
+  return !hnsw_ || k > hnsw_->ef;
+}
+
 std::vector<vector_index::hit> vector_index::search(std::span<const float> query, size_t k) const {
   std::vector<hit> out;
   auto n = size();

@@ -91,6 +91,10 @@ public:
   std::vector<float> row(size_t i) const;
   size_t dims() const { return dims_; }
   bool uses_hnsw() const { return hnsw_ != nullptr; }
+  // Whether search(query, k) ranks every row exactly (ties by the smaller
+  // row), so that its first n hits are search(query, n): not when an HNSW
+  // graph answers (k at most its ef).
+  bool ranks_exactly(size_t k) const;
   size_t memory_bytes() const;
 
 private:

@@ -2,6 +2,7 @@
 // against exhaustive scoring on random corpora.
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <numeric>
 #include <random>
 #include <string>
@@ -10,6 +11,7 @@
 #include <gtest/gtest.h>
 
 #include "retrieval/bm25_index.hpp"
+#include "retrieval/tokenizer.hpp"
 
 using namespace ragtor;
 
@@ -73,6 +75,23 @@ TEST(bm25, titles_are_indexed_with_every_chunk) {
   auto hits = idx.search("kettle", 5);
   ASSERT_EQ(hits.size(), 1u);
   EXPECT_EQ(hits[0].first, 0u);
+}
+
+TEST(bm25, a_terms_frequency_in_a_chunk_counts_its_title_and_text) {
+  auto c = make_chunk(0, "Kettles boil; the kettle sings. 绿茶");
+  c.title = "Kettle notes";
+  auto idx = bm25_index::build({c, make_chunk(1, "other body"), make_chunk(2, "kettle")});
+  std::map<std::string, uint32_t> want;
+  for (auto& t : tokenize(c.title + "\n" + c.text))
+    ++want[t];
+  ASSERT_GE(want.size(), 4u);
+  for (auto& [term, n] : want)
+    EXPECT_EQ(idx.term_frequency(term, 0), n) << term;
+  EXPECT_EQ(idx.term_frequency("kettl", 0), 3u) << "stemmed, title and text";
+  EXPECT_EQ(idx.term_frequency("kettl", 1), 0u);
+  EXPECT_EQ(idx.term_frequency("kettl", 2), 1u);
+  EXPECT_EQ(idx.term_frequency("kettl", 7), 0u) << "no such chunk";
+  EXPECT_EQ(idx.term_frequency("saffron", 0), 0u) << "no such term";
 }
 
 TEST(bm25, ties_go_to_the_smaller_index) {

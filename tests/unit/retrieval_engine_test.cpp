@@ -17,6 +17,7 @@
 #include "retrieval/embedder.hpp"
 #include "retrieval/entity_graph.hpp"
 #include "retrieval/fusion.hpp"
+#include "retrieval/fusion_policy.hpp"
 #include "retrieval/kb_catalog.hpp"
 #include "retrieval/vector_index.hpp"
 
@@ -132,6 +133,23 @@ TEST(vector_index, exact_equals_brute_force_and_hnsw_recall_is_high) {
     th.join();
   EXPECT_EQ(seq, par);
   EXPECT_TRUE(exact.search({queries.data(), dims - 1}, 5).empty()) << "wrong dimension";
+  // Where the ranking is exact, a search for fewer rows is the first rows
+  // of a search for more; the graph ranks exactly only past its ef.
+  auto ef = vector_index_options{}.ef_search;
+  EXPECT_TRUE(exact.ranks_exactly(5) && exact.ranks_exactly(n));
+  EXPECT_FALSE(approx.ranks_exactly(10) || approx.ranks_exactly(ef));
+  EXPECT_TRUE(approx.ranks_exactly(ef + 1));
+  for (size_t q = 0; q < 5; ++q) {
+    std::span<const float> query{queries.data() + q * dims, dims};
+    for (auto* index : {&exact, &approx}) {
+      auto deep = index->search(query, ef + 40);
+      auto shallow = index->search(query, ef + 1);
+      ASSERT_EQ(shallow.size(), ef + 1);
+      EXPECT_TRUE(std::equal(shallow.begin(), shallow.end(), deep.begin()));
+    }
+    auto few = exact.search(query, 7);
+    EXPECT_TRUE(std::equal(few.begin(), few.end(), exact.search(query, 300).begin()));
+  }
 }
 
 TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_bit) {
@@ -580,6 +598,101 @@ TEST(agents, every_agent_answers_on_a_fixture_kb_with_a_trace) {
   auto research = run_agent(*snap, "deep_research_agent", "kettle thermometer saffron", 2);
   EXPECT_GE(research.trace.size(), 1u);
   EXPECT_TRUE(research.trace[0].detail.find("coverage=") != std::string::npos);
+}
+
+// Fusion makes one BM25 and one vector search for its four agents, at the
+// deepest depth any asks for, and hands each the first hits it asks for:
+// what it fuses is what the four agents find alone. 300 chunks, k = 2:
+// the agents ask for 50 and 250 hits.
+TEST(agents, fusion_fuses_what_its_agents_find_alone_from_shared_searches) {
+  std::vector<std::string> words{"saffron", "kettle", "harbour", "ledger",  "crate", "wool",
+                                 "copper",  "tide",   "lantern", "quellin", "oster", "marigold"};
+  std::mt19937 rng{7};
+  std::vector<document> docs;
+  for (int i = 0; i < 300; ++i) {
+    std::string text = "Captain Odile Varga logged";
+    for (int w = 0; w < 12; ++w)
+      text += " " + words[rng() % words.size()];
+    docs.push_back({"log" + std::to_string(i), "Log " + words[i % words.size()], text + ".", ""});
+  }
+  auto snap = kb_catalog::build_snapshot("many", docs, kb_build_options{});
+  ASSERT_EQ(snap->chunks.size(), 300u);
+  auto policy = choose_fusion(snap->settings, snap->embed.get());
+  auto weak = std::min(1.0, policy.vector_weight / policy.keyword_weight);
+  for (auto query : {"saffron kettle harbour", "Odile Varga copper tide", "lantern ledgr wool"}) {
+    size_t k = 2, depth = over_retrieve_depth(k);
+    auto fused = run_agent(*snap, "fusion_agent", query, k);
+    auto qv = embed_query(*snap, query);
+    auto st = research_first_round(*snap, query, qv, depth);
+    research_rm3_rounds(*snap, st, 2);
+    std::vector<std::pair<std::string, retrieval_result>> alone{
+        {"naive_rag_agent", run_agent(*snap, "naive_rag_agent", query, depth)},
+        {"hybrid_agent", run_agent(*snap, "hybrid_agent", query, depth)},
+        {"graph_agent", run_agent(*snap, "graph_agent", query, depth)},
+        {"deep_research_agent", research_result(*snap, st)}};
+    std::vector<ranked_list> lists;
+    for (auto& [name, r] : alone) {
+      ASSERT_FALSE(r.retrieval_results.empty()) << query << " " << name;
+      ranked_list l{
+          name, name == "naive_rag_agent" || name == "graph_agent" ? weak : 1.0, std::nullopt, {}};
+      for (auto& item : r.retrieval_results)
+        l.items.emplace_back(item.result_id, item.score);
+      lists.push_back(std::move(l));
+    }
+    EXPECT_EQ(alone[0].second.retrieval_results.size(), depth) << "more vector hits than asked";
+    auto want = fuse(lists, k, policy.rule);
+    ASSERT_EQ(fused.retrieval_results.size(), want.size()) << query;
+    for (size_t i = 0; i < want.size(); ++i) {
+      EXPECT_EQ(fused.retrieval_results[i].result_id, want[i].id) << query << " " << i;
+      EXPECT_EQ(fused.retrieval_results[i].score, want[i].score) << query << " " << i;
+    }
+    // Each agent's steps report what it found alone (hits, coverage,
+    // rewrites), but for their durations.
+    for (auto& [name, r] : alone) {
+      std::vector<std::string> in_fusion, by_itself;
+      for (auto& step : fused.trace)
+        if (step.step.starts_with(name + "/"))
+          in_fusion.push_back(step.step.substr(name.size() + 1) + ": " + step.detail);
+      for (auto& step : r.trace)
+        by_itself.push_back(step.step + ": " + step.detail);
+      EXPECT_EQ(in_fusion, by_itself) << query << " " << name;
+    }
+    auto legs = std::find_if(fused.trace.begin(), fused.trace.end(),
+                             [](auto& s) { return s.step == "legs"; });
+    ASSERT_NE(legs, fused.trace.end());
+    EXPECT_NE(legs->detail.find("2 shared searches"), std::string::npos) << legs->detail;
+  }
+}
+
+// Deep research's coverage counts a query term found in the text of one
+// of its first k chunks, not one found only in a title (the BM25 index
+// holds both): the same as reading the texts.
+TEST(agents, research_coverage_counts_terms_in_the_evidence_text_not_its_title) {
+  std::vector<document> docs{
+      {"a", "Saffron ledger", "The ship carries wool and copper.", ""},
+      {"b", "Kettle kettle", "The kettle boils water for green tea.", ""},
+      {"c", "", "Saffron is a spice from crocus flowers, traded by the ledger.", ""},
+      {"d", "绿茶", "绿茶很好喝。", ""}};
+  auto snap = kb_catalog::build_snapshot("titles", docs, kb_build_options{});
+  auto idf = [&](std::string_view t) { return snap->index.idf(t); };
+  int partial = 0;
+  for (auto query : {"ledger wool", "saffron copper", "kettle water", "绿茶", "crocus ledger",
+                     "saffron ledger wool kettle", "nothing here"}) {
+    for (size_t k : {1, 2, 4}) {
+      auto st = research_first_round(*snap, query, embed_query(*snap, query), k);
+      std::vector<std::string> texts;
+      for (size_t i = 0; i < st.fused.size() && i < k; ++i)
+        texts.push_back(snap->chunks[std::stoul(st.fused[i].id)].text);
+      EXPECT_DOUBLE_EQ(st.coverage, query_coverage(query, texts, idf)) << query << " k=" << k;
+      partial += st.coverage > 0 && st.coverage < 1;
+    }
+  }
+  auto first = research_first_round(*snap, "ledger wool", embed_query(*snap, "ledger wool"), 1);
+  ASSERT_FALSE(first.fused.empty());
+  EXPECT_EQ(snap->chunks[std::stoul(first.fused[0].id)].doc_id, "a");
+  EXPECT_GT(first.coverage, 0);
+  EXPECT_LT(first.coverage, 1) << "\"ledger\" is only in a's title";
+  EXPECT_GT(partial, 1);
 }
 
 }  // namespace
