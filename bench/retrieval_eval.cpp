@@ -182,7 +182,8 @@ retrieval_result research_with_stand_in(const kb_snapshot& snap, std::string_vie
   auto st = research_first_round(snap, question, embed_query(snap, question), k);
   std::vector<std::string> queries{question};
   while (st.round < research_max_rounds) {
-    auto req = llm::research_judge_request(question, queries, research_evidence(snap, st, 5));
+    auto req = llm::research_judge_request(question, queries,
+                                           research_evidence(snap, st, research_feedback_chunks));
     (void)req;  // what would be sent
     auto next = llm::apply_research_verdict(snap, st, queries, stand_in_reply(mode, question), 0);
     if (next != llm::research_next::ask_again)

@@ -35,6 +35,30 @@ retrieval_item item_of(const kb_snapshot& snap, uint32_t idx, double score, std:
   return item;
 }
 
+// What an agent found, by chunk row: its items (item_of) are made only
+// for what it answers with (fusion fuses four agents' rows).
+struct found_chunk {
+  uint32_t idx;
+  double score;
+  std::string source;
+};
+struct agent_found {
+  std::vector<found_chunk> chunks;
+  std::vector<trace_step> trace;
+  std::vector<std::string> entity_ids, relationship_ids;
+};
+
+retrieval_result result_of(const kb_snapshot& snap, agent_found found) {
+  retrieval_result r;
+  r.retrieval_results.reserve(found.chunks.size());
+  for (auto& c : found.chunks)
+    r.retrieval_results.push_back(item_of(snap, c.idx, c.score, std::move(c.source)));
+  r.entity_ids = std::move(found.entity_ids);
+  r.relationship_ids = std::move(found.relationship_ids);
+  r.trace = std::move(found.trace);
+  return r;
+}
+
 fusion_policy policy_of(const kb_snapshot& snap) {
   return choose_fusion(snap.settings, snap.embed.get());
 }
@@ -162,23 +186,21 @@ ranked_list vector_leg(const kb_snapshot& snap, const query_vector& qv, size_t d
   return l;
 }
 
-std::vector<retrieval_item> from_list(const kb_snapshot& snap, const ranked_list& l, size_t k) {
-  std::vector<retrieval_item> out;
+std::vector<found_chunk> from_list(const ranked_list& l, size_t k) {
+  std::vector<found_chunk> out;
   for (size_t i = 0; i < l.items.size() && i < k; ++i)
-    out.push_back(item_of(snap, static_cast<uint32_t>(std::stoul(l.items[i].first)),
-                          l.items[i].second, l.leg));
+    out.push_back({static_cast<uint32_t>(std::stoul(l.items[i].first)), l.items[i].second, l.leg});
   return out;
 }
 
-std::vector<retrieval_item> from_fused(const kb_snapshot& snap, const std::vector<fused_item>& f,
-                                       std::string_view source) {
-  std::vector<retrieval_item> out;
+std::vector<found_chunk> from_fused(const std::vector<fused_item>& f, std::string_view source) {
+  std::vector<found_chunk> out;
   for (auto& x : f) {
     std::string src{source};
     if (source.empty())
       for (auto& [leg, rank] : x.ranks)
         src += (src.empty() ? "" : "+") + leg;
-    out.push_back(item_of(snap, static_cast<uint32_t>(std::stoul(x.id)), x.score, src));
+    out.push_back({static_cast<uint32_t>(std::stoul(x.id)), x.score, std::move(src)});
   }
   return out;
 }
@@ -189,21 +211,21 @@ std::string leg_detail(const ranked_list& l) {
   return l.leg + " hits=" + std::to_string(l.items.size()) + (l.note.empty() ? "" : " " + l.note);
 }
 
-retrieval_result naive(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                       size_t k, search_memo* memo = nullptr) {
-  retrieval_result r;
+agent_found naive(const kb_snapshot& snap, std::string_view query, const query_vector& qv, size_t k,
+                  search_memo* memo = nullptr) {
+  agent_found r;
   auto t = steady::now();
   auto v = vector_leg(snap, qv, k, 1.0, memo);
   if (!snap.embed) {
     auto b = bm25_leg(snap, query, k, 1.0, memo);
-    r.retrieval_results = from_list(snap, b, k);
+    r.chunks = from_list(b, k);
     r.trace.push_back({"bm25", "no vector index for this KB; " + leg_detail(b), ms_since(t)});
     return r;
   }
   if (!v.error.empty())
     throw search_error{v.error};
   std::erase_if(v.items, [&](auto& it) { return v.min_score && it.second < *v.min_score; });
-  r.retrieval_results = from_list(snap, v, k);
+  r.chunks = from_list(v, k);
   r.trace.push_back({"vector", snap.embed->name() + " " + leg_detail(v), ms_since(t)});
   return r;
 }
@@ -232,9 +254,9 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
   auto b = use_bm25 ? bm25_leg(snap, query, depth, policy.keyword_weight, memo) : ranked_list{};
   trace.push_back({"bm25", use_bm25 ? leg_detail(b) : "skipped: search_mode=" + mode, ms_since(t)});
   if (use_bm25)
-    legs.push_back(b);
+    legs.push_back(std::move(b));
   if (use_vector)
-    legs.push_back(v);
+    legs.push_back(std::move(v));
   t = steady::now();
   auto fused = fuse(legs, k, policy.rule);
   trace.push_back(
@@ -242,17 +264,16 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
   return fused;
 }
 
-retrieval_result hybrid(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                        size_t k, search_memo* memo = nullptr) {
-  retrieval_result r;
-  auto fused = hybrid_fused(snap, query, qv, k, r.trace, memo);
-  r.retrieval_results = from_fused(snap, fused, "");
+agent_found hybrid(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                   size_t k, search_memo* memo = nullptr) {
+  agent_found r;
+  r.chunks = from_fused(hybrid_fused(snap, query, qv, k, r.trace, memo), "");
   return r;
 }
 
-retrieval_result graph(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                       size_t k, search_memo* memo = nullptr) {
-  retrieval_result r;
+agent_found graph(const kb_snapshot& snap, std::string_view query, const query_vector& qv, size_t k,
+                  search_memo* memo = nullptr) {
+  agent_found r;
   auto t = steady::now();
   auto depth = over_retrieve_depth(k);
   auto local = snap.graph.local_search(query, depth);
@@ -282,27 +303,27 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, const qu
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
   for (size_t i = 0; i < ranked.size() && i < k; ++i)
-    r.retrieval_results.push_back(item_of(snap, ranked[i].first, ranked[i].second, "graph_local"));
+    r.chunks.push_back({ranked[i].first, ranked[i].second, "graph_local"});
   r.trace.push_back({"graph_local",
                      "entities=" + std::to_string(local.entity_ids.size())
                          + " relations=" + std::to_string(local.relation_ids.size())
                          + " chunks=" + std::to_string(local.chunks.size()),
                      ms_since(t)});
-  if (r.retrieval_results.empty()) {
+  if (r.chunks.empty()) {
     t = steady::now();
     auto topics = snap.graph.global_search(query, 3);
     std::string ids;
     for (auto& topic : topics) {
       ids += (ids.empty() ? "" : ",") + topic.id;
       for (auto idx : topic.chunks)
-        if (r.retrieval_results.size() < k)
-          r.retrieval_results.push_back(item_of(snap, idx, topic.score, "graph_global"));
+        if (r.chunks.size() < k)
+          r.chunks.push_back({idx, topic.score, "graph_global"});
     }
     r.trace.push_back({"graph_global", "topics=" + ids, ms_since(t)});
   }
-  if (r.retrieval_results.empty()) {
+  if (r.chunks.empty()) {
     auto h = hybrid(snap, query, qv, k, memo);
-    r.retrieval_results = std::move(h.retrieval_results);
+    r.chunks = std::move(h.chunks);
     for (auto& s : h.trace)
       r.trace.push_back(s);
     r.trace.push_back({"fallback", "no entity or topic matched; hybrid results", 0});
@@ -313,17 +334,18 @@ retrieval_result graph(const kb_snapshot& snap, std::string_view query, const qu
 research_state first_round(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
                            size_t k, search_memo* memo);
 
-retrieval_result research(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                          size_t k, int max_rounds = research_max_rounds,
-                          search_memo* memo = nullptr) {
+agent_found research_found(research_state st);
+
+agent_found research(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                     size_t k, int max_rounds = research_max_rounds, search_memo* memo = nullptr) {
   auto st = first_round(snap, query, qv, k, memo);
   research_rm3_rounds(snap, st, max_rounds);
-  return research_result(snap, std::move(st));
+  return research_found(std::move(st));
 }
 
-retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
-                        size_t k) {
-  retrieval_result r;
+agent_found fusion(const kb_snapshot& snap, std::string_view query, const query_vector& qv,
+                   size_t k) {
+  agent_found r;
   std::vector<ranked_list> lists;
   // The agents with a BM25 leg carry full weight; the vector-only and the
   // graph agent (weaker than BM25 on the evaluation sets) the share the
@@ -332,17 +354,17 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
   auto policy = policy_of(snap);
   double weak =
       policy.keyword_weight > 0 ? std::min(1.0, policy.vector_weight / policy.keyword_weight) : 1.0;
-  // Each chunk's item as the first agent to find it made it (item_of: the
-  // chunk's fields), for the fused items (which differ in score and source).
-  std::unordered_map<std::string, retrieval_item> item_by_id;
-  auto add = [&](std::string name, retrieval_result sub) {
+  // The agents' chunks are fused by their chunk ids (as their items are
+  // named, and ties are broken); the fused ids' rows.
+  std::unordered_map<std::string_view, uint32_t> row_by_id;
+  auto add = [&](std::string name, agent_found sub) {
     ranked_list l;
     l.leg = name;
     l.weight = name == "naive_rag_agent" || name == "graph_agent" ? weak : 1.0;
-    for (auto& item : sub.retrieval_results) {
-      l.items.emplace_back(item.result_id, item.score);
-      auto id = item.result_id;
-      item_by_id.try_emplace(std::move(id), std::move(item));
+    for (auto& c : sub.chunks) {
+      auto& id = snap.chunks[c.idx].chunk_id;
+      l.items.emplace_back(id, c.score);
+      row_by_id.try_emplace(id, c.idx);
     }
     for (auto& s : sub.trace)
       r.trace.push_back({name + "/" + s.step, s.detail, s.duration_ms});
@@ -375,10 +397,7 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
     std::string src;
     for (auto& [leg, rank] : f.ranks)
       src += (src.empty() ? "" : "+") + leg.substr(0, leg.find('_'));
-    auto& item = item_by_id.at(f.id);
-    item.score = f.score;
-    item.source = std::move(src);
-    r.retrieval_results.push_back(std::move(item));
+    r.chunks.push_back({row_by_id.at(f.id), f.score, std::move(src)});
   }
   r.trace.push_back({"fusion",
                      std::string{to_string(policy.rule)} + " agents=4 weights hybrid=1 research=1"
@@ -393,8 +412,10 @@ retrieval_result fusion(const kb_snapshot& snap, std::string_view query, const q
 
 namespace {
 
+// The rounds' legs fused, as far as anything reads (research_state::fused):
+// the first n of a deeper fusion, in fewer items made.
 std::vector<fused_item> fuse_rounds(const research_state& st) {
-  return fuse(st.legs, over_retrieve_depth(st.k), st.rule);
+  return fuse(st.legs, std::max(st.k, research_feedback_chunks), st.rule);
 }
 
 // The query's coverage by the first k chunks' texts, from the BM25 index
@@ -493,7 +514,7 @@ std::vector<std::string> research_evidence(const kb_snapshot& snap, const resear
 bool research_rm3_round(const kb_snapshot& snap, research_state& st) {
   auto t = steady::now();
   std::vector<std::pair<std::string, double>> feedback;
-  for (size_t i = 0; i < st.fused.size() && i < 5; ++i) {
+  for (size_t i = 0; i < st.fused.size() && i < research_feedback_chunks; ++i) {
     auto& c = snap.chunks[std::stoul(st.fused[i].id)];
     feedback.emplace_back(c.title + "\n" + c.text, st.fused[i].score);
   }
@@ -528,12 +549,20 @@ bool research_rewrite_round(const kb_snapshot& snap, research_state& st, std::st
   return add_round(snap, st, std::move(leg), std::move(detail), t);
 }
 
-retrieval_result research_result(const kb_snapshot& snap, research_state st) {
-  retrieval_result r;
+namespace {
+
+agent_found research_found(research_state st) {
+  agent_found r;
   r.trace = std::move(st.trace);
   st.fused.resize(std::min(st.fused.size(), st.k));
-  r.retrieval_results = from_fused(snap, st.fused, "deep_research");
+  r.chunks = from_fused(st.fused, "deep_research");
   return r;
+}
+
+}  // namespace
+
+retrieval_result research_result(const kb_snapshot& snap, research_state st) {
+  return result_of(snap, research_found(std::move(st)));
 }
 
 bool needs_query_vector(const kb_snapshot& snap, std::string_view agent_type) {
@@ -570,17 +599,18 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
 
 retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
                            std::string_view query, const query_vector& qv, size_t top_k) {
-  retrieval_result r;
+  agent_found found;
   if (agent_type == "naive_rag_agent")
-    r = naive(snap, query, qv, top_k);
+    found = naive(snap, query, qv, top_k);
   else if (agent_type == "graph_agent")
-    r = graph(snap, query, qv, top_k);
+    found = graph(snap, query, qv, top_k);
   else if (agent_type == "deep_research_agent")
-    r = research(snap, query, qv, top_k);
+    found = research(snap, query, qv, top_k);
   else if (agent_type == "fusion_agent")
-    r = fusion(snap, query, qv, top_k);
+    found = fusion(snap, query, qv, top_k);
   else
-    r = hybrid(snap, query, qv, top_k);
+    found = hybrid(snap, query, qv, top_k);
+  auto r = result_of(snap, std::move(found));
   finish_result(snap, r);
   return r;
 }

@@ -86,6 +86,8 @@ retrieval_result run_agent(const kb_snapshot& snap, std::string_view agent_type,
 constexpr int research_max_rounds = 3;
 constexpr double research_sufficient_coverage = 0.8;
 constexpr double research_expansion_weight = 0.5;
+// The best chunks RM3 expands the query from and a model judges.
+constexpr size_t research_feedback_chunks = 5;
 
 struct research_state {
   std::string query;
@@ -95,13 +97,17 @@ struct research_state {
   fusion_rule rule = fusion_rule::rrf;
   double keyword_weight = 1;
   std::vector<ranked_list> legs;  // round 1's two legs, then one per round
-  std::vector<fused_item> fused;  // the current ranking, over-retrieved
+  // The current ranking's first max(k, research_feedback_chunks): the
+  // first k answer, the first research_feedback_chunks feed RM3 and a
+  // model's judgement.
+  std::vector<fused_item> fused;
   std::vector<trace_step> trace;
 };
 
 research_state research_first_round(const kb_snapshot& snap, std::string_view query,
                                     const query_vector& qv, size_t k);
-// The best `n` chunks so far as "title\ntext", for a model to judge.
+// The best `n` chunks so far as "title\ntext", for a model to judge (at
+// most max(k, research_feedback_chunks): research_state::fused).
 std::vector<std::string> research_evidence(const kb_snapshot& snap, const research_state& st,
                                            size_t n);
 // One more round with the query expanded by RM3 from the current top 5;

@@ -2,9 +2,10 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <set>
-#include <unordered_map>
+#include <string_view>
 
 #include "retrieval/tokenizer.hpp"
 
@@ -16,89 +17,134 @@ size_t over_retrieve_depth(size_t k) {
 
 namespace {
 
-// What fusion keeps of an item while the legs are added: the item, the
-// leg that added it last (an id a leg lists twice counts once, at its
-// first rank) and its best single-leg rank (the first tie-break).
+// What fusion keeps of an item while the legs are added: its id (a view
+// of a leg's, which outlives fusion), its fused score, the leg that added
+// it last (an id a leg lists twice counts once, at its first rank) and
+// its best single-leg rank (the first tie-break).
 struct fusing {
-  fused_item item;  // without its id (the map's key) until it is kept
-  size_t last_leg = SIZE_MAX;
+  std::string_view id;
+  double score = 0;
+  uint32_t last_leg = UINT32_MAX;
   int best_rank = INT32_MAX;
 };
 
-// Keyed by views of the legs' ids (the legs outlive fusion).
-using fusing_map = std::unordered_map<std::string_view, fusing>;
+// The items of one fusion in flat arrays kept per thread, found by id
+// through an open-addressed table of their positions: no allocation per
+// item (a map node and a vector of ranks each made fusing a few thousand
+// items mostly malloc and free), and ranks[i * legs + leg] is item i's
+// rank in that leg (0: not in it).
+class fusing_table {
+public:
+  static fusing_table& for_thread(const std::vector<ranked_list>& lists) {
+    thread_local fusing_table t;
+    size_t n = 0;
+    for (auto& list : lists)
+      n += list.items.size();
+    t.legs_ = lists.size();
+    t.items.clear();
+    t.items.reserve(n);
+    t.ranks.clear();
+    size_t size = 16;
+    while (size < 2 * n)
+      size *= 2;
+    t.slots_.assign(size, UINT32_MAX);
+    return t;
+  }
+
+  // The item with this id, added if new.
+  uint32_t find_or_add(std::string_view id) {
+    auto mask = slots_.size() - 1;
+    for (auto at = std::hash<std::string_view>{}(id)&mask;; at = (at + 1) & mask) {
+      auto i = slots_[at];
+      if (i == UINT32_MAX) {
+        i = static_cast<uint32_t>(items.size());
+        slots_[at] = i;
+        items.push_back({id});
+        ranks.resize(ranks.size() + legs_, 0);
+        return i;
+      }
+      if (items[i].id == id)
+        return i;
+    }
+  }
+
+  std::vector<fusing> items;
+  std::vector<int> ranks;
+
+private:
+  size_t legs_ = 0;
+  std::vector<uint32_t> slots_;
+};
 
 // Adds leg number `leg`'s surviving items (thresholded, first occurrence
-// of an id) to `by_id`, each with its 1-based rank and
+// of an id) to `table`, each with its 1-based rank and
 // contribution(rank, score).
 template <class Contribution>
-void add_leg(const ranked_list& list, size_t leg, fusing_map& by_id, Contribution contribution) {
+void add_leg(const ranked_list& list, size_t leg, size_t legs, fusing_table& table,
+             Contribution contribution) {
   int rank = 0;
   for (auto& [id, score] : list.items) {
     if (list.min_score && score < *list.min_score)
       continue;
-    auto& f = by_id[id];
+    auto i = table.find_or_add(id);
+    auto& f = table.items[i];
     if (f.last_leg == leg)
       continue;
-    f.last_leg = leg;
+    f.last_leg = static_cast<uint32_t>(leg);
     ++rank;
     f.best_rank = std::min(f.best_rank, rank);
-    f.item.score += contribution(rank, score);
-    f.item.ranks.emplace_back(list.leg, rank);
+    f.score += contribution(rank, score);
+    table.ranks[i * legs + leg] = rank;
   }
 }
 
-std::vector<fused_item> ranked(fusing_map by_id, size_t k) {
-  using entry = fusing_map::value_type;
-  std::vector<entry*> order;
-  order.reserve(by_id.size());
-  for (auto& e : by_id)
-    order.push_back(&e);
-  auto better = [](const entry* a, const entry* b) {
-    if (a->second.item.score != b->second.item.score)
-      return a->second.item.score > b->second.item.score;
-    if (a->second.best_rank != b->second.best_rank)
-      return a->second.best_rank < b->second.best_rank;
-    return a->first < b->first;
+std::vector<fused_item> ranked(const fusing_table& table, const std::vector<ranked_list>& lists,
+                               size_t k) {
+  thread_local std::vector<uint32_t> order;
+  order.resize(table.items.size());
+  for (uint32_t i = 0; i < order.size(); ++i)
+    order[i] = i;
+  auto better = [&](uint32_t ia, uint32_t ib) {
+    auto &a = table.items[ia], &b = table.items[ib];
+    if (a.score != b.score)
+      return a.score > b.score;
+    if (a.best_rank != b.best_rank)
+      return a.best_rank < b.best_rank;
+    return a.id < b.id;
   };
   auto keep = std::min(k, order.size());
   std::partial_sort(order.begin(), order.begin() + static_cast<std::ptrdiff_t>(keep), order.end(),
                     better);
-  std::vector<fused_item> out;
-  out.reserve(keep);
+  std::vector<fused_item> out(keep);
   for (size_t i = 0; i < keep; ++i) {
-    out.push_back(std::move(order[i]->second.item));
-    out.back().id = order[i]->first;
+    auto& f = table.items[order[i]];
+    out[i].id = f.id;
+    out[i].score = f.score;
+    for (size_t leg = 0; leg < lists.size(); ++leg)
+      if (auto rank = table.ranks[order[i] * lists.size() + leg])
+        out[i].ranks.emplace_back(lists[leg].leg, rank);
   }
   return out;
-}
-
-fusing_map fusing_map_for(const std::vector<ranked_list>& lists) {
-  size_t n = 0;
-  for (auto& list : lists)
-    n += list.items.size();
-  fusing_map by_id;
-  by_id.reserve(n);
-  return by_id;
 }
 
 }  // namespace
 
 std::vector<fused_item> weighted_rrf(const std::vector<ranked_list>& lists, size_t k,
                                      double rrf_k) {
-  auto by_id = fusing_map_for(lists);
+  auto& table = fusing_table::for_thread(lists);
   for (size_t leg = 0; leg < lists.size(); ++leg) {
     auto& list = lists[leg];
-    add_leg(list, leg, by_id, [&](int rank, double) { return list.weight / (rrf_k + rank); });
+    add_leg(list, leg, lists.size(), table,
+            [&](int rank, double) { return list.weight / (rrf_k + rank); });
   }
-  return ranked(std::move(by_id), k);
+  return ranked(table, lists, k);
 }
 
 std::vector<fused_item> convex_fusion(const std::vector<ranked_list>& lists, size_t k) {
   double total_weight = 0;
   for (auto& list : lists)
     total_weight += std::max(list.weight, 0.0);
-  auto by_id = fusing_map_for(lists);
+  auto& table = fusing_table::for_thread(lists);
   for (size_t leg = 0; leg < lists.size(); ++leg) {
     auto& list = lists[leg];
     double best = 0;
@@ -107,9 +153,10 @@ std::vector<fused_item> convex_fusion(const std::vector<ranked_list>& lists, siz
         best = std::max(best, score);
     double scale =
         best > 0 && total_weight > 0 ? std::max(list.weight, 0.0) / (best * total_weight) : 0.0;
-    add_leg(list, leg, by_id, [&](int, double score) { return std::max(score, 0.0) * scale; });
+    add_leg(list, leg, lists.size(), table,
+            [&](int, double score) { return std::max(score, 0.0) * scale; });
   }
-  return ranked(std::move(by_id), k);
+  return ranked(table, lists, k);
 }
 
 std::string_view to_string(fusion_rule rule) {

@@ -344,8 +344,9 @@ void research_judge(worker_ptr self, std::shared_ptr<research_job> job) {
     return;
   }
   auto t0 = steady::now();
-  auto req = llm::research_judge_request(job->query, job->queries,
-                                         research_evidence(*job->snapshot, job->st, 5));
+  auto req = llm::research_judge_request(
+      job->query, job->queries,
+      research_evidence(*job->snapshot, job->st, research_feedback_chunks));
   tidy_request(self, self->state.cfg.rr.model, research_judge_timeout, atom::complete_v, std::move(req))
       .then(
           [=](completion_result& reply) {
