@@ -5,7 +5,10 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <climits>
+#include <map>
 #include <random>
+#include <set>
 #include <tuple>
 
 #include "retrieval/agents.hpp"
@@ -88,6 +91,83 @@ TEST(fusion_rules, convex_fusion_thresholds_dedupes_and_ignores_legs_without_sco
   EXPECT_DOUBLE_EQ(f[1].score, 0.5 * 15 / 30);
   EXPECT_EQ(f[0].ranks.size(), 1u);
   EXPECT_DOUBLE_EQ(fuse({kw}, 10, fusion_rule::rrf).front().score, 0.5 / 61);
+}
+
+// Both rules against a plain reading of their definitions, on random legs
+// of a few thousand ids (thresholds, duplicates, ties, legs without
+// scores), fused one after another on one thread as agents do.
+TEST(fusion_rules, equal_a_plain_reading_of_the_rules_on_random_legs) {
+  struct acc {
+    double score = 0;
+    int best_rank = INT32_MAX;
+    std::vector<std::pair<std::string, int>> ranks;
+  };
+  auto reference = [](const std::vector<ranked_list>& lists, size_t k, fusion_rule rule) {
+    std::map<std::string, acc> by_id;
+    double total_weight = 0;
+    for (auto& l : lists)
+      total_weight += std::max(l.weight, 0.0);
+    for (auto& l : lists) {
+      auto kept = [&](double score) { return !l.min_score || score >= *l.min_score; };
+      double best = 0;
+      for (auto& [id, score] : l.items)
+        if (kept(score))
+          best = std::max(best, score);
+      std::set<std::string> seen;
+      int rank = 0;
+      for (auto& [id, score] : l.items) {
+        if (!kept(score) || !seen.insert(id).second)
+          continue;
+        ++rank;
+        auto& a = by_id[id];
+        a.best_rank = std::min(a.best_rank, rank);
+        a.ranks.emplace_back(l.leg, rank);
+        if (rule == fusion_rule::rrf)
+          a.score += l.weight / (60.0 + rank);
+        else if (best > 0 && total_weight > 0)
+          a.score += std::max(score, 0.0) * (std::max(l.weight, 0.0) / (best * total_weight));
+      }
+    }
+    std::vector<fused_item> out;
+    for (auto& [id, a] : by_id)
+      out.push_back({id, a.score, a.ranks});
+    std::sort(out.begin(), out.end(), [&](auto& x, auto& y) {
+      if (x.score != y.score)
+        return x.score > y.score;
+      auto rx = by_id[x.id].best_rank, ry = by_id[y.id].best_rank;
+      return rx != ry ? rx < ry : x.id < y.id;
+    });
+    out.resize(std::min(k, out.size()));
+    return out;
+  };
+  std::mt19937 rng{11};
+  int compared = 0;
+  for (int round = 0; round < 40; ++round) {
+    std::vector<ranked_list> lists;
+    auto legs = 1 + rng() % 5;
+    for (size_t leg = 0; leg < legs; ++leg) {
+      ranked_list l{"leg" + std::to_string(leg), 0.1 + (rng() % 10) / 10.0, std::nullopt, {}};
+      if (rng() % 3 == 0)
+        l.min_score = 2.0;
+      auto n = round % 4 == 0 ? rng() % 3000 : rng() % 60;
+      for (size_t i = 0; i < n; ++i)
+        // Scores of a few values: ties in score and in fused score.
+        l.items.emplace_back(std::to_string(rng() % (2 * n + 1)), double(rng() % 8));
+      lists.push_back(std::move(l));
+    }
+    for (auto rule : {fusion_rule::rrf, fusion_rule::convex})
+      for (size_t k : {size_t{1}, size_t{10}, size_t{100000}}) {
+        auto got = fuse(lists, k, rule);
+        auto want = reference(lists, k, rule);
+        ASSERT_EQ(ids_of(got), ids_of(want)) << "round " << round << " k " << k;
+        for (size_t i = 0; i < got.size(); ++i) {
+          EXPECT_EQ(got[i].score, want[i].score);
+          EXPECT_EQ(got[i].ranks, want[i].ranks);
+        }
+        compared += static_cast<int>(got.size());
+      }
+  }
+  EXPECT_GT(compared, 10000);
 }
 
 TEST(fusion_policy, the_embedder_kind_chooses_the_default) {
