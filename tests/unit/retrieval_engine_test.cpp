@@ -615,52 +615,61 @@ TEST(agents, fusion_fuses_what_its_agents_find_alone_from_shared_searches) {
       text += " " + words[rng() % words.size()];
     docs.push_back({"log" + std::to_string(i), "Log " + words[i % words.size()], text + ".", ""});
   }
-  auto snap = kb_catalog::build_snapshot("many", docs, kb_build_options{});
-  ASSERT_EQ(snap->chunks.size(), 300u);
-  auto policy = choose_fusion(snap->settings, snap->embed.get());
-  auto weak = std::min(1.0, policy.vector_weight / policy.keyword_weight);
-  for (auto query : {"saffron kettle harbour", "Odile Varga copper tide", "lantern ledgr wool"}) {
-    size_t k = 2, depth = over_retrieve_depth(k);
-    auto fused = run_agent(*snap, "fusion_agent", query, k);
-    auto qv = embed_query(*snap, query);
-    auto st = research_first_round(*snap, query, qv, depth);
-    research_rm3_rounds(*snap, st, 2);
-    std::vector<std::pair<std::string, retrieval_result>> alone{
-        {"naive_rag_agent", run_agent(*snap, "naive_rag_agent", query, depth)},
-        {"hybrid_agent", run_agent(*snap, "hybrid_agent", query, depth)},
-        {"graph_agent", run_agent(*snap, "graph_agent", query, depth)},
-        {"deep_research_agent", research_result(*snap, st)}};
-    std::vector<ranked_list> lists;
-    for (auto& [name, r] : alone) {
-      ASSERT_FALSE(r.retrieval_results.empty()) << query << " " << name;
-      ranked_list l{
-          name, name == "naive_rag_agent" || name == "graph_agent" ? weak : 1.0, std::nullopt, {}};
-      for (auto& item : r.retrieval_results)
-        l.items.emplace_back(item.result_id, item.score);
-      lists.push_back(std::move(l));
+  // An exact vector index, and an HNSW graph (approximate for up to its
+  // ef rows: an agent asking for fewer is not handed the first of more).
+  kb_build_options with_graph;
+  with_graph.vectors.exact_below = 10;
+  for (bool hnsw : {false, true}) {
+    auto snap = kb_catalog::build_snapshot("many", docs, hnsw ? with_graph : kb_build_options{});
+    ASSERT_EQ(snap->chunks.size(), 300u);
+    ASSERT_EQ(snap->vectors.uses_hnsw(), hnsw);
+    auto policy = choose_fusion(snap->settings, snap->embed.get());
+    auto weak = std::min(1.0, policy.vector_weight / policy.keyword_weight);
+    for (auto query : {"saffron kettle harbour", "Odile Varga copper tide", "lantern ledgr wool"}) {
+      size_t k = 2, depth = over_retrieve_depth(k);
+      auto fused = run_agent(*snap, "fusion_agent", query, k);
+      auto qv = embed_query(*snap, query);
+      auto st = research_first_round(*snap, query, qv, depth);
+      research_rm3_rounds(*snap, st, 2);
+      std::vector<std::pair<std::string, retrieval_result>> alone{
+          {"naive_rag_agent", run_agent(*snap, "naive_rag_agent", query, depth)},
+          {"hybrid_agent", run_agent(*snap, "hybrid_agent", query, depth)},
+          {"graph_agent", run_agent(*snap, "graph_agent", query, depth)},
+          {"deep_research_agent", research_result(*snap, st)}};
+      std::vector<ranked_list> lists;
+      for (auto& [name, r] : alone) {
+        ASSERT_FALSE(r.retrieval_results.empty()) << query << " " << name;
+        ranked_list l{name,
+                      name == "naive_rag_agent" || name == "graph_agent" ? weak : 1.0,
+                      std::nullopt,
+                      {}};
+        for (auto& item : r.retrieval_results)
+          l.items.emplace_back(item.result_id, item.score);
+        lists.push_back(std::move(l));
+      }
+      EXPECT_EQ(alone[0].second.retrieval_results.size(), depth) << "more vector hits than asked";
+      auto want = fuse(lists, k, policy.rule);
+      ASSERT_EQ(fused.retrieval_results.size(), want.size()) << query;
+      for (size_t i = 0; i < want.size(); ++i) {
+        EXPECT_EQ(fused.retrieval_results[i].result_id, want[i].id) << query << " " << i;
+        EXPECT_EQ(fused.retrieval_results[i].score, want[i].score) << query << " " << i;
+      }
+      // Each agent's steps report what it found alone (hits, coverage,
+      // rewrites), but for their durations.
+      for (auto& [name, r] : alone) {
+        std::vector<std::string> in_fusion, by_itself;
+        for (auto& step : fused.trace)
+          if (step.step.starts_with(name + "/"))
+            in_fusion.push_back(step.step.substr(name.size() + 1) + ": " + step.detail);
+        for (auto& step : r.trace)
+          by_itself.push_back(step.step + ": " + step.detail);
+        EXPECT_EQ(in_fusion, by_itself) << query << " " << name;
+      }
+      auto legs = std::find_if(fused.trace.begin(), fused.trace.end(),
+                               [](auto& s) { return s.step == "legs"; });
+      ASSERT_NE(legs, fused.trace.end());
+      EXPECT_NE(legs->detail.find("2 shared searches"), std::string::npos) << legs->detail;
     }
-    EXPECT_EQ(alone[0].second.retrieval_results.size(), depth) << "more vector hits than asked";
-    auto want = fuse(lists, k, policy.rule);
-    ASSERT_EQ(fused.retrieval_results.size(), want.size()) << query;
-    for (size_t i = 0; i < want.size(); ++i) {
-      EXPECT_EQ(fused.retrieval_results[i].result_id, want[i].id) << query << " " << i;
-      EXPECT_EQ(fused.retrieval_results[i].score, want[i].score) << query << " " << i;
-    }
-    // Each agent's steps report what it found alone (hits, coverage,
-    // rewrites), but for their durations.
-    for (auto& [name, r] : alone) {
-      std::vector<std::string> in_fusion, by_itself;
-      for (auto& step : fused.trace)
-        if (step.step.starts_with(name + "/"))
-          in_fusion.push_back(step.step.substr(name.size() + 1) + ": " + step.detail);
-      for (auto& step : r.trace)
-        by_itself.push_back(step.step + ": " + step.detail);
-      EXPECT_EQ(in_fusion, by_itself) << query << " " << name;
-    }
-    auto legs = std::find_if(fused.trace.begin(), fused.trace.end(),
-                             [](auto& s) { return s.step == "legs"; });
-    ASSERT_NE(legs, fused.trace.end());
-    EXPECT_NE(legs->detail.find("2 shared searches"), std::string::npos) << legs->detail;
   }
 }
 
