@@ -3,13 +3,13 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <map>
 #include <optional>
 #include <unordered_map>
 
 #include "protocol/elapsed.hpp"
 #include "retrieval/fusion.hpp"
 #include "retrieval/fusion_policy.hpp"
+#include "retrieval/sparse_scores.hpp"
 #include "retrieval/tokenizer.hpp"
 #include "retrieval/typo_expansion.hpp"
 
@@ -281,11 +281,13 @@ agent_found graph(const kb_snapshot& snap, std::string_view query, const query_v
   r.relationship_ids = local.relation_ids;
   // Graph evidence decides which chunks qualify; the query's other words
   // (BM25, normalised) order chunks the graph scores alike.
-  std::map<uint32_t, double> lexical;
+  // The BM25 scores (all positive) by chunk row, in the thread's
+  // accumulator (empty again once drained below).
+  auto& lexical = sparse_scores::for_thread(snap.chunks.size());
   double lex_max = 0;
   auto add_lexical = [&](const auto& hits) {
     for (size_t i = 0; i < hits.size() && i < depth; ++i) {
-      lexical[hits[i].first] = hits[i].second;
+      lexical.add(hits[i].first, hits[i].second);
       lex_max = std::max(lex_max, hits[i].second);
     }
   };
@@ -295,10 +297,12 @@ agent_found graph(const kb_snapshot& snap, std::string_view query, const query_v
     add_lexical(snap.index.search(query, depth));
   double graph_max = local.chunks.empty() ? 1 : local.chunks.front().second;
   std::vector<std::pair<uint32_t, double>> ranked;
+  ranked.reserve(local.chunks.size());
   for (auto& [idx, score] : local.chunks) {
-    auto lex = lex_max > 0 && lexical.count(idx) ? lexical[idx] / lex_max : 0.0;
+    auto lex = lex_max > 0 ? lexical.at(idx) / lex_max : 0.0;
     ranked.emplace_back(idx, score / graph_max + lex);
   }
+  lexical.drain([](uint32_t, double) {});
   std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });

@@ -30,6 +30,9 @@ public:
     scores_[i] += score;
   }
 
+  // The sum so far at `i` (0 when untouched).
+  double at(uint32_t i) const { return scores_[i]; }
+
   // Calls f(index, sum) for each index touched, in the order first touched,
   // and resets them.
   template <class F>
