@@ -7,6 +7,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <span>
 
 #include "protocol/elapsed.hpp"
 #include "protocol/errc.hpp"
@@ -51,6 +52,57 @@ struct chunk_text_hash {
     return h(c.text) * 31 + h(c.title);
   }
 };
+
+// A document's id, title and text hashed, each with its length.
+uint64_t document_hash(const document& d) {
+  std::hash<std::string_view> h;
+  uint64_t x = 0;
+  for (std::string_view part :
+       {std::string_view{d.id}, std::string_view{d.title}, std::string_view{d.text}})
+    x = (x ^ h(part)) * 0x9E3779B97F4A7C15ull + part.size();
+  return x;
+}
+
+// `d`'s chunks in `previous`, when they can stand for chunking it again:
+// the same chunking, the same hash of its id, title and text, and every
+// chunk's title and text still what the document holds at its offset.
+std::span<const chunk> reusable_chunks(const kb_snapshot* previous, const document& d,
+                                       uint64_t hash, const chunker_options& opts) {
+  if (!previous || previous->chunked_with.max_chars != opts.max_chars
+      || previous->chunked_with.overlap_chars != opts.overlap_chars)
+    return {};
+  auto known = previous->chunks_by_document.find(d.id);
+  if (known == previous->chunks_by_document.end() || known->second.hash != hash
+      || size_t{known->second.first} + known->second.count > previous->chunks.size())
+    return {};
+  auto chunks = std::span{previous->chunks}.subspan(known->second.first, known->second.count);
+  for (auto& c : chunks)
+    if (c.doc_id != d.id || c.title != d.title || c.offset > d.text.size()
+        || std::string_view{d.text}.substr(c.offset, c.text.size()) != c.text)
+      return {};
+  return chunks;
+}
+
+// The documents' chunks, in order, an unchanged document's taken from
+// `previous` (reusable_chunks).
+void chunk_documents(kb_snapshot& snap, const std::vector<document>& docs,
+                     const chunker_options& opts, const kb_snapshot* previous) {
+  snap.chunked_with = opts;
+  snap.chunks_by_document.reserve(docs.size());
+  for (auto& d : docs) {
+    auto hash = document_hash(d);
+    auto first = static_cast<uint32_t>(snap.chunks.size());
+    if (auto same = reusable_chunks(previous, d, hash, opts); !same.empty()) {
+      snap.chunks.insert(snap.chunks.end(), same.begin(), same.end());
+      snap.chunks_reused += same.size();
+    } else {
+      for (auto& c : chunk_document(d, opts))
+        snap.chunks.push_back(std::move(c));
+    }
+    snap.chunks_by_document[d.id] = {hash, first,
+                                     static_cast<uint32_t>(snap.chunks.size()) - first};
+  }
+}
 
 // A snapshot file read whole, and where its payload is in it.
 struct snapshot_file {
@@ -153,9 +205,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
     snap->build_stages.emplace_back(name, ms_since(stage_from));
     stage_from = std::chrono::steady_clock::now();
   };
-  for (auto& d : docs)
-    for (auto& c : chunk_document(d, opts.chunking))
-      snap->chunks.push_back(std::move(c));
+  chunk_documents(*snap, docs, opts.chunking, previous);
   stage("chunks");
   auto index_dir = opts.snapshot_dir.empty() ? std::filesystem::path{}
                                              : opts.snapshot_dir / "kbs" / snap->name / "index";

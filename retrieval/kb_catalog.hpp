@@ -10,6 +10,7 @@
 #include <mutex>
 #include <string>
 #include <string_view>
+#include <unordered_map>
 #include <vector>
 
 #include <caf/expected.hpp>
@@ -51,6 +52,17 @@ struct kb_snapshot {
   // in ms: the KB admin logs it with each ingest.
   std::vector<std::pair<std::string_view, double>> build_stages;
   bool loaded_from_snapshot = false;  // BM25, vectors and graph all read from disk
+  // Each document's chunks (chunks[first, first + count)) and a hash of
+  // its id, title and text, with the chunking they were made by: the next
+  // build takes an unchanged document's chunks from here instead of
+  // chunking it again. chunks_reused: how many this build took.
+  struct document_chunks {
+    uint64_t hash = 0;
+    uint32_t first = 0, count = 0;
+  };
+  std::unordered_map<std::string, document_chunks> chunks_by_document;
+  chunker_options chunked_with;
+  size_t chunks_reused = 0;
 
   // The top `k` chunks for `query` as retrieval items (zero scores dropped).
   std::vector<retrieval_item> search(std::string_view query, size_t k) const;

@@ -213,9 +213,10 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
   std::string stages = fmt::format("documents file {:.0f}", documents_ms);
   for (auto& [stage, ms] : snap->build_stages)
     stages += fmt::format(", {} {:.0f}", stage, ms);
-  lg->info("knowledge base \"{}\": {} added, {} replaced, {} chunks ({:.0f} ms: {}; {} {})", kb,
-           added_count, replaced, snap->chunks.size(), st.last_build_ms, stages,
-           added->reports.size(), added->reports.size() == 1 ? "ingest" : "ingests in one build");
+  lg->info(
+      "knowledge base \"{}\": {} added, {} replaced, {} chunks, {} reused ({:.0f} ms: {}; {} {})",
+      kb, added_count, replaced, snap->chunks.size(), snap->chunks_reused, st.last_build_ms, stages,
+      added->reports.size(), added->reports.size() == 1 ? "ingest" : "ingests in one build");
   return applied_ingest{std::move(added->reports), snap, current, std::move(later)};
 }
 

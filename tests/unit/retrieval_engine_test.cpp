@@ -828,6 +828,62 @@ TEST(index_snapshots, a_snapshot_remembers_its_graph_rows_signature_and_reports_
   EXPECT_EQ(loaded->graph_rows_signature(), "told");
 }
 
+// An ingest takes an unchanged document's chunks from the snapshot before
+// instead of chunking it again: the chunks are those a build from nothing
+// makes, whatever changed (a text, a title, only the line breaks that end
+// paragraphs, the chunking itself).
+TEST(index_snapshots, an_unchanged_documents_chunks_are_taken_from_the_snapshot_before) {
+  std::vector<document> docs;
+  for (int i = 0; i < 6; ++i) {
+    std::string text;
+    for (int s = 0; s < 30; ++s)
+      text += "Sentence " + std::to_string(s) + " of log " + std::to_string(i)
+              + " names Port Quellin." + (s % 7 == 6 ? "\n\n" : " ");
+    docs.push_back({"log" + std::to_string(i), "Log " + std::to_string(i), text, ""});
+  }
+  kb_build_options opts;
+  opts.chunking.max_chars = 300;
+  auto same_chunks = [](const kb_snapshot& a, const kb_snapshot& b) {
+    if (a.chunks.size() != b.chunks.size())
+      return false;
+    for (size_t i = 0; i < a.chunks.size(); ++i) {
+      auto &x = a.chunks[i], &y = b.chunks[i];
+      if (x.chunk_id != y.chunk_id || x.doc_id != y.doc_id || x.title != y.title || x.text != y.text
+          || x.offset != y.offset)
+        return false;
+    }
+    return true;
+  };
+  kb_settings kb;
+  kb.name = "kb";
+  auto before = kb_catalog::build_snapshot(kb, docs, opts);
+  EXPECT_EQ(before->chunks_reused, 0u);
+  auto changed = docs;
+  changed[1].text.replace(changed[1].text.find("Sentence 3 "), 11, "Sentence three ");
+  changed[2].title = "Another title";
+  // Spaces where a paragraph ended: the same sentences, other chunk
+  // boundaries.
+  auto at = changed[3].text.find("\n\n");
+  changed[3].text.replace(at, 2, "  ");
+  changed.push_back({"log9", "Log 9", "A new log names Bram Oster.", ""});
+  std::swap(changed[0], changed[4]);  // another order
+  auto after = kb_catalog::build_snapshot(kb, changed, opts, before.get());
+  auto fresh = kb_catalog::build_snapshot(kb, changed, opts);
+  EXPECT_TRUE(same_chunks(*after, *fresh));
+  size_t unchanged = 0;
+  for (auto& c : fresh->chunks)
+    unchanged += c.doc_id == "log0" || c.doc_id == "log4" || c.doc_id == "log5";
+  EXPECT_EQ(after->chunks_reused, unchanged);
+  EXPECT_GT(unchanged, 6u);
+  EXPECT_EQ(after->index.search("three", 5).size(), fresh->index.search("three", 5).size());
+  // Other chunking: nothing is taken.
+  auto other = opts;
+  other.chunking.max_chars = 200;
+  auto rechunked = kb_catalog::build_snapshot(kb, changed, other, after.get());
+  EXPECT_EQ(rechunked->chunks_reused, 0u);
+  EXPECT_TRUE(same_chunks(*rechunked, *kb_catalog::build_snapshot(kb, changed, other)));
+}
+
 // A snapshot's signature names its documents by an FNV-1a hash of them as
 // a binary::writer lays them out; it is computed as it goes, and must stay
 // the value it always was: another would make every KB's snapshots stale
