@@ -4,6 +4,7 @@
 #include <cmath>
 #include <map>
 #include <queue>
+#include <span>
 
 #include "retrieval/binary_io.hpp"
 #include "retrieval/sparse_scores.hpp"
@@ -93,12 +94,32 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const b
       vocabulary.push_back(&entry);
     std::sort(vocabulary.begin(), vocabulary.end(),
               [](auto* a, auto* b) { return a->first < b->first; });
-    std::vector<std::vector<std::pair<uint32_t, uint32_t>>> forward(previous.size());
-    for (uint32_t t = 0; t < vocabulary.size(); ++t) {
-      auto& pl = vocabulary[t]->second;
-      for (size_t i = 0; i < pl.docs.size(); ++i)
-        forward[pl.docs[i]].emplace_back(t, pl.tfs[i]);
+    // Each previous row's (term, count) pairs in one array, row r's at
+    // forward[start[r]..start[r + 1]): counted, then placed.
+    std::vector<uint32_t> start(previous.size() + 1, 0);
+    for (auto* entry : vocabulary)
+      for (auto d : entry->second.docs)
+        ++start[d + 1];
+    for (size_t r = 0; r < previous.size(); ++r)
+      start[r + 1] += start[r];
+    std::vector<std::pair<uint32_t, uint32_t>> forward(start.back());
+    {
+      std::vector<uint32_t> next(start.begin(), start.end() - 1);
+      for (uint32_t t = 0; t < vocabulary.size(); ++t) {
+        auto& pl = vocabulary[t]->second;
+        for (size_t i = 0; i < pl.docs.size(); ++i)
+          forward[next[pl.docs[i]]++] = {t, pl.tfs[i]};
+      }
     }
+    auto row_terms = [&](int64_t r) {
+      return std::span{forward}.subspan(start[size_t(r)], start[size_t(r) + 1] - start[size_t(r)]);
+    };
+    // How many reused rows hold each previous term: its list's room.
+    std::vector<uint32_t> reused_df(vocabulary.size(), 0);
+    for (uint32_t d = 0; d < chunks.size(); ++d)
+      if (auto r = reused(d); r >= 0)
+        for (auto [t, n] : row_terms(r))
+          ++reused_df[t];
     // Postings as from_counts builds them (terms entered in the order
     // they are first met, row by row), a previous term's list found
     // once.
@@ -110,10 +131,13 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const b
     };
     for (uint32_t d = 0; d < chunks.size(); ++d) {
       if (auto r = reused(d); r >= 0) {
-        for (auto [t, n] : forward[size_t(r)]) {
+        for (auto [t, n] : row_terms(r)) {
           auto*& pl = list_of[t];
-          if (!pl)
+          if (!pl) {
             pl = &idx.postings_[vocabulary[t]->first];
+            pl->docs.reserve(reused_df[t]);
+            pl->tfs.reserve(reused_df[t]);
+          }
           add(*pl, d, n);
         }
         lengths[d] = previous.doc_len_[size_t(r)];
