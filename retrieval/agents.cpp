@@ -302,7 +302,7 @@ agent_found graph(const kb_snapshot& snap, std::string_view query, const query_v
     auto lex = lex_max > 0 ? lexical.at(idx) / lex_max : 0.0;
     ranked.emplace_back(idx, score / graph_max + lex);
   }
-  lexical.drain([](uint32_t, double) {});
+  lexical.clear();
   std::sort(ranked.begin(), ranked.end(), [](auto& a, auto& b) {
     return a.second != b.second ? a.second > b.second : a.first < b.first;
   });
@@ -434,8 +434,9 @@ double coverage_of(const kb_snapshot& snap, const research_state& st) {
     ids[i] = static_cast<uint32_t>(std::stoul(st.fused[i].id));
   std::vector<std::optional<std::vector<std::string>>> titles(n);
   auto holds = [&](const std::string& term) {
-    for (size_t i = 0; i < n; ++i) {
-      auto tf = snap.index.term_frequency(term, ids[i]);
+    auto postings = snap.index.postings_of(term);
+    for (size_t i = 0; i < n && !postings.chunks.empty(); ++i) {
+      auto tf = postings.frequency_in(ids[i]);
       if (tf == 0)
         continue;
       auto& title = snap.chunks[ids[i]].title;

@@ -251,13 +251,16 @@ size_t bm25_index::document_frequency(std::string_view term) const {
   return i == postings_.end() ? 0 : i->second.docs.size();
 }
 
-uint32_t bm25_index::term_frequency(std::string_view term, uint32_t chunk) const {
+bm25_index::term_postings bm25_index::postings_of(std::string_view term) const {
   auto i = postings_.find(std::string{term});
   if (i == postings_.end())
-    return 0;
-  auto& docs = i->second.docs;
-  auto at = std::lower_bound(docs.begin(), docs.end(), chunk);
-  return at != docs.end() && *at == chunk ? i->second.tfs[size_t(at - docs.begin())] : 0;
+    return {};
+  return {i->second.docs, i->second.tfs};
+}
+
+uint32_t bm25_index::term_postings::frequency_in(uint32_t chunk) const {
+  auto at = std::lower_bound(chunks.begin(), chunks.end(), chunk);
+  return at != chunks.end() && *at == chunk ? frequencies[size_t(at - chunks.begin())] : 0;
 }
 
 size_t bm25_index::memory_bytes() const {

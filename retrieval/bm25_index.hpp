@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -60,9 +61,18 @@ public:
   // Whether `term` (an index term) occurs in some chunk, and in how many.
   bool has_term(std::string_view term) const { return document_frequency(term) > 0; }
   size_t document_frequency(std::string_view term) const;
-  // How often `term` occurs in chunk `chunk`'s title and text (0 when it
-  // does not): a binary search of its postings.
-  uint32_t term_frequency(std::string_view term, uint32_t chunk) const;
+  // The chunks `term` occurs in (ascending) and how often in each (title
+  // and text); empty when no chunk holds it.
+  struct term_postings {
+    std::span<const uint32_t> chunks, frequencies;
+    // How often the term occurs in `chunk` (0 when it does not): a
+    // binary search.
+    uint32_t frequency_in(uint32_t chunk) const;
+  };
+  term_postings postings_of(std::string_view term) const;
+  uint32_t term_frequency(std::string_view term, uint32_t chunk) const {
+    return postings_of(term).frequency_in(chunk);
+  }
   // Calls visit(term, document frequency) for every index term, in no
   // particular order.
   template <class Visitor>

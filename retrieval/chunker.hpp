@@ -20,6 +20,7 @@ namespace ragtor {
 struct chunker_options {
   size_t max_chars = 800;
   size_t overlap_chars = 100;
+  bool operator==(const chunker_options&) const = default;
 };
 
 // Chunks of `doc` in text order; chunk_id = doc.id + "#" + index, offset =

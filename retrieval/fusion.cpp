@@ -31,8 +31,7 @@ struct fusing {
 // The items of one fusion in flat arrays kept per thread, found by id
 // through an open-addressed table of their positions: no allocation per
 // item (a map node and a vector of ranks each made fusing a few thousand
-// items mostly malloc and free), and ranks[i * legs + leg] is item i's
-// rank in that leg (0: not in it).
+// items mostly malloc and free), the ranks in one array by item and leg.
 class fusing_table {
 public:
   static fusing_table& for_thread(const std::vector<ranked_list>& lists) {
@@ -43,7 +42,7 @@ public:
     t.legs_ = lists.size();
     t.items.clear();
     t.items.reserve(n);
-    t.ranks.clear();
+    t.ranks_.clear();
     size_t size = 16;
     while (size < 2 * n)
       size *= 2;
@@ -60,7 +59,7 @@ public:
         i = static_cast<uint32_t>(items.size());
         slots_[at] = i;
         items.push_back({id});
-        ranks.resize(ranks.size() + legs_, 0);
+        ranks_.resize(ranks_.size() + legs_, 0);
         return i;
       }
       if (items[i].id == id)
@@ -68,10 +67,14 @@ public:
     }
   }
 
+  // Item i's rank in leg `leg` (0: not in it).
+  int& rank(uint32_t i, size_t leg) { return ranks_[i * legs_ + leg]; }
+  int rank(uint32_t i, size_t leg) const { return ranks_[i * legs_ + leg]; }
+
   std::vector<fusing> items;
-  std::vector<int> ranks;
 
 private:
+  std::vector<int> ranks_;
   size_t legs_ = 0;
   std::vector<uint32_t> slots_;
 };
@@ -80,8 +83,7 @@ private:
 // of an id) to `table`, each with its 1-based rank and
 // contribution(rank, score).
 template <class Contribution>
-void add_leg(const ranked_list& list, size_t leg, size_t legs, fusing_table& table,
-             Contribution contribution) {
+void add_leg(const ranked_list& list, size_t leg, fusing_table& table, Contribution contribution) {
   int rank = 0;
   for (auto& [id, score] : list.items) {
     if (list.min_score && score < *list.min_score)
@@ -94,7 +96,7 @@ void add_leg(const ranked_list& list, size_t leg, size_t legs, fusing_table& tab
     ++rank;
     f.best_rank = std::min(f.best_rank, rank);
     f.score += contribution(rank, score);
-    table.ranks[i * legs + leg] = rank;
+    table.rank(i, leg) = rank;
   }
 }
 
@@ -121,7 +123,7 @@ std::vector<fused_item> ranked(const fusing_table& table, const std::vector<rank
     out[i].id = f.id;
     out[i].score = f.score;
     for (size_t leg = 0; leg < lists.size(); ++leg)
-      if (auto rank = table.ranks[order[i] * lists.size() + leg])
+      if (auto rank = table.rank(order[i], leg))
         out[i].ranks.emplace_back(lists[leg].leg, rank);
   }
   return out;
@@ -134,8 +136,7 @@ std::vector<fused_item> weighted_rrf(const std::vector<ranked_list>& lists, size
   auto& table = fusing_table::for_thread(lists);
   for (size_t leg = 0; leg < lists.size(); ++leg) {
     auto& list = lists[leg];
-    add_leg(list, leg, lists.size(), table,
-            [&](int rank, double) { return list.weight / (rrf_k + rank); });
+    add_leg(list, leg, table, [&](int rank, double) { return list.weight / (rrf_k + rank); });
   }
   return ranked(table, lists, k);
 }
@@ -153,8 +154,7 @@ std::vector<fused_item> convex_fusion(const std::vector<ranked_list>& lists, siz
         best = std::max(best, score);
     double scale =
         best > 0 && total_weight > 0 ? std::max(list.weight, 0.0) / (best * total_weight) : 0.0;
-    add_leg(list, leg, lists.size(), table,
-            [&](int, double score) { return std::max(score, 0.0) * scale; });
+    add_leg(list, leg, table, [&](int, double score) { return std::max(score, 0.0) * scale; });
   }
   return ranked(table, lists, k);
 }
@@ -223,10 +223,17 @@ std::vector<weighted_term> rm3_expand(std::string_view query,
   return out;
 }
 
-double query_coverage(std::string_view query, const std::function<bool(const std::string&)>& holds,
-                      const std::function<double(std::string_view)>& idf) {
-  auto qterms = tokenize(query);
-  std::set<std::string> distinct{qterms.begin(), qterms.end()};
+namespace {
+
+std::set<std::string> distinct_terms(std::string_view query) {
+  auto terms = tokenize(query);
+  return {terms.begin(), terms.end()};
+}
+
+// The idf-weighted share of `distinct` that holds(term) finds.
+double covered_share(const std::set<std::string>& distinct,
+                     const std::function<bool(const std::string&)>& holds,
+                     const std::function<double(std::string_view)>& idf) {
   double total = 0, got = 0;
   for (auto& t : distinct) {
     auto w = idf ? std::max(idf(t), 0.0) : 1.0;
@@ -239,10 +246,16 @@ double query_coverage(std::string_view query, const std::function<bool(const std
   return total > 0 ? got / total : 1.0;
 }
 
+}  // namespace
+
+double query_coverage(std::string_view query, const std::function<bool(const std::string&)>& holds,
+                      const std::function<double(std::string_view)>& idf) {
+  return covered_share(distinct_terms(query), holds, idf);
+}
+
 double query_coverage(std::string_view query, const std::vector<std::string>& evidence,
                       const std::function<double(std::string_view)>& idf) {
-  auto qterms = tokenize(query);
-  std::set<std::string> distinct{qterms.begin(), qterms.end()};
+  auto distinct = distinct_terms(query);
   // The evidence is read only until every term is found (tokenizing a
   // text is most of the cost).
   std::set<std::string> found;
@@ -253,8 +266,8 @@ double query_coverage(std::string_view query, const std::vector<std::string>& ev
       if (distinct.count(t))
         found.insert(t);
   }
-  return query_coverage(
-      query, [&](const std::string& t) { return found.count(t) > 0; }, idf);
+  return covered_share(
+      distinct, [&](const std::string& t) { return found.count(t) > 0; }, idf);
 }
 
 }  // namespace ragtor

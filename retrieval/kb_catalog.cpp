@@ -68,8 +68,7 @@ uint64_t document_hash(const document& d) {
 // chunk's title and text still what the document holds at its offset.
 std::span<const chunk> reusable_chunks(const kb_snapshot* previous, const document& d,
                                        uint64_t hash, const chunker_options& opts) {
-  if (!previous || previous->chunked_with.max_chars != opts.max_chars
-      || previous->chunked_with.overlap_chars != opts.overlap_chars)
+  if (!previous || previous->chunked_with != opts)
     return {};
   auto known = previous->chunks_by_document.find(d.id);
   if (known == previous->chunks_by_document.end() || known->second.hash != hash

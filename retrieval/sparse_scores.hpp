@@ -45,6 +45,11 @@ public:
     touched_.clear();
   }
 
+  // Resets the touched entries without reading them.
+  void clear() {
+    drain([](uint32_t, double) {});
+  }
+
 private:
   std::vector<double> scores_;
   std::vector<uint8_t> seen_;
