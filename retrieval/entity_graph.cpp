@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <iterator>
 #include <map>
+#include <mutex>
 #include <set>
 #include <span>
 #include <tuple>
@@ -92,12 +93,47 @@ void for_each_named_phrase(std::string_view text, F f) {
 
 }  // namespace
 
+// The named phrases of a KB's chunks, each tokenized once when first met.
+struct entity_graph::phrase_book {
+  struct phrase {
+    std::string_view text;  // as written (by_text's key)
+    std::string key;        // its terms joined by ' ' ("" for none)
+    bool single = false;    // one term: an entity only when rare enough
+  };
+  std::mutex mx;  // held by the build reading or growing it
+  std::unordered_map<std::string, uint32_t, string_hash, std::equal_to<>> by_text;
+  std::vector<phrase> all;
+
+  uint32_t id_of(std::string_view text) {
+    if (auto known = by_text.find(text); known != by_text.end())
+      return known->second;
+    auto id = static_cast<uint32_t>(all.size());
+    auto& written = by_text.emplace(std::string{text}, id).first->first;
+    auto terms = tokenize(text);
+    all.push_back({written, join(terms), terms.size() == 1});
+    return id;
+  }
+};
+
+size_t entity_graph::phrases_known() const {
+  if (!phrases_)
+    return 0;
+  std::lock_guard lock{phrases_->mx};
+  return phrases_->all.size();
+}
+
 entity_graph entity_graph::build(const std::vector<chunk>& chunks, graph_options opts) {
   return build(chunks, bm25_index::build(chunks), opts);
 }
 
 entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_index& index,
                                  graph_options opts) {
+  return build(chunks, index, opts, nullptr, {});
+}
+
+entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_index& index,
+                                 graph_options opts, const entity_graph* previous,
+                                 std::span<const int64_t> previous_row) {
   entity_graph g;
   auto n = chunks.size();
   if (n == 0)
@@ -124,168 +160,207 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
   for (size_t c = 0; c < n; ++c)
     tf_start[c + 1] += tf_start[c];
   std::vector<std::pair<uint32_t, uint32_t>> tfs(tf_start[n]);  // (term, tf)
+  std::vector<double> idf(term_text.size(), 0.0);               // of the candidates
   {
     std::vector<uint32_t> next(tf_start.begin(), tf_start.end() - 1);
     uint32_t id = 0;
     index.visit_postings([&](std::string_view, const std::vector<uint32_t>& docs,
                              const std::vector<uint32_t>& counts) {
-      if (candidate(docs.size()))
+      if (candidate(docs.size())) {
+        idf[id] = std::log(static_cast<double>(n) / df[id]);
         for (size_t i = 0; i < docs.size(); ++i)
           if (docs[i] < n)
             tfs[next[docs[i]]++] = {id, counts[i]};
+      }
       ++id;
     });
   }
-  std::vector<std::map<std::string, int>> surface;  // per entity: display form counts
+  // The book of phrases: previous's, with its chunks' phrases, unless it
+  // holds more than twice the phrases in use (plus some), when this graph
+  // starts a new one and finds every chunk's phrases in its text.
+  std::shared_ptr<phrase_book> book;
+  if (previous && previous->phrases_) {
+    std::lock_guard lock{previous->phrases_->mx};
+    if (previous->phrases_->all.size() <= 2 * previous->phrases_in_use_ + 4096)
+      book = previous->phrases_;
+  }
+  auto previous_chunks = book ? previous->phrase_start_.size() - 1 : 0;
+  if (!book)
+    book = std::make_shared<phrase_book>();
+  std::lock_guard lock{book->mx};
+  g.phrases_ = book;
+  g.phrase_start_.assign(n + 1, 0);
+  g.phrase_ids_.reserve(previous ? previous->phrase_ids_.size() + 64 : 0);
   // Per chunk, the entities it mentions, ascending: chunk c's are
   // mentions[mention_start[c]..mention_start[c + 1]).
   std::vector<uint32_t> mentions, mention_start(n + 1, 0);
-  // A display form of an entity, and how often it was seen.
-  struct form {
-    uint32_t entity = 0;
-    int* seen = nullptr;  // in surface[entity]; null: not an entity
-  };
-  auto intern = [&](const std::string& key, std::string_view display) {
-    auto [id, added] = g.enter(key);
-    if (added)
-      surface.emplace_back();
-    return form{id, &surface[id][std::string{display}]};
-  };
-  // Each distinct phrase and salient term is tokenized and interned once,
-  // the first time it is met (so entities are numbered as before).
-  std::unordered_map<std::string, form, string_hash, std::equal_to<>> phrase_forms;
-  std::vector<form> term_forms(term_text.size());
-  auto mention = [&](const form& f) {
-    ++*f.seen;
-    mentions.push_back(f.entity);
+  // Each phrase and salient term as an entity: its id, or not yet met, or
+  // not an entity; and how often it was mentioned so (the entity's name
+  // is its most frequent form).
+  constexpr uint32_t unmet = UINT32_MAX, no_entity = UINT32_MAX - 1;
+  std::vector<uint32_t> phrase_entity(book->all.size(), unmet), phrase_seen(book->all.size(), 0);
+  std::vector<uint32_t> term_entity(term_text.size(), unmet), term_seen(term_text.size(), 0);
+  auto mention_phrase = [&](uint32_t p) {
+    g.phrase_ids_.push_back(p);
+    if (p >= phrase_entity.size()) {
+      phrase_entity.resize(p + 1, unmet);
+      phrase_seen.resize(p + 1, 0);
+    }
+    auto& e = phrase_entity[p];
+    if (e == unmet) {
+      // A single sentence-initial capitalised word is usually not a
+      // name; keep single words only when they are rare enough to be
+      // salient.
+      auto& phrase = book->all[p];
+      e = !phrase.key.empty()
+                  && !(phrase.single
+                       && static_cast<double>(index.document_frequency(phrase.key)) > max_df)
+              ? g.enter(phrase.key).first
+              : no_entity;
+    }
+    if (e != no_entity) {
+      ++phrase_seen[p];
+      mentions.push_back(e);
+    }
   };
   std::vector<std::tuple<double, std::string_view, uint32_t>> scored;  // (tf-idf, term, id)
   for (size_t c = 0; c < n; ++c) {
-    for_each_named_phrase(chunks[c].text, [&](std::string_view phrase) {
-      auto known = phrase_forms.find(phrase);
-      if (known == phrase_forms.end()) {
-        known = phrase_forms.emplace(std::string{phrase}, form{}).first;
-        auto terms = tokenize(phrase);
-        // A single sentence-initial capitalised word is usually not a
-        // name; keep single words only when they are rare enough to be
-        // salient.
-        if (!terms.empty()
-            && !(terms.size() == 1
-                 && static_cast<double>(index.document_frequency(terms[0])) > max_df))
-          known->second = intern(join(terms), phrase);
-      }
-      if (known->second.seen)
-        mention(known->second);
-    });
+    if (auto r = c < previous_row.size() ? previous_row[c] : -1;
+        r >= 0 && static_cast<size_t>(r) < previous_chunks) {
+      auto from = previous->phrase_start_[static_cast<size_t>(r)];
+      auto to = previous->phrase_start_[static_cast<size_t>(r) + 1];
+      for (auto i = from; i < to; ++i)
+        mention_phrase(previous->phrase_ids_[i]);
+    } else {
+      for_each_named_phrase(chunks[c].text,
+                            [&](std::string_view phrase) { mention_phrase(book->id_of(phrase)); });
+    }
+    g.phrase_start_[c + 1] = static_cast<uint32_t>(g.phrase_ids_.size());
     // Salient terms by tf-idf.
     scored.clear();
     for (auto i = tf_start[c]; i < tf_start[c + 1]; ++i) {
       auto [t, tf] = tfs[i];
-      scored.emplace_back(tf * std::log(static_cast<double>(n) / df[t]), term_text[t], t);
+      scored.emplace_back(tf * idf[t], term_text[t], t);
     }
     auto keep = std::min(scored.size(), opts.salient_per_chunk);
     std::partial_sort(scored.begin(), scored.begin() + static_cast<std::ptrdiff_t>(keep),
                       scored.end(), std::greater<>());
     for (size_t i = 0; i < keep; ++i) {
       auto [score, term, id] = scored[i];
-      if (!term_forms[id].seen)
-        term_forms[id] = intern(std::string{term}, term);
-      mention(term_forms[id]);
+      if (term_entity[id] == unmet)
+        term_entity[id] = g.enter(std::string{term}).first;
+      ++term_seen[id];
+      mentions.push_back(term_entity[id]);
     }
     auto from = mentions.begin() + mention_start[c];
     std::sort(from, mentions.end());
     mentions.erase(std::unique(from, mentions.end()), mentions.end());
     mention_start[c + 1] = static_cast<uint32_t>(mentions.size());
   }
-  for (size_t e = 0; e < g.entities_.size(); ++e) {
-    auto& forms = surface[e];
-    g.entities_[e].name = std::max_element(forms.begin(), forms.end(), [](auto& a, auto& b) {
-                            return a.second < b.second;
-                          })->first;
-  }
-  // Mentions and co-occurrence: every pair of entities in a chunk, as
-  // (smaller << 32 | larger), counted once sorted.
-  std::vector<uint32_t> chunk_count(g.entities_.size(), 0);
-  size_t pair_count = 0;
-  for (size_t c = 0; c < n; ++c) {
-    size_t m = mention_start[c + 1] - mention_start[c];
-    pair_count += m * (m - (m > 0)) / 2;
-    for (auto i = mention_start[c]; i < mention_start[c + 1]; ++i)
-      ++chunk_count[mentions[i]];
-  }
-  for (size_t e = 0; e < g.entities_.size(); ++e)
-    g.entities_[e].chunks.reserve(chunk_count[e]);
-  std::vector<uint64_t> pairs;
-  pairs.reserve(pair_count);
-  for (size_t c = 0; c < n; ++c) {
-    auto m = std::span{mentions}.subspan(mention_start[c], mention_start[c + 1] - mention_start[c]);
-    for (auto e : m)
-      g.entities_[e].chunks.push_back(static_cast<uint32_t>(c));
-    for (size_t i = 0; i < m.size(); ++i)
-      for (size_t j = i + 1; j < m.size(); ++j)
-        pairs.push_back(uint64_t{m[i]} << 32 | m[j]);
-  }
-  std::sort(pairs.begin(), pairs.end());
-  for (size_t i = 0; i < pairs.size();) {
-    auto j = i;
-    while (j < pairs.size() && pairs[j] == pairs[i])
-      ++j;
-    auto a = static_cast<uint32_t>(pairs[i] >> 32), b = static_cast<uint32_t>(pairs[i]);
-    auto w = static_cast<uint32_t>(j - i);
-    g.entities_[a].neighbours.emplace_back(b, w);
-    g.entities_[b].neighbours.emplace_back(a, w);
-    ++g.relation_count_;
-    i = j;
-  }
-  for (auto& e : g.entities_) {
-    std::sort(e.neighbours.begin(), e.neighbours.end(), [](auto& a, auto& b) {
-      return a.second != b.second ? a.second > b.second : a.first < b.first;
-    });
-    if (e.neighbours.size() > opts.max_neighbours)
-      e.neighbours.resize(opts.max_neighbours);
-    e.idf = std::log(1.0 + static_cast<double>(n) / static_cast<double>(e.chunks.size()));
-  }
-  // The first chunk each kept link's ends share (the chunk of its row),
-  // found once per link: by its smaller end, or by the larger when the
-  // smaller did not keep it.
-  auto first_shared = [&](uint32_t a, uint32_t b) {
-    auto* x = &g.entities_[a].chunks;
-    auto* y = &g.entities_[b].chunks;
-    if (x->size() > y->size())
-      std::swap(x, y);
-    // The shorter list's chunks looked up in the longer one, each search
-    // starting where the last ended (both ascending).
-    auto from = y->begin();
-    for (auto c : *x) {
-      from = std::lower_bound(from, y->end(), c);
-      if (from == y->end())
-        break;
-      if (*from == c)
-        return c;
-    }
-    return no_chunk;  // both are in the chunk that linked them: not reached
+  g.phrases_in_use_ = static_cast<size_t>(
+      std::count_if(phrase_entity.begin(), phrase_entity.end(), [](auto e) { return e != unmet; }));
+  // Each entity's name: the form it was mentioned by most often, the first
+  // in byte order on a tie (a phrase and a salient term written alike are
+  // one form).
+  struct written {
+    uint32_t entity;
+    std::string_view text;
+    uint32_t seen;
   };
-  for (uint32_t a = 0; a < g.entities_.size(); ++a) {
-    auto& e = g.entities_[a];
-    e.shared_chunk.assign(e.neighbours.size(), no_chunk);
-    for (size_t i = 0; i < e.neighbours.size(); ++i)
-      if (auto b = e.neighbours[i].first; a < b)
-        e.shared_chunk[i] = first_shared(a, b);
-  }
-  for (uint32_t a = 0; a < g.entities_.size(); ++a) {
-    auto& e = g.entities_[a];
-    for (size_t i = 0; i < e.neighbours.size(); ++i) {
-      auto b = e.neighbours[i].first;
-      if (b > a)
-        continue;
-      auto& other = g.entities_[b];
-      auto kept = std::find_if(other.neighbours.begin(), other.neighbours.end(),
-                               [&](auto& nb) { return nb.first == a; });
-      e.shared_chunk[i] =
-          kept != other.neighbours.end()
-              ? other.shared_chunk[static_cast<size_t>(kept - other.neighbours.begin())]
-              : first_shared(b, a);
+  std::vector<written> forms;
+  for (uint32_t p = 0; p < phrase_entity.size(); ++p)
+    if (phrase_seen[p] > 0)
+      forms.push_back({phrase_entity[p], book->all[p].text, phrase_seen[p]});
+  for (uint32_t t = 0; t < term_text.size(); ++t)
+    if (term_seen[t] > 0)
+      forms.push_back({term_entity[t], term_text[t], term_seen[t]});
+  std::sort(forms.begin(), forms.end(), [](auto& a, auto& b) {
+    return a.entity != b.entity ? a.entity < b.entity : a.text < b.text;
+  });
+  for (size_t i = 0; i < forms.size();) {
+    auto e = forms[i].entity;
+    std::string_view best;
+    uint32_t most = 0;
+    while (i < forms.size() && forms[i].entity == e) {
+      auto text = forms[i].text;
+      uint32_t seen = 0;
+      for (; i < forms.size() && forms[i].entity == e && forms[i].text == text; ++i)
+        seen += forms[i].seen;
+      if (seen > most)
+        best = text, most = seen;
     }
+    g.entities_[e].name = best;
+  }
+  // Each entity's chunks, ascending.
+  auto entity_count = g.entities_.size();
+  {
+    std::vector<uint32_t> chunk_count(entity_count, 0);
+    for (auto e : mentions)
+      ++chunk_count[e];
+    for (size_t e = 0; e < entity_count; ++e)
+      g.entities_[e].chunks.reserve(chunk_count[e]);
+  }
+  for (size_t c = 0; c < n; ++c)
+    for (auto i = mention_start[c]; i < mention_start[c + 1]; ++i)
+      g.entities_[mentions[i]].chunks.push_back(static_cast<uint32_t>(c));
+  // Co-occurrence: for each entity a, the entities b > a in its chunks,
+  // with the number of chunks both are in and the first of them (a's
+  // chunks ascend: the chunk b is first met in), counted in one array
+  // instead of a pair listed per chunk and sorted.
+  struct link {
+    uint32_t a, b, weight, chunk;
+  };
+  std::vector<link> links;
+  std::vector<uint32_t> together(entity_count, 0), first_chunk(entity_count, no_chunk), met;
+  std::vector<uint32_t> neighbour_start(entity_count + 1, 0);
+  for (uint32_t a = 0; a < entity_count; ++a) {
+    met.clear();
+    for (auto c : g.entities_[a].chunks) {
+      auto end = mentions.begin() + mention_start[c + 1];
+      for (auto b = std::upper_bound(mentions.begin() + mention_start[c], end, a); b != end; ++b)
+        if (together[*b]++ == 0) {
+          first_chunk[*b] = c;
+          met.push_back(*b);
+        }
+    }
+    for (auto b : met) {
+      links.push_back({a, b, together[b], first_chunk[b]});
+      together[b] = 0;
+      ++neighbour_start[a + 1];
+      ++neighbour_start[b + 1];
+    }
+  }
+  g.relation_count_ = links.size();
+  // Each entity's links (counted, then placed), of which it keeps the
+  // strongest, ties to the smaller entity, each with its first shared chunk.
+  for (size_t e = 0; e < entity_count; ++e)
+    neighbour_start[e + 1] += neighbour_start[e];
+  struct neighbour {
+    uint32_t entity, weight, chunk;
+  };
+  std::vector<neighbour> all(neighbour_start[entity_count]);
+  {
+    std::vector<uint32_t> next(neighbour_start.begin(), neighbour_start.end() - 1);
+    for (auto& l : links) {
+      all[next[l.a]++] = {l.b, l.weight, l.chunk};
+      all[next[l.b]++] = {l.a, l.weight, l.chunk};
+    }
+  }
+  links = {};
+  for (size_t i = 0; i < entity_count; ++i) {
+    auto& e = g.entities_[i];
+    auto from = all.begin() + neighbour_start[i], to = all.begin() + neighbour_start[i + 1];
+    auto keep = std::min<size_t>(static_cast<size_t>(to - from), opts.max_neighbours);
+    std::partial_sort(from, from + static_cast<std::ptrdiff_t>(keep), to, [](auto& x, auto& y) {
+      return x.weight != y.weight ? x.weight > y.weight : x.entity < y.entity;
+    });
+    e.neighbours.reserve(keep);
+    e.shared_chunk.reserve(keep);
+    for (auto k = from; k != from + static_cast<std::ptrdiff_t>(keep); ++k) {
+      e.neighbours.emplace_back(k->entity, k->weight);
+      e.shared_chunk.push_back(k->chunk);
+    }
+    e.idf = std::log(1.0 + static_cast<double>(n) / static_cast<double>(e.chunks.size()));
   }
   // Topics: connected components over edges of weight >= 2.
   std::vector<int> mentions_in(n, 0);  // per chunk, for the topic at hand

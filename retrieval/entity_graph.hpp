@@ -12,6 +12,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unordered_map>
@@ -38,6 +39,14 @@ public:
   // tokenizing them again.
   static entity_graph build(const std::vector<chunk>& chunks, const bm25_index& index,
                             graph_options opts = {});
+  // The same, where `previous` (or null) is the graph of the chunks before an ingest
+  // and chunk i has the title and text of its chunk previous_row[i] (-1:
+  // none): such a chunk's named phrases are taken from `previous` instead
+  // of found in its text again, and every phrase is tokenized once across
+  // the builds of a KB. The graph is the one a build from nothing makes.
+  static entity_graph build(const std::vector<chunk>& chunks, const bm25_index& index,
+                            graph_options opts, const entity_graph* previous,
+                            std::span<const int64_t> previous_row);
 
   struct local_result {
     std::vector<std::pair<uint32_t, double>> chunks;  // best first
@@ -79,6 +88,10 @@ public:
   size_t entity_count() const { return entities_.size(); }
   size_t relation_count() const { return relation_count_; }
   size_t topic_count() const { return topics_.size(); }
+  // Named phrases in the book this graph's builds share (0 for a graph
+  // read from a snapshot), and how many of them its chunks hold.
+  size_t phrases_known() const;
+  size_t phrases_in_use() const { return phrases_in_use_; }
 
 private:
   friend struct graph_rows;
@@ -106,6 +119,17 @@ private:
   std::unordered_map<std::string, std::vector<uint32_t>> by_term_;  // first term -> entities
   std::vector<topic> topics_;
   size_t relation_count_ = 0;
+  // The named phrases of the KB's chunks, each tokenized once, shared by
+  // the graphs built one from another (it only grows, so a graph's ids
+  // stay valid; a build starts a new one when it holds more than twice
+  // the phrases in use). Only builds read it. Null in a graph read from a
+  // snapshot: the next build finds every chunk's phrases again.
+  struct phrase_book;
+  std::shared_ptr<phrase_book> phrases_;
+  // Per chunk, the ids of the named phrases in its text, in order: chunk
+  // c's are phrase_ids_[phrase_start_[c]..phrase_start_[c + 1]).
+  std::vector<uint32_t> phrase_ids_, phrase_start_;
+  size_t phrases_in_use_ = 0;
   // What global search reads: each entity's key tokenized as a query is
   // (tokenize(key)), and each such term's topics; made at the first
   // global search (most graphs never get one), shared by copies.

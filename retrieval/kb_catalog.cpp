@@ -253,7 +253,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
   // by their texts in place: row -> previous row, or -1.
   auto text_of = [](const chunk& c) { return c.title + "\n" + c.text; };
   std::vector<int64_t> previous_row(snap->chunks.size(), -1);
-  if (previous && (!have_bm25 || !have_vectors)) {
+  if (previous) {
     std::unordered_map<chunk_text, size_t, chunk_text_hash> known;
     known.reserve(previous->chunks.size());
     for (size_t i = 0; i < previous->chunks.size(); ++i)
@@ -273,13 +273,13 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
   }
   if (!have_vectors && !snap->chunks.empty()) {
     // Vectors the previous snapshot computed with the same embedder.
-    if (!previous || previous->embed != opts.embed || previous->vectors.dims() != opts.embed->dims()
-        || previous->vectors.size() != previous->chunks.size())
-      std::fill(previous_row.begin(), previous_row.end(), -1);
+    bool same_embedder = previous && previous->embed == opts.embed
+                         && previous->vectors.dims() == opts.embed->dims()
+                         && previous->vectors.size() == previous->chunks.size();
     std::vector<std::string> texts;
     std::vector<size_t> missing;  // chunk rows to embed
     for (size_t i = 0; i < snap->chunks.size(); ++i)
-      if (previous_row[i] < 0) {
+      if (!same_embedder || previous_row[i] < 0) {
         texts.push_back(text_of(snap->chunks[i]));
         missing.push_back(i);
       }
@@ -340,7 +340,10 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
     snap->graph = std::move(*graph);
   } else {
     snap->loaded_from_snapshot = false;
-    snap->graph = entity_graph::build(snap->chunks, snap->index, opts.graph);
+    // Named phrases of chunks the previous graph has (same title and
+    // text) are taken from it.
+    snap->graph = entity_graph::build(snap->chunks, snap->index, opts.graph,
+                                      previous ? &previous->graph : nullptr, previous_row);
     if (!index_dir.empty())
       keep(index_dir / "graph.bin", graph_signature, [snap] { return snap->graph.serialize(); });
     stage("graph");

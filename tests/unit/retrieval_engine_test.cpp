@@ -457,6 +457,33 @@ TEST(entity_graph, a_search_is_the_same_whatever_its_thread_searched_before) {
   EXPECT_TRUE(graph.global_search("xyzzy", 3).empty());
 }
 
+// An entity is named by the form it was written in most often, counting
+// its salient term ("brca1", as indexed) as a form too; on a tie, the
+// first in byte order.
+TEST(entity_graph, an_entity_is_named_by_its_most_frequent_form) {
+  auto name_of = [](const std::vector<document>& docs, const std::string& id) {
+    auto chunks = chunks_of(docs);
+    for (auto& row : entity_graph::build(chunks).rows("kb", chunks).entities)
+      if (row.id == id)
+        return row.name;
+    return std::string{"(none)"};
+  };
+  // "Brca1" twice, "BRCA1" once, the salient term in both chunks: a tie
+  // of "Brca1" and "brca1".
+  EXPECT_EQ(name_of({{"a", "", "Mice with Brca1 lose Brca1 early.", ""},
+                     {"b", "", "Women with BRCA1 are screened.", ""},
+                     {"c", "", "Nothing here.", ""}},
+                    "e:brca1"),
+            "Brca1");
+  // "BRCA1" three times now.
+  EXPECT_EQ(
+      name_of({{"a", "", "Mice with Brca1 lose Brca1 early.", ""},
+               {"b", "", "Women with BRCA1 are screened, BRCA1 carriers and BRCA1 sisters.", ""},
+               {"c", "", "Nothing here.", ""}},
+              "e:brca1"),
+      "BRCA1");
+}
+
 // What an ingest sends the store instead of every row of the KB's graph:
 // applied to the old rows, the change gives the new rows exactly (ids
 // removed, rows added or updated), rows that did not change are not in
@@ -587,9 +614,11 @@ TEST(agents, every_agent_answers_on_a_fixture_kb_with_a_trace) {
   ASSERT_FALSE(fused.retrieval_results.empty());
   for (auto& item : fused.retrieval_results) {
     EXPECT_NE(item.source.find("hybrid"), std::string::npos) << item.source;
-    for (auto& h : hybrid_alone.retrieval_results)
-      if (h.result_id == item.result_id)
+    for (auto& h : hybrid_alone.retrieval_results) {
+      if (h.result_id == item.result_id) {
         EXPECT_NE(h.score, item.score) << item.result_id;
+      }
+    }
   }
   bool per_agent_trace = false;
   for (auto& s : fused.trace)
@@ -882,6 +911,82 @@ TEST(index_snapshots, an_unchanged_documents_chunks_are_taken_from_the_snapshot_
   auto rechunked = kb_catalog::build_snapshot(kb, changed, other, after.get());
   EXPECT_EQ(rechunked->chunks_reused, 0u);
   EXPECT_TRUE(same_chunks(*rechunked, *kb_catalog::build_snapshot(kb, changed, other)));
+}
+
+// An ingest's graph takes the named phrases of the chunks it kept from the
+// graph before, and is the graph a build from nothing makes: byte for byte,
+// through edits, removals, another order and another chunking, and when
+// its book of phrases, grown past twice the phrases in use, starts again.
+TEST(index_snapshots, an_ingests_graph_is_the_graph_built_from_nothing) {
+  auto log = [](int i, const std::string& name) {
+    std::string text;
+    for (int s = 0; s < 12; ++s)
+      text += "Sentence " + std::to_string(s) + " of log " + std::to_string(i) + " names "
+              + (s % 3 ? "Port Quellin" : name) + " and BRCA" + std::to_string(i % 4)
+              + (s % 5 == 4 ? ".\n\n" : ". ");
+    return document{"log" + std::to_string(i), "Log " + std::to_string(i), text, ""};
+  };
+  std::vector<document> docs;
+  for (int i = 0; i < 8; ++i)
+    docs.push_back(log(i, "Captain Odile Varga"));
+  kb_build_options opts;
+  opts.chunking.max_chars = 300;
+  kb_settings kb;
+  kb.name = "kb";
+  auto same_graph = [&](const kb_snapshot& built, const std::vector<document>& now) {
+    auto fresh = kb_catalog::build_snapshot(kb, now, opts);
+    EXPECT_EQ(built.graph.serialize(), fresh->graph.serialize());
+    EXPECT_EQ(built.graph_rows_signature(), fresh->graph_rows_signature());
+  };
+  auto before = kb_catalog::build_snapshot(kb, docs, opts);
+  EXPECT_GT(before->graph.phrases_known(), 0u);
+  auto changed = docs;
+  changed[1].text.replace(changed[1].text.find("Port Quellin"), 12, "Bram Oster");
+  changed[2].title = "Another title";
+  changed.erase(changed.begin() + 5);
+  changed.push_back(log(9, "Marigold Harbour"));
+  std::swap(changed[0], changed[4]);
+  auto after = kb_catalog::build_snapshot(kb, changed, opts, before.get());
+  same_graph(*after, changed);
+  // A chunk whose text changed but whose row did not: its phrases are
+  // found again, not taken from the row before.
+  auto renamed = changed;
+  for (auto& d : renamed)
+    if (auto at = d.text.find("Port Quellin"); at != std::string::npos)
+      d.text.replace(at, 12, "Port Zephyr");
+  auto again = kb_catalog::build_snapshot(kb, renamed, opts, after.get());
+  same_graph(*again, renamed);
+  auto rechunked_opts = opts;
+  rechunked_opts.chunking.max_chars = 200;
+  auto rechunked = kb_catalog::build_snapshot(kb, renamed, rechunked_opts, again.get());
+  EXPECT_EQ(rechunked->graph.serialize(),
+            kb_catalog::build_snapshot(kb, renamed, rechunked_opts)->graph.serialize());
+  // Generations of documents naming phrases never seen before (five a
+  // document): the book keeps them until it holds more than twice those
+  // in use plus 4,096, then starts again; every graph is the one built
+  // from nothing.
+  auto snap = again;
+  size_t largest = 0;
+  for (int generation = 0; generation < 5; ++generation) {
+    std::vector<document> many;
+    for (int i = 0; i < 600; ++i) {
+      auto tag = std::to_string(generation) + "x" + std::to_string(i);
+      many.push_back({"n" + std::to_string(i), "Note",
+                      "Zeta" + tag + " Alpha met Kappa" + tag + ", Theta" + tag + " and Iota" + tag
+                          + " in Lambda" + tag + " Mu.",
+                      ""});
+    }
+    auto next = kb_catalog::build_snapshot(kb, many, opts, snap.get());
+    same_graph(*next, many);
+    auto& g = next->graph;
+    largest = std::max(largest, g.phrases_known());
+    // What the book held (at most twice the phrases in use plus 4,096)
+    // and this generation's.
+    EXPECT_LE(g.phrases_known(), 3 * g.phrases_in_use() + 4096);
+    snap = next;
+  }
+  EXPECT_GT(largest, 3 * snap->graph.phrases_in_use()) << "the book grew past its bound";
+  EXPECT_LT(snap->graph.phrases_known(), largest) << "and started again";
 }
 
 // A snapshot's signature names its documents by an FNV-1a hash of them as
