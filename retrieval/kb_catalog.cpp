@@ -250,22 +250,29 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
   }
   snap->loaded_from_snapshot = !index_dir.empty() && have_bm25 && have_vectors;
   // Chunks the previous snapshot already indexed (same title and text),
-  // by their texts in place: row -> previous row, or -1.
+  // by their texts in place: row -> previous row, or -1; found when an
+  // index is built.
   auto text_of = [](const chunk& c) { return c.title + "\n" + c.text; };
-  std::vector<int64_t> previous_row(snap->chunks.size(), -1);
-  if (previous) {
-    std::unordered_map<chunk_text, size_t, chunk_text_hash> known;
-    known.reserve(previous->chunks.size());
-    for (size_t i = 0; i < previous->chunks.size(); ++i)
-      known.emplace(chunk_text{previous->chunks[i].title, previous->chunks[i].text}, i);
-    for (size_t i = 0; i < snap->chunks.size(); ++i)
-      if (auto k = known.find(chunk_text{snap->chunks[i].title, snap->chunks[i].text});
-          k != known.end())
-        previous_row[i] = static_cast<int64_t>(k->second);
-  }
+  std::vector<int64_t> previous_row;
+  auto previous_rows = [&]() -> const std::vector<int64_t>& {
+    if (previous_row.size() == snap->chunks.size())
+      return previous_row;
+    previous_row.assign(snap->chunks.size(), -1);
+    if (previous) {
+      std::unordered_map<chunk_text, size_t, chunk_text_hash> known;
+      known.reserve(previous->chunks.size());
+      for (size_t i = 0; i < previous->chunks.size(); ++i)
+        known.emplace(chunk_text{previous->chunks[i].title, previous->chunks[i].text}, i);
+      for (size_t i = 0; i < snap->chunks.size(); ++i)
+        if (auto k = known.find(chunk_text{snap->chunks[i].title, snap->chunks[i].text});
+            k != known.end())
+          previous_row[i] = static_cast<int64_t>(k->second);
+    }
+    return previous_row;
+  };
   if (!have_bm25) {
     snap->index = previous && previous->index.size() == previous->chunks.size()
-                      ? bm25_index::build(snap->chunks, opts.bm25, previous->index, previous_row)
+                      ? bm25_index::build(snap->chunks, opts.bm25, previous->index, previous_rows())
                       : bm25_index::build(snap->chunks, opts.bm25);
     if (!index_dir.empty())
       keep(index_dir / "bm25.bin", signature, [snap] { return snap->index.serialize(); });
@@ -276,10 +283,11 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
     bool same_embedder = previous && previous->embed == opts.embed
                          && previous->vectors.dims() == opts.embed->dims()
                          && previous->vectors.size() == previous->chunks.size();
+    auto& row_before = previous_rows();
     std::vector<std::string> texts;
     std::vector<size_t> missing;  // chunk rows to embed
     for (size_t i = 0; i < snap->chunks.size(); ++i)
-      if (!same_embedder || previous_row[i] < 0) {
+      if (!same_embedder || row_before[i] < 0) {
         texts.push_back(text_of(snap->chunks[i]));
         missing.push_back(i);
       }
@@ -295,7 +303,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
         if (next < missing.size() && missing[next] == i) {
           v = (*rows)[next++];
         } else {
-          kept = previous->vectors.row(static_cast<size_t>(previous_row[i]));
+          kept = previous->vectors.row(static_cast<size_t>(row_before[i]));
           v = kept;
         }
         std::copy(v.begin(), v.end(), flat.begin() + static_cast<std::ptrdiff_t>(i * dims));
@@ -343,7 +351,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
     // Named phrases of chunks the previous graph has (same title and
     // text) are taken from it.
     snap->graph = entity_graph::build(snap->chunks, snap->index, opts.graph,
-                                      previous ? &previous->graph : nullptr, previous_row);
+                                      previous ? &previous->graph : nullptr, previous_rows());
     if (!index_dir.empty())
       keep(index_dir / "graph.bin", graph_signature, [snap] { return snap->graph.serialize(); });
     stage("graph");
