@@ -91,6 +91,32 @@ void for_each_named_phrase(std::string_view text, F f) {
   flush();
 }
 
+// A way an entity was written, and how often.
+struct written_form {
+  uint32_t entity;
+  std::string_view text;
+  uint32_t seen;
+};
+
+// Per entity, the form it was written in most often, the first in byte
+// order on a tie (forms written alike are one form: a phrase and a salient
+// term may be).
+std::vector<std::string_view> most_written(std::vector<written_form> forms, size_t entities) {
+  std::sort(forms.begin(), forms.end(), [](auto& a, auto& b) {
+    return a.entity != b.entity ? a.entity < b.entity : a.text < b.text;
+  });
+  std::vector<std::string_view> name(entities);
+  std::vector<uint32_t> most(entities, 0);
+  for (size_t i = 0; i < forms.size();) {
+    auto [e, text, seen] = forms[i];
+    for (++i; i < forms.size() && forms[i].entity == e && forms[i].text == text; ++i)
+      seen += forms[i].seen;
+    if (seen > most[e])
+      name[e] = text, most[e] = seen;
+  }
+  return name;
+}
+
 }  // namespace
 
 // The named phrases of a KB's chunks, each tokenized once when first met.
@@ -259,109 +285,18 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
   }
   g.phrases_in_use_ = static_cast<size_t>(
       std::count_if(phrase_entity.begin(), phrase_entity.end(), [](auto e) { return e != unmet; }));
-  // Each entity's name: the form it was mentioned by most often, the first
-  // in byte order on a tie (a phrase and a salient term written alike are
-  // one form).
-  struct written {
-    uint32_t entity;
-    std::string_view text;
-    uint32_t seen;
-  };
-  std::vector<written> forms;
+  // Each entity's name: its most frequent written form.
+  std::vector<written_form> forms;
   for (uint32_t p = 0; p < phrase_entity.size(); ++p)
     if (phrase_seen[p] > 0)
       forms.push_back({phrase_entity[p], book->all[p].text, phrase_seen[p]});
   for (uint32_t t = 0; t < term_text.size(); ++t)
     if (term_seen[t] > 0)
       forms.push_back({term_entity[t], term_text[t], term_seen[t]});
-  std::sort(forms.begin(), forms.end(), [](auto& a, auto& b) {
-    return a.entity != b.entity ? a.entity < b.entity : a.text < b.text;
-  });
-  for (size_t i = 0; i < forms.size();) {
-    auto e = forms[i].entity;
-    std::string_view best;
-    uint32_t most = 0;
-    while (i < forms.size() && forms[i].entity == e) {
-      auto text = forms[i].text;
-      uint32_t seen = 0;
-      for (; i < forms.size() && forms[i].entity == e && forms[i].text == text; ++i)
-        seen += forms[i].seen;
-      if (seen > most)
-        best = text, most = seen;
-    }
-    g.entities_[e].name = best;
-  }
-  // Each entity's chunks, ascending.
-  auto entity_count = g.entities_.size();
-  {
-    std::vector<uint32_t> chunk_count(entity_count, 0);
-    for (auto e : mentions)
-      ++chunk_count[e];
-    for (size_t e = 0; e < entity_count; ++e)
-      g.entities_[e].chunks.reserve(chunk_count[e]);
-  }
-  for (size_t c = 0; c < n; ++c)
-    for (auto i = mention_start[c]; i < mention_start[c + 1]; ++i)
-      g.entities_[mentions[i]].chunks.push_back(static_cast<uint32_t>(c));
-  // Co-occurrence: for each entity a, the entities b > a in its chunks,
-  // with the number of chunks both are in and the first of them (a's
-  // chunks ascend: the chunk b is first met in), counted in one array
-  // instead of a pair listed per chunk and sorted.
-  struct link {
-    uint32_t a, b, weight, chunk;
-  };
-  std::vector<link> links;
-  std::vector<uint32_t> together(entity_count, 0), first_chunk(entity_count, no_chunk), met;
-  std::vector<uint32_t> neighbour_start(entity_count + 1, 0);
-  for (uint32_t a = 0; a < entity_count; ++a) {
-    met.clear();
-    for (auto c : g.entities_[a].chunks) {
-      auto end = mentions.begin() + mention_start[c + 1];
-      for (auto b = std::upper_bound(mentions.begin() + mention_start[c], end, a); b != end; ++b)
-        if (together[*b]++ == 0) {
-          first_chunk[*b] = c;
-          met.push_back(*b);
-        }
-    }
-    for (auto b : met) {
-      links.push_back({a, b, together[b], first_chunk[b]});
-      together[b] = 0;
-      ++neighbour_start[a + 1];
-      ++neighbour_start[b + 1];
-    }
-  }
-  g.relation_count_ = links.size();
-  // Each entity's links (counted, then placed), of which it keeps the
-  // strongest, ties to the smaller entity, each with its first shared chunk.
-  for (size_t e = 0; e < entity_count; ++e)
-    neighbour_start[e + 1] += neighbour_start[e];
-  struct neighbour {
-    uint32_t entity, weight, chunk;
-  };
-  std::vector<neighbour> all(neighbour_start[entity_count]);
-  {
-    std::vector<uint32_t> next(neighbour_start.begin(), neighbour_start.end() - 1);
-    for (auto& l : links) {
-      all[next[l.a]++] = {l.b, l.weight, l.chunk};
-      all[next[l.b]++] = {l.a, l.weight, l.chunk};
-    }
-  }
-  links = {};
-  for (size_t i = 0; i < entity_count; ++i) {
-    auto& e = g.entities_[i];
-    auto from = all.begin() + neighbour_start[i], to = all.begin() + neighbour_start[i + 1];
-    auto keep = std::min<size_t>(static_cast<size_t>(to - from), opts.max_neighbours);
-    std::partial_sort(from, from + static_cast<std::ptrdiff_t>(keep), to, [](auto& x, auto& y) {
-      return x.weight != y.weight ? x.weight > y.weight : x.entity < y.entity;
-    });
-    e.neighbours.reserve(keep);
-    e.shared_chunk.reserve(keep);
-    for (auto k = from; k != from + static_cast<std::ptrdiff_t>(keep); ++k) {
-      e.neighbours.emplace_back(k->entity, k->weight);
-      e.shared_chunk.push_back(k->chunk);
-    }
-    e.idf = std::log(1.0 + static_cast<double>(n) / static_cast<double>(e.chunks.size()));
-  }
+  auto names = most_written(std::move(forms), g.entities_.size());
+  for (size_t e = 0; e < names.size(); ++e)
+    g.entities_[e].name = names[e];
+  g.link(mentions, mention_start, opts.max_neighbours);
   // Topics: connected components over edges of weight >= 2.
   std::vector<int> mentions_in(n, 0);  // per chunk, for the topic at hand
   std::vector<uint32_t> touched;
@@ -407,6 +342,82 @@ entity_graph entity_graph::build(const std::vector<chunk>& chunks, const bm25_in
     g.topics_.push_back(std::move(t));
   }
   return g;
+}
+
+void entity_graph::link(const std::vector<uint32_t>& mentions,
+                        const std::vector<uint32_t>& mention_start, size_t max_neighbours) {
+  // Each entity's chunks, ascending.
+  auto entity_count = entities_.size();
+  auto n = mention_start.size() - 1;
+  {
+    std::vector<uint32_t> chunk_count(entity_count, 0);
+    for (auto e : mentions)
+      ++chunk_count[e];
+    for (size_t e = 0; e < entity_count; ++e)
+      entities_[e].chunks.reserve(chunk_count[e]);
+  }
+  for (size_t c = 0; c < n; ++c)
+    for (auto i = mention_start[c]; i < mention_start[c + 1]; ++i)
+      entities_[mentions[i]].chunks.push_back(static_cast<uint32_t>(c));
+  // Co-occurrence: for each entity a, the entities b > a in its chunks,
+  // with the number of chunks both are in and the first of them (a's
+  // chunks ascend: the chunk b is first met in), counted in one array
+  // instead of a pair listed per chunk and sorted.
+  struct link {
+    uint32_t a, b, weight, chunk;
+  };
+  std::vector<link> links;
+  std::vector<uint32_t> together(entity_count, 0), first_chunk(entity_count, no_chunk), met;
+  std::vector<uint32_t> neighbour_start(entity_count + 1, 0);
+  for (uint32_t a = 0; a < entity_count; ++a) {
+    met.clear();
+    for (auto c : entities_[a].chunks) {
+      auto end = mentions.begin() + mention_start[c + 1];
+      for (auto b = std::upper_bound(mentions.begin() + mention_start[c], end, a); b != end; ++b)
+        if (together[*b]++ == 0) {
+          first_chunk[*b] = c;
+          met.push_back(*b);
+        }
+    }
+    for (auto b : met) {
+      links.push_back({a, b, together[b], first_chunk[b]});
+      together[b] = 0;
+      ++neighbour_start[a + 1];
+      ++neighbour_start[b + 1];
+    }
+  }
+  relation_count_ = links.size();
+  // Each entity's links (counted, then placed), of which it keeps the
+  // strongest, ties to the smaller entity, each with its first shared chunk.
+  for (size_t e = 0; e < entity_count; ++e)
+    neighbour_start[e + 1] += neighbour_start[e];
+  struct neighbour {
+    uint32_t entity, weight, chunk;
+  };
+  std::vector<neighbour> all(neighbour_start[entity_count]);
+  {
+    std::vector<uint32_t> next(neighbour_start.begin(), neighbour_start.end() - 1);
+    for (auto& l : links) {
+      all[next[l.a]++] = {l.b, l.weight, l.chunk};
+      all[next[l.b]++] = {l.a, l.weight, l.chunk};
+    }
+  }
+  links = {};
+  for (size_t i = 0; i < entity_count; ++i) {
+    auto& e = entities_[i];
+    auto from = all.begin() + neighbour_start[i], to = all.begin() + neighbour_start[i + 1];
+    auto keep = std::min<size_t>(static_cast<size_t>(to - from), max_neighbours);
+    std::partial_sort(from, from + static_cast<std::ptrdiff_t>(keep), to, [](auto& x, auto& y) {
+      return x.weight != y.weight ? x.weight > y.weight : x.entity < y.entity;
+    });
+    e.neighbours.reserve(keep);
+    e.shared_chunk.reserve(keep);
+    for (auto k = from; k != from + static_cast<std::ptrdiff_t>(keep); ++k) {
+      e.neighbours.emplace_back(k->entity, k->weight);
+      e.shared_chunk.push_back(k->chunk);
+    }
+    e.idf = std::log(1.0 + static_cast<double>(n) / static_cast<double>(e.chunks.size()));
+  }
 }
 
 namespace {

@@ -110,6 +110,11 @@ private:
     std::vector<uint32_t> chunks;
   };
   std::vector<uint32_t> match(std::string_view query) const;
+  // Each entity's chunks, links, kept neighbours and idf from the chunks'
+  // mentions (chunk c's entities, ascending, are
+  // mentions[mention_start[c]..mention_start[c + 1])).
+  void link(const std::vector<uint32_t>& mentions, const std::vector<uint32_t>& mention_start,
+            size_t max_neighbours);
   // The entity of `key`, added (and found by its first term) when new;
   // true when it was.
   std::pair<uint32_t, bool> enter(const std::string& key);
