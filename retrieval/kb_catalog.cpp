@@ -1,6 +1,7 @@
 #include "retrieval/kb_catalog.hpp"
 #include "protocol/log.hpp"
 
+#include <algorithm>
 #include <chrono>
 
 #include <spdlog/spdlog.h>
@@ -83,24 +84,31 @@ std::span<const chunk> reusable_chunks(const kb_snapshot* previous, const docume
 }
 
 // The documents' chunks, in order, an unchanged document's taken from
-// `previous` (reusable_chunks).
-void chunk_documents(kb_snapshot& snap, const std::vector<document>& docs,
-                     const chunker_options& opts, const kb_snapshot* previous) {
+// `previous` (reusable_chunks); returns each chunk's row in `previous`
+// when it was taken from there, else -1.
+std::vector<int64_t> chunk_documents(kb_snapshot& snap, const std::vector<document>& docs,
+                                     const chunker_options& opts, const kb_snapshot* previous) {
   snap.chunked_with = opts;
   snap.chunks_by_document.reserve(docs.size());
+  std::vector<int64_t> taken_from;
   for (auto& d : docs) {
     auto hash = document_hash(d);
     auto first = static_cast<uint32_t>(snap.chunks.size());
     if (auto same = reusable_chunks(previous, d, hash, opts); !same.empty()) {
       snap.chunks.insert(snap.chunks.end(), same.begin(), same.end());
       snap.chunks_reused += same.size();
+      auto row = same.data() - previous->chunks.data();
+      for (size_t i = 0; i < same.size(); ++i)
+        taken_from.push_back(row + static_cast<int64_t>(i));
     } else {
       for (auto& c : chunk_document(d, opts))
         snap.chunks.push_back(std::move(c));
+      taken_from.resize(snap.chunks.size(), -1);
     }
     snap.chunks_by_document[d.id] = {hash, first,
                                      static_cast<uint32_t>(snap.chunks.size()) - first};
   }
+  return taken_from;
 }
 
 // A snapshot file read whole, and where its payload is in it.
@@ -204,7 +212,7 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
     snap->build_stages.emplace_back(name, ms_since(stage_from));
     stage_from = std::chrono::steady_clock::now();
   };
-  chunk_documents(*snap, docs, opts.chunking, previous);
+  auto taken_from = chunk_documents(*snap, docs, opts.chunking, previous);
   stage("chunks");
   auto index_dir = opts.snapshot_dir.empty() ? std::filesystem::path{}
                                              : opts.snapshot_dir / "kbs" / snap->name / "index";
@@ -249,25 +257,32 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
       }
   }
   snap->loaded_from_snapshot = !index_dir.empty() && have_bm25 && have_vectors;
-  // Chunks the previous snapshot already indexed (same title and text),
-  // by their texts in place: row -> previous row, or -1; found when an
-  // index is built.
+  // Chunks the previous snapshot already indexed (same title and text):
+  // row -> previous row, or -1; found when an index is built. A chunk
+  // taken from it with its document is its row there; the others are
+  // looked up by their texts among the previous chunks no document took
+  // (a changed document's unchanged paragraphs).
   auto text_of = [](const chunk& c) { return c.title + "\n" + c.text; };
   std::vector<int64_t> previous_row;
   auto previous_rows = [&]() -> const std::vector<int64_t>& {
     if (previous_row.size() == snap->chunks.size())
       return previous_row;
-    previous_row.assign(snap->chunks.size(), -1);
-    if (previous) {
-      std::unordered_map<chunk_text, size_t, chunk_text_hash> known;
-      known.reserve(previous->chunks.size());
-      for (size_t i = 0; i < previous->chunks.size(); ++i)
+    previous_row = taken_from;
+    if (!previous || std::find(previous_row.begin(), previous_row.end(), -1) == previous_row.end())
+      return previous_row;
+    std::vector<bool> taken(previous->chunks.size(), false);
+    for (auto r : previous_row)
+      if (r >= 0)
+        taken[static_cast<size_t>(r)] = true;
+    std::unordered_map<chunk_text, size_t, chunk_text_hash> known;
+    for (size_t i = 0; i < previous->chunks.size(); ++i)
+      if (!taken[i])
         known.emplace(chunk_text{previous->chunks[i].title, previous->chunks[i].text}, i);
-      for (size_t i = 0; i < snap->chunks.size(); ++i)
+    for (size_t i = 0; i < snap->chunks.size(); ++i)
+      if (previous_row[i] < 0)
         if (auto k = known.find(chunk_text{snap->chunks[i].title, snap->chunks[i].text});
             k != known.end())
           previous_row[i] = static_cast<int64_t>(k->second);
-    }
     return previous_row;
   };
   if (!have_bm25) {
