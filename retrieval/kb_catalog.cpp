@@ -312,28 +312,27 @@ std::shared_ptr<const kb_snapshot> kb_catalog::build_snapshot(
       auto dims = opts.embed->dims();
       std::vector<float> flat(snap->chunks.size() * dims);
       size_t next = 0;
-      std::vector<float> kept;
       for (size_t i = 0; i < snap->chunks.size(); ++i) {
-        std::span<const float> v;
+        auto* to = flat.data() + i * dims;
         if (next < missing.size() && missing[next] == i) {
-          v = (*rows)[next++];
+          auto& v = (*rows)[next++];
+          std::copy(v.begin(), v.end(), to);
         } else {
-          kept = previous->vectors.row(static_cast<size_t>(row_before[i]));
-          v = kept;
+          previous->vectors.copy_row(static_cast<size_t>(row_before[i]), to);
         }
-        std::copy(v.begin(), v.end(), flat.begin() + static_cast<std::ptrdiff_t>(i * dims));
       }
       if (missing.size() < snap->chunks.size())
         lg->debug("knowledge base \"{}\": embedded {} of {} chunks", snap->name, missing.size(),
-                      snap->chunks.size());
-      if (!index_dir.empty()) {
-        // Copied now: the index keeps them in half precision.
-        auto w = std::make_shared<binary::writer>();
-        w->put<uint64_t>(opts.embed->dims());
-        w->put_array(flat);
-        keep(index_dir / "vectors.bin", signature, [w] { return w->finish(); });
-      }
+                  snap->chunks.size());
       snap->vectors = vector_index::build(std::move(flat), opts.embed->dims(), opts.vectors);
+      if (!index_dir.empty())
+        // Taken from the index when written: it keeps the rows as given.
+        keep(index_dir / "vectors.bin", signature, [snap] {
+          binary::writer w;
+          w.put<uint64_t>(snap->vectors.dims());
+          w.put_array(snap->vectors.rows());
+          return w.finish();
+        });
       snap->embed = opts.embed;
     } else {
       lg->warn("knowledge base \"{}\": embedding failed ({}); vector search disabled",

@@ -5,18 +5,21 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
-#include <map>
+#include <span>
 #include <sstream>
+#include <unordered_map>
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <simdjson.h>
 
-#include "protocol/worker_name.hpp"
 #include "protocol/chat_request_json.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/log.hpp"
+#include "protocol/worker_name.hpp"
 #include "retrieval/atomic_file.hpp"
 #include "retrieval/html_text.hpp"
 
@@ -25,6 +28,8 @@ namespace ragtor {
 namespace fs = std::filesystem;
 
 namespace {
+
+const log::component lg{"retrieval"};
 
 fs::path kb_dir(const fs::path& data_dir, std::string_view kb) {
   return data_dir / "kbs" / std::string{kb};
@@ -44,7 +49,7 @@ bool hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
-caf::expected<std::string> slurp(const fs::path& file) {
+caf::expected<std::string> slurp(const fs::path& file, size_t* stripped = nullptr) {
   std::ifstream in{file, std::ios::binary};
   if (!in)
     return make_error(errc::invalid_request, "cannot read " + file.string());
@@ -68,6 +73,8 @@ caf::expected<std::string> slurp(const fs::path& file) {
   // not text and would end up in the title.
   if (body.starts_with("\xEF\xBB\xBF"))
     body.erase(0, 3);
+  if (stripped)
+    *stripped = body.size() + 3 <= size && ec == std::error_code{} ? size - body.size() : 0;
   return body;
 }
 
@@ -93,17 +100,35 @@ std::string title_of(std::string_view text) {
   return std::string{first};
 }
 
-caf::expected<std::vector<document>> read_jsonl(const fs::path& file, std::string_view body) {
+// The documents of a .jsonl body. With `kept` (a KB's documents file,
+// whose lines ragtor appends): a last line without its newline that is not
+// a document is an append cut short, never acknowledged; it is ignored
+// with a warning, and *kept is the size of the body before it (else of the
+// whole body).
+caf::expected<std::vector<document>> read_jsonl(const fs::path& file, std::string_view body,
+                                                size_t* kept = nullptr) {
   std::vector<document> out;
   simdjson::ondemand::parser parser;
-  size_t line_no = 0;
-  auto bad = [&](const std::string& why) {
+  size_t line_no = 0, line_start = 0;
+  const size_t size = body.size();
+  if (kept)
+    *kept = size;
+  bool unterminated = false;
+  auto bad = [&](const std::string& why) -> caf::expected<std::vector<document>> {
+    if (kept && unterminated) {
+      lg->warn("{}:{}: an unfinished last line (an ingest cut short) is ignored: {}", file.string(),
+               line_no, why);
+      *kept = line_start;
+      return std::move(out);
+    }
     return make_error(errc::invalid_request,
                       file.string() + ":" + std::to_string(line_no) + ": " + why);
   };
   while (!body.empty()) {
     ++line_no;
+    line_start = size - body.size();
     auto nl = body.find('\n');
+    unterminated = nl == std::string_view::npos;
     auto line = body.substr(0, nl);
     body.remove_prefix(nl == std::string_view::npos ? body.size() : nl + 1);
     if (trim(line).empty())
@@ -148,9 +173,8 @@ caf::expected<std::vector<document>> read_jsonl(const fs::path& file, std::strin
   return out;
 }
 
-// Every document as one JSON line, written atomically.
-caf::error write_kb(const fs::path& data_dir, std::string_view kb,
-                    const std::vector<document>& docs) {
+// `docs` as lines of a documents file, one JSON object each.
+std::string document_lines(std::span<const document> docs) {
   std::string body;
   for (auto& d : docs) {
     json_writer w;
@@ -163,7 +187,82 @@ caf::error write_kb(const fs::path& data_dir, std::string_view kb,
     body += w.str();
     body += '\n';
   }
-  return write_file_atomically(kb_file(data_dir, kb), body);
+  return body;
+}
+
+// Every document as one JSON line, written atomically.
+caf::error write_kb(const fs::path& data_dir, std::string_view kb,
+                    const std::vector<document>& docs) {
+  return write_file_atomically(kb_file(data_dir, kb), document_lines(docs));
+}
+
+// A KB's documents file as read: its documents, its size on disk, and the
+// size of what they were read from (less an unfinished last line).
+struct documents_file {
+  std::vector<document> docs;
+  size_t size = 0, kept = 0;
+  bool ends_in_newline = true;
+};
+
+caf::expected<documents_file> read_documents_file(const fs::path& file) {
+  documents_file out;
+  std::error_code ec;
+  if (!fs::exists(file, ec))
+    return out;
+  size_t bom = 0;
+  auto body = slurp(file, &bom);
+  if (!body)
+    return std::move(body.error());
+  size_t kept = 0;
+  auto docs = read_jsonl(file, *body, &kept);
+  if (!docs)
+    return std::move(docs.error());
+  out.docs = std::move(*docs);
+  out.size = bom + body->size();
+  out.kept = bom + kept;
+  out.ends_in_newline = kept == 0 || (*body)[kept - 1] == '\n';
+  return out;
+}
+
+// Appends documents new to the KB (ids it does not have) to its file as
+// read in `before`: an unfinished last line is cut first, a last document
+// without its newline (written by hand) gets one. Fails, changing nothing,
+// when the file is no longer as read (another process wrote it).
+caf::error append_documents(const fs::path& file, const documents_file& before,
+                            std::span<const document> docs) {
+  auto lines = document_lines(docs);
+  int fd = ::open(file.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0)
+    return make_error(errc::unavailable,
+                      "cannot append to " + file.string() + ": " + std::strerror(errno));
+  auto fail = [&](std::string what, std::string why = std::strerror(errno)) {
+    ::close(fd);
+    return make_error(errc::unavailable, what + " " + file.string() + ": " + why);
+  };
+  struct stat st {};
+  if (::fstat(fd, &st) != 0)
+    return fail("cannot stat");
+  if (static_cast<size_t>(st.st_size) != before.size)
+    return fail("cannot append to", "changed since it was read");
+  if (before.kept < before.size && ::ftruncate(fd, static_cast<off_t>(before.kept)) != 0)
+    return fail("cannot cut the unfinished last line of");
+  if (!before.ends_in_newline)
+    lines.insert(lines.begin(), '\n');
+  std::string_view rest = lines;
+  while (!rest.empty()) {
+    auto n = ::write(fd, rest.data(), rest.size());
+    if (n < 0 && errno == EINTR)
+      continue;
+    if (n < 0)
+      return fail("cannot append to");
+    rest.remove_prefix(static_cast<size_t>(n));
+  }
+  if (::fdatasync(fd) != 0)
+    return fail("cannot sync");
+  if (::close(fd) != 0)
+    return make_error(errc::unavailable,
+                      "cannot append to " + file.string() + ": " + std::strerror(errno));
+  return {};
 }
 
 // The ingestible files named by `paths`, sorted so ingestion order (and
@@ -227,14 +326,10 @@ caf::expected<std::vector<document>> load_kb_documents(const fs::path& data_dir,
                                                        std::string_view kb) {
   if (!is_valid_kb_name(kb))
     return make_error(errc::invalid_request, "invalid knowledge base name");
-  auto file = kb_file(data_dir, kb);
-  std::error_code ec;
-  if (!fs::exists(file, ec))
-    return std::vector<document>{};
-  auto body = slurp(file);
-  if (!body)
-    return std::move(body.error());
-  return read_jsonl(file, *body);
+  auto read = read_documents_file(kb_file(data_dir, kb));
+  if (!read)
+    return std::move(read.error());
+  return std::move(read->docs);
 }
 
 caf::expected<added_documents> add_documents(const fs::path& data_dir, const std::string& kb,
@@ -245,17 +340,23 @@ caf::expected<added_documents> add_documents(const fs::path& data_dir, const std
     for (auto& d : docs)
       if (d.id.empty())
         return make_error(errc::invalid_request, "every document needs a non-empty id");
-  auto stored = load_kb_documents(data_dir, kb);
-  if (!stored)
-    return std::move(stored.error());
-  std::map<std::string, size_t, std::less<>> position;  // id -> index in *stored
-  for (size_t i = 0; i < stored->size(); ++i)
+  auto file = kb_file(data_dir, kb);
+  auto read = read_documents_file(file);
+  if (!read)
+    return std::move(read.error());
+  auto* stored = &read->docs;
+  const size_t had = stored->size();
+  bool replaced_stored = false;                      // a document the file has now
+  std::unordered_map<std::string, size_t> position;  // id -> index in *stored
+  position.reserve(had);
+  for (size_t i = 0; i < had; ++i)
     position[(*stored)[i].id] = i;
   added_documents out;
   for (auto& docs : batches) {
     auto& report = out.reports.emplace_back();
     for (auto& d : docs) {
       if (auto i = position.find(d.id); i != position.end()) {
+        replaced_stored |= i->second < had;
         (*stored)[i->second] = std::move(d);
         ++report.documents_replaced;
       } else {
@@ -265,8 +366,15 @@ caf::expected<added_documents> add_documents(const fs::path& data_dir, const std
       }
     }
   }
-  if (auto err = write_kb(data_dir, kb, *stored))
-    return err;
+  // Only new documents: appended (a replaced one's old text must leave
+  // the disk, so a replacement rewrites the file).
+  std::error_code ec;
+  caf::error appended = make_error(errc::unavailable, "not appended");
+  if (!replaced_stored && fs::exists(file, ec))
+    appended = append_documents(file, *read, std::span{*stored}.subspan(had));
+  if (appended)
+    if (auto err = write_kb(data_dir, kb, *stored))
+      return err;
   for (auto& report : out.reports)
     report.documents = stored->size();
   out.all = std::move(*stored);

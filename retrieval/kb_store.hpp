@@ -1,11 +1,15 @@
 // Knowledge bases on disk: <data_dir>/kbs/<kb>/documents.jsonl, one
 // {"id","title","text","source"} object per line. The file is the source
-// of truth for a KB (indexes are rebuilt from it at start) and is replaced
-// atomically (temp file, fsync, rename) on every ingest, so a crash leaves
-// either the old or the new KB, never a torn one. Ingestion reads .txt,
-// .md, .html and .jsonl files ({"id","title","text"} per line), walking
-// directories. Two ingests into the same KB at once are not coordinated:
-// the later rename wins.
+// of truth for a KB (indexes are rebuilt from it at start). An ingest of
+// only new documents appends their lines (then fdatasync); one that
+// replaces a document rewrites the file atomically (temp file, fsync,
+// rename), so a replaced text leaves the disk. A crash during an append
+// can leave an unfinished last line: that ingest was never acknowledged,
+// and the line is ignored when read and cut before the next append.
+// Ingestion reads .txt, .md, .html and .jsonl files ({"id","title","text"}
+// per line), walking directories. Two ingests into the same KB at once are
+// not coordinated: an append finding the file changed since it read it
+// rewrites it whole, and the later rename wins.
 #pragma once
 
 #include <cstddef>
@@ -30,7 +34,8 @@ namespace ragtor {
 // title = first "# " heading, else the first non-blank line.
 caf::expected<std::vector<document>> read_documents(const std::filesystem::path& file);
 
-// The stored documents of `kb` (empty when it does not exist yet).
+// The stored documents of `kb` (empty when it does not exist yet). An
+// unfinished last line (an append cut short) is ignored with a warning.
 caf::expected<std::vector<document>> load_kb_documents(const std::filesystem::path& data_dir,
                                                        std::string_view kb);
 

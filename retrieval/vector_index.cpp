@@ -90,19 +90,23 @@ std::vector<vector_index::hit> best_of(std::vector<vector_index::hit>& hits, siz
 [[gnu::target("avx2,f16c")]] std::vector<uint16_t> half_columns(const std::vector<float>& rows,
                                                                 size_t n, size_t dims) {
   std::vector<uint16_t> out(n * dims);
-  std::vector<float> column(n);
-  for (size_t d = 0; d < dims; ++d) {
-    for (size_t i = 0; i < n; ++i)
-      column[i] = rows[i * dims + d];
-    auto* to = out.data() + d * n;
-    size_t i = 0;
-    for (; i + 8 <= n; i += 8)
-      _mm_storeu_si128(
-          reinterpret_cast<__m128i*>(to + i),
-          _mm256_cvtps_ph(_mm256_loadu_ps(column.data() + i), _MM_FROUND_TO_NEAREST_INT));
-    for (; i < n; ++i)
-      to[i] = _cvtss_sh(column[i], _MM_FROUND_TO_NEAREST_INT);
+  // Eight rows at a time (8 × dims floats, in the first-level cache): each
+  // dimension's eight values gathered, converted and stored together, so
+  // the rows are read once instead of once per dimension.
+  alignas(32) float eight[8];
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const float* block = rows.data() + i * dims;
+    for (size_t d = 0; d < dims; ++d) {
+      for (size_t r = 0; r < 8; ++r)
+        eight[r] = block[r * dims + d];
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(out.data() + d * n + i),
+                       _mm256_cvtps_ph(_mm256_load_ps(eight), _MM_FROUND_TO_NEAREST_INT));
+    }
   }
+  for (; i < n; ++i)
+    for (size_t d = 0; d < dims; ++d)
+      out[d * n + i] = _cvtss_sh(rows[i * dims + d], _MM_FROUND_TO_NEAREST_INT);
   return out;
 }
 
@@ -236,14 +240,30 @@ vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_in
 }
 
 std::vector<float> vector_index::row(size_t i) const {
+  std::vector<float> out(dims_);
+  copy_row(i, out.data());
+  return out;
+}
+
+void vector_index::copy_row(size_t i, float* out) const {
   if (!columns_.empty()) {
-    std::vector<float> out(dims_);
+    auto n = size();
     for (size_t d = 0; d < dims_; ++d)
-      out[d] = columns_[d * size() + i];
-    return out;
+      out[d] = columns_[d * n + i];
+    return;
   }
-  return {rows_.begin() + static_cast<std::ptrdiff_t>(i * dims_),
-          rows_.begin() + static_cast<std::ptrdiff_t>((i + 1) * dims_)};
+  std::copy_n(rows_.begin() + static_cast<std::ptrdiff_t>(i * dims_), dims_, out);
+}
+
+std::vector<float> vector_index::rows() const {
+  if (columns_.empty())
+    return rows_;
+  auto n = size();
+  std::vector<float> out(n * dims_);
+  for (size_t d = 0; d < dims_; ++d)
+    for (size_t i = 0; i < n; ++i)
+      out[i * dims_ + d] = columns_[d * n + i];
+  return out;
 }
 
 vector_index vector_index::build(std::vector<float> rows, size_t dims, vector_index_options opts,

@@ -87,8 +87,11 @@ public:
   // this processor can.
   bool scans_half_precision() const { return !half_columns_.empty(); }
   static bool half_precision_available();
-  // Row `i`'s vector (a copy).
+  // Row `i`'s vector (a copy), into `out` (dims() floats).
   std::vector<float> row(size_t i) const;
+  void copy_row(size_t i, float* out) const;
+  // Every row, row by row (the vectors build() was given).
+  std::vector<float> rows() const;
   size_t dims() const { return dims_; }
   bool uses_hnsw() const { return hnsw_ != nullptr; }
   // Whether search(query, k) ranks every row exactly (ties by the smaller

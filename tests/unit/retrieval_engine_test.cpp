@@ -152,6 +152,31 @@ TEST(vector_index, exact_equals_brute_force_and_hnsw_recall_is_high) {
   }
 }
 
+// The rows an index was built from come back as given, one by one and
+// all at once, however it keeps them (by dimension, by row with
+// half-precision columns, with a graph): an ingest copies the rows it
+// keeps from the index before, and writes the index file from them.
+TEST(vector_index, gives_back_its_rows_as_built) {
+  for (size_t dims : {size_t{256}, size_t{37}})
+    for (size_t n : {size_t{13}, size_t{300}}) {
+      auto rows = random_rows(n, dims, 3 + dims + n);
+      vector_index_options by_column, half, graph;
+      by_column.half_precision_from = SIZE_MAX;
+      half.half_precision_from = 0;
+      graph.exact_below = 1;
+      for (auto* o : {&by_column, &half, &graph}) {
+        auto index = vector_index::build(rows, dims, *o);
+        EXPECT_EQ(index.rows(), rows) << dims << " " << n;
+        std::vector<float> one(dims);
+        for (size_t i : {size_t{0}, size_t{7}, n - 1}) {
+          index.copy_row(i, one.data());
+          EXPECT_TRUE(std::equal(one.begin(), one.end(), rows.begin() + i * dims)) << i;
+          EXPECT_EQ(index.row(i), one);
+        }
+      }
+    }
+}
+
 TEST(vector_index, exact_search_by_dimension_equals_the_row_by_row_scan_bit_for_bit) {
   // Dimensions with and without a remainder past eight; row counts that
   // end inside a block of the scan; dense queries and sparse ones (the

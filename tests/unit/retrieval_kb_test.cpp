@@ -1,5 +1,6 @@
 // Knowledge bases on disk (ingest, replace, errors with file:line) and the
 // catalog of searchable snapshots built from them.
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <gtest/gtest.h>
@@ -202,6 +204,94 @@ TEST(kb_store, a_failed_ingest_leaves_the_kb_unchanged) {
   src.write("mixed/c.jsonl", "{oops\n");
   EXPECT_FALSE(ingest_paths(data.path, "kb", {src.path / "mixed"}, {}));
   EXPECT_EQ(read(data.path / "kbs/kb/documents.jsonl"), before);
+}
+
+// New documents are appended to the file; what was there stays byte for
+// byte, and reading it gives what a rewrite would have.
+TEST(kb_store, new_documents_are_appended_to_the_file) {
+  temp_dir data;
+  auto doc = [](std::string id, std::string text) {
+    return document{std::move(id), "Title " + text, std::move(text), "src"};
+  };
+  ASSERT_TRUE(ingest_documents(data.path, "kb", {doc("a", "Apples."), doc("b", "Bananas.")}));
+  auto file = data.path / "kbs/kb/documents.jsonl";
+  auto before = read(file);
+  auto inode = [&] {
+    struct stat st {};
+    return ::stat(file.c_str(), &st) == 0 ? st.st_ino : 0;
+  };
+  auto inode_before = inode();
+  std::vector<std::vector<document>> batches{{doc("c", "Cherries."), doc("d", "Dates.")},
+                                             {doc("e", "Eggs."), doc("c", "Currants.")}};
+  auto added = add_documents(data.path, "kb", std::move(batches));
+  ASSERT_TRUE(added) << error_message(added.error());
+  EXPECT_EQ(added->reports[1].documents_replaced, 1u) << "c, from the batch before";
+  auto after = read(file);
+  ASSERT_TRUE(after.starts_with(before)) << after;
+  EXPECT_EQ(inode_before, inode()) << "the file was appended to, not replaced";
+  auto appended = after.substr(before.size());
+  EXPECT_EQ(std::count(appended.begin(), appended.end(), '\n'), 3) << appended;
+  EXPECT_EQ(appended.find("Cherries"), std::string::npos) << "only c's last version is written";
+  auto docs = load_kb_documents(data.path, "kb");
+  ASSERT_TRUE(docs);
+  std::vector<std::string> ids, texts;
+  for (auto& d : *docs) {
+    ids.push_back(d.id);
+    texts.push_back(d.text);
+  }
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "b", "c", "d", "e"}));
+  EXPECT_EQ(texts,
+            (std::vector<std::string>{"Apples.", "Bananas.", "Currants.", "Dates.", "Eggs."}));
+  ASSERT_EQ(added->all.size(), docs->size());
+  for (size_t i = 0; i < docs->size(); ++i)
+    EXPECT_EQ(added->all[i].text, (*docs)[i].text);
+}
+
+// An append cut short by a crash leaves an unfinished last line: that
+// ingest was never acknowledged. Reading ignores it, the next append cuts
+// it; a last document without its newline (written by hand) is kept.
+TEST(kb_store, an_unfinished_last_line_is_ignored_and_cut_by_the_next_append) {
+  temp_dir data;
+  auto doc = [](std::string id, std::string text) {
+    return document{std::move(id), "", std::move(text), "src"};
+  };
+  ASSERT_TRUE(ingest_documents(data.path, "kb", {doc("a", "Apples.")}));
+  auto file = data.path / "kbs/kb/documents.jsonl";
+  auto whole = read(file);
+  std::ofstream{file, std::ios::binary | std::ios::app} << "{\"id\":\"b\",\"text\":\"Bana";
+  auto docs = load_kb_documents(data.path, "kb");
+  ASSERT_TRUE(docs) << error_message(docs.error());
+  ASSERT_EQ(docs->size(), 1u);
+  EXPECT_EQ((*docs)[0].id, "a");
+  auto snap = (*kb_catalog::load(data.path, {}))->get("kb");
+  ASSERT_TRUE(snap);
+  EXPECT_EQ(snap->documents, 1u);
+
+  ASSERT_TRUE(ingest_documents(data.path, "kb", {doc("c", "Cherries.")}));
+  auto after = read(file);
+  EXPECT_TRUE(after.starts_with(whole)) << after;
+  EXPECT_EQ(after.find("Bana"), std::string::npos) << after;
+  docs = load_kb_documents(data.path, "kb");
+  ASSERT_TRUE(docs) << error_message(docs.error());
+  ASSERT_EQ(docs->size(), 2u);
+  EXPECT_EQ((*docs)[1].text, "Cherries.");
+
+  // A whole document on the last line, without its newline.
+  std::ofstream{file, std::ios::binary | std::ios::app} << "{\"id\":\"d\",\"text\":\"Dates.\"}";
+  docs = load_kb_documents(data.path, "kb");
+  ASSERT_TRUE(docs);
+  ASSERT_EQ(docs->size(), 3u);
+  ASSERT_TRUE(ingest_documents(data.path, "kb", {doc("e", "Eggs.")}));
+  docs = load_kb_documents(data.path, "kb");
+  ASSERT_TRUE(docs) << error_message(docs.error());
+  std::vector<std::string> ids;
+  for (auto& d : *docs)
+    ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "c", "d", "e"}));
+
+  // Anywhere but on the last line, a bad line is still an error.
+  std::ofstream{file, std::ios::binary | std::ios::app} << "{\"id\":\"f\"\n";
+  EXPECT_FALSE(load_kb_documents(data.path, "kb"));
 }
 
 TEST(kb_store, rejects_bad_names_paths_and_encodings) {
