@@ -74,8 +74,28 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const b
   bool reuse = false;
   for (size_t d = 0; d < chunks.size() && !reuse; ++d)
     reuse = reused(d) >= 0;
+  // Previous's rows in order, then new ones.
+  bool appended = previous.built_order_ && previous.size() > 0 && previous.size() <= chunks.size();
+  for (size_t d = 0; d < previous.size() && appended; ++d)
+    appended = reused(d) == static_cast<int64_t>(d);
   bm25_index idx;
-  if (!reuse) {
+  if (appended) {
+    // A build from nothing enters previous's terms in the same order,
+    // then the new rows' terms after them.
+    idx.params_ = p;
+    idx.postings_ = previous.postings_;
+    std::copy(previous.doc_len_.begin(), previous.doc_len_.end(), lengths.begin());
+    for (auto d = static_cast<uint32_t>(previous.size()); d < chunks.size(); ++d) {
+      uint64_t len = 0;
+      for (auto& [term, n] : counts_of(chunks[d], len)) {
+        auto& pl = idx.postings_[term];
+        pl.docs.push_back(d);
+        pl.tfs.push_back(n);
+      }
+      lengths[d] = static_cast<uint32_t>(len);
+    }
+    idx.index_vocabulary();
+  } else if (!reuse) {
     std::vector<term_counts> rows(chunks.size());
     for (size_t d = 0; d < chunks.size(); ++d) {
       uint64_t len = 0;
@@ -150,6 +170,7 @@ bm25_index bm25_index::build(const std::vector<chunk>& chunks, params p, const b
     }
     idx.index_vocabulary();
   }
+  idx.built_order_ = true;
   idx.doc_len_ = std::move(lengths);
   uint64_t total = 0;
   for (auto l : idx.doc_len_)
@@ -338,20 +359,30 @@ std::optional<bm25_index> bm25_index::deserialize(std::string_view data) {
   if (!r.get(magic) || magic != bm25_magic || !r.get(idx.params_.k1) || !r.get(idx.params_.b)
       || !r.get(idx.avg_len_) || !r.get_array(idx.doc_len_) || !r.get(terms))
     return std::nullopt;
-  idx.postings_.reserve(terms);
+  std::vector<std::pair<std::string, posting_list>> read;
+  read.reserve(std::min<uint64_t>(terms, data.size() / 32));
   for (uint64_t i = 0; i < terms; ++i) {
     std::string term;
     posting_list pl;
-    if (!r.get_string(term) || !r.get(pl.idf) || !r.get_array(pl.docs)
-        || !r.get_array(pl.tfs) || pl.docs.size() != pl.tfs.size())
+    if (!r.get_string(term) || !r.get(pl.idf) || !r.get_array(pl.docs) || !r.get_array(pl.tfs)
+        || pl.docs.size() != pl.tfs.size() || pl.docs.empty())
       return std::nullopt;
     for (auto d : pl.docs)
       if (d >= idx.doc_len_.size())
         return std::nullopt;
-    idx.postings_.emplace(std::move(term), std::move(pl));
+    read.emplace_back(std::move(term), std::move(pl));
   }
   if (!r.at_end())
     return std::nullopt;
+  // Entered as a build enters them, each term at its first row, a row's
+  // terms in order, so that the map is laid out as the build's was.
+  std::sort(read.begin(), read.end(), [](auto& a, auto& b) {
+    return a.second.docs[0] != b.second.docs[0] ? a.second.docs[0] < b.second.docs[0]
+                                                : a.first < b.first;
+  });
+  for (auto& [term, pl] : read)
+    idx.postings_.emplace(std::move(term), std::move(pl));
+  idx.built_order_ = true;
   idx.norms();
   idx.index_vocabulary();
   return idx;

@@ -41,7 +41,10 @@ public:
   static bm25_index build(const std::vector<chunk>& chunks, params p = {});
   // Incremental: chunk i with previous_row[i] >= 0 has the same text as
   // that row of `previous` and takes its terms from there; only the others
-  // are tokenized. Equal to build(chunks, p).
+  // are tokenized. Equal to build(chunks, p), term for term in the same
+  // order. When the chunks are `previous`'s rows in order then new ones
+  // (an ingest of new documents), its postings are copied and the new
+  // rows added to them.
   static bm25_index build(const std::vector<chunk>& chunks, params p, const bm25_index& previous,
                           const std::vector<int64_t>& previous_row);
 
@@ -135,6 +138,11 @@ private:
 
   params params_;
   std::unordered_map<std::string, posting_list> postings_;
+  // Whether postings_ is laid out as a build from nothing leaves it (the
+  // same terms entered in the same order: the same iteration order), so
+  // that a copy of it with new rows' terms entered after is too. A
+  // snapshot read enters its terms in a build's order.
+  bool built_order_ = false;
   std::vector<terms_of_length> by_length_;  // indexed by length
   std::vector<uint32_t> doc_len_;
   double avg_len_ = 0;

@@ -203,3 +203,49 @@ TEST(bm25, an_incremental_build_equals_a_full_build) {
     EXPECT_EQ(incremental.idf(vocab[q % vocab.size()]), full.idf(vocab[q % vocab.size()]));
   }
 }
+
+// An ingest of new documents: the previous rows in order, then new ones.
+// The previous postings are copied and the new rows added, which must
+// leave the index a build from nothing makes, term for term in the same
+// order, through the map's rehashes (thousands of terms, most of them new
+// in the appended rows), over generations of appends, and from an index
+// read from its snapshot (which enters its terms as a build did).
+TEST(bm25, appending_rows_equals_a_full_build) {
+  std::mt19937 rng{11};
+  size_t next_word = 0;
+  auto text = [&](size_t fresh_words) {
+    std::uniform_int_distribution<size_t> known{0, std::max<size_t>(next_word, 1) - 1};
+    std::string t;
+    for (int i = 0; i < 10; ++i)
+      t += "k" + std::to_string(known(rng)) + " ";
+    for (size_t i = 0; i < fresh_words; ++i)
+      t += "k" + std::to_string(next_word++) + " ";
+    return t;
+  };
+  std::vector<chunk> chunks;
+  for (uint32_t d = 0; d < 100; ++d)
+    chunks.push_back(make_chunk(d, text(5)));
+  auto index = bm25_index::build(chunks);
+  for (int generation = 0; generation < 4; ++generation) {
+    std::vector<int64_t> previous_row(chunks.size());
+    std::iota(previous_row.begin(), previous_row.end(), int64_t{0});
+    for (uint32_t d = 0; d < 40; ++d) {
+      chunks.push_back(make_chunk(static_cast<uint32_t>(chunks.size()), text(generation * 40)));
+      previous_row.push_back(-1);
+    }
+    auto appended = bm25_index::build(chunks, {}, index, previous_row);
+    auto full = bm25_index::build(chunks);
+    ASSERT_EQ(appended.size(), full.size());
+    EXPECT_EQ(appended.serialize(), full.serialize()) << "generation " << generation;
+    for (int q = 0; q < 20; ++q) {
+      auto query =
+          "k" + std::to_string(rng() % next_word) + " k" + std::to_string(rng() % next_word);
+      EXPECT_EQ(appended.search(query, 5), full.search(query, 5)) << query;
+    }
+    // Read back from its bytes, the next generation is built from it.
+    auto read = bm25_index::deserialize(appended.serialize());
+    ASSERT_TRUE(read);
+    index = generation % 2 ? std::move(*read) : std::move(appended);
+  }
+  EXPECT_GT(next_word, 5000u);
+}
