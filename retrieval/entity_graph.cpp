@@ -858,7 +858,10 @@ kb_graph_rows entity_graph::rows_since(const entity_graph& before,
     else
       kept.emplace_back(uint64_t{a} << 32 | b, i);
   }
-  std::sort(kept.begin(), kept.end());
+  // Already in order when entities kept their order (an ingest that
+  // added documents at the end): sorted only when not.
+  if (!std::is_sorted(kept.begin(), kept.end()))
+    std::sort(kept.begin(), kept.end());
   row_signature sig;
   for (uint32_t e = 0; e < entities_.size(); ++e)
     now.sign_entity(sig, e);
