@@ -1,5 +1,6 @@
 #include "retrieval/atomic_file.hpp"
 
+#include <atomic>
 #include <cerrno>
 #include <cstring>
 #include <string>
@@ -39,8 +40,11 @@ caf::error write_file_atomically(const fs::path& file, std::span<const std::stri
   if (ec)
     return make_error(errc::unavailable,
                       "cannot create " + file.parent_path().string() + ": " + ec.message());
+  // A name of its own per write: two threads may write the same file
+  // (the last rename wins, whole).
+  static std::atomic<uint64_t> writes{0};
   auto tmp = file;
-  tmp += ".tmp." + std::to_string(::getpid());
+  tmp += ".tmp." + std::to_string(::getpid()) + "." + std::to_string(writes++);
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0)
     return make_error(errc::unavailable,

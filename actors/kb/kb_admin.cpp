@@ -5,12 +5,16 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
+#include <mutex>
+#include <thread>
 
+#include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
 #include <caf/typed_event_based_actor.hpp>
@@ -44,6 +48,76 @@ struct ingest_queue {
 // Ingests one build applies at most; more wait for the next.
 constexpr size_t max_ingests_per_build = 64;
 
+using file_writes = std::vector<std::function<void()>>;
+
+// The index files of ingests' snapshots (a cache of the documents files),
+// written on a thread of its own after the ingests are answered, so that
+// the next ingest does not wait for them (a SciFact-sized KB's take a
+// quarter of a second). Per KB only the newest snapshot's are kept: a
+// newer one's queued replace an older one's, and a snapshot no longer
+// the catalog's when its turn comes is skipped. What is queued at exit is
+// written before the writer ends. The thread starts at the first ingest.
+class index_writer {
+public:
+  explicit index_writer(std::shared_ptr<kb_catalog> catalog) : catalog_(std::move(catalog)) {}
+  index_writer(const index_writer&) = delete;
+  index_writer& operator=(const index_writer&) = delete;
+  ~index_writer() {
+    {
+      std::lock_guard lock{mx_};
+      stopping_ = true;
+    }
+    cv_.notify_all();
+    if (thread_.joinable())
+      thread_.join();
+  }
+
+  void submit(std::shared_ptr<const kb_snapshot> snapshot, std::shared_ptr<file_writes> writes) {
+    {
+      std::lock_guard lock{mx_};
+      auto name = snapshot->name;
+      jobs_[name] = job{std::move(snapshot), std::move(writes)};
+      if (!thread_.joinable())
+        thread_ = std::thread{[this] { run(); }};
+    }
+    cv_.notify_one();
+  }
+
+private:
+  struct job {
+    std::shared_ptr<const kb_snapshot> snapshot;
+    std::shared_ptr<file_writes> writes;
+  };
+
+  void run() {
+    pthread_setname_np(pthread_self(), "kb-index");
+    std::unique_lock lock{mx_};
+    for (;;) {
+      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
+      if (jobs_.empty())
+        return;
+      auto next = std::move(jobs_.begin()->second);
+      jobs_.erase(jobs_.begin());
+      lock.unlock();
+      if (catalog_->get(next.snapshot->name) == next.snapshot) {
+        auto started = std::chrono::steady_clock::now();
+        for (auto& write : *next.writes)
+          write();
+        lg->debug("knowledge base \"{}\": {} index files written in {:.0f} ms", next.snapshot->name,
+                  next.writes->size(), ms_since(started));
+      }
+      lock.lock();
+    }
+  }
+
+  std::shared_ptr<kb_catalog> catalog_;
+  std::mutex mx_;
+  std::condition_variable cv_;
+  std::map<std::string, job> jobs_;
+  bool stopping_ = false;
+  std::thread thread_;
+};
+
 struct kb_admin_state {
   static inline const char* name = "kb_admin";
   std::filesystem::path data_dir;
@@ -66,6 +140,7 @@ struct kb_admin_state {
   bool tick_pending = false;  // the next periodic look is scheduled
   cluster_actor cluster;      // told of every version written here
   uint64_t syncs = 0, synced_documents = 0, sync_failures = 0;
+  std::unique_ptr<index_writer> indexes;  // ingests' index files
 };
 
 using self_ptr = measured_pointer<kb_admin_actor, kb_admin_state>;
@@ -170,8 +245,6 @@ void note_version(self_ptr self, const std::string& kb, int64_t v, bool whole) {
   }
 }
 
-using file_writes = std::vector<std::function<void()>>;
-
 struct applied_ingest {
   std::vector<ingest_report> reports;                   // one per batch
   std::shared_ptr<const kb_snapshot> snapshot, before;  // the KB after and before
@@ -220,15 +293,17 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
   return applied_ingest{std::move(added->reports), snap, current, std::move(later)};
 }
 
-// The index files of an ingest's snapshot, written after its reply (they
-// are a cache of the documents file: lost in a crash, they are rebuilt at
-// start). Skipped when a later ingest's snapshot replaced it meanwhile:
-// that one writes its own.
+// The index files of an ingest's snapshot, written after its reply by
+// the index writer (they are a cache of the documents file: lost in a
+// crash, they are rebuilt at start). Skipped when a later ingest's
+// snapshot replaced it meanwhile: that one writes its own.
 void write_indexes(self_ptr self, const applied_ingest& applied) {
   if (!applied.later || self->state.catalog->get(applied.snapshot->name) != applied.snapshot)
     return;
-  for (auto& write : *applied.later)
-    write();
+  auto& st = self->state;
+  if (!st.indexes)
+    st.indexes = std::make_unique<index_writer>(st.catalog);
+  st.indexes->submit(applied.snapshot, applied.later);
 }
 
 // Tells the other nodes that `kb` has a new version in the store.

@@ -151,9 +151,15 @@ TEST_F(kb_api_test, create_ingest_search_and_chat) {
   ASSERT_TRUE(r.done);
   EXPECT_NE(r.done->str("/content/answer").find("indigo"), std::string::npos) << r.done->dump();
 
-  // Everything survives a restart.
+  // Everything survives a restart, which loads the index files the
+  // ingest's snapshot left (written after its answer, on a thread of their
+  // own, by the time the server stopped) instead of building them again.
   stop_server();
   start_server();
+  auto log = server().stderr_tail(100000);
+  EXPECT_NE(log.find("knowledge base \"harbour\": "), std::string::npos) << log;
+  EXPECT_NE(log.find("indexes loaded in"), std::string::npos) << log;
+  EXPECT_EQ(log.find("indexes built in"), std::string::npos) << log;
   auto again = call("POST", "/api/v1/kbs/harbour/search", R"({"query":"indigo"})", 200);
   ASSERT_FALSE(again.items("/retrieval_results").empty());
   EXPECT_EQ(call("GET", "/api/v1/kbs/harbour", "", 200).integer("/settings/top_k"), 3);
