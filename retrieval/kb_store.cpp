@@ -49,6 +49,8 @@ bool hidden(const fs::path& p) {
   return !name.empty() && name[0] == '.';
 }
 
+// The file's bytes; *stripped (when asked) is how many of them a byte
+// order mark took.
 caf::expected<std::string> slurp(const fs::path& file, size_t* stripped = nullptr) {
   std::ifstream in{file, std::ios::binary};
   if (!in)
@@ -71,10 +73,11 @@ caf::expected<std::string> slurp(const fs::path& file, size_t* stripped = nullpt
     return make_error(errc::invalid_request, "cannot read " + file.string());
   // Editors on some systems start UTF-8 files with a byte order mark; it is
   // not text and would end up in the title.
-  if (body.starts_with("\xEF\xBB\xBF"))
+  bool bom = body.starts_with("\xEF\xBB\xBF");
+  if (bom)
     body.erase(0, 3);
   if (stripped)
-    *stripped = body.size() + 3 <= size && ec == std::error_code{} ? size - body.size() : 0;
+    *stripped = bom ? 3 : 0;
   return body;
 }
 

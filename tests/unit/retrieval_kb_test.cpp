@@ -292,6 +292,19 @@ TEST(kb_store, an_unfinished_last_line_is_ignored_and_cut_by_the_next_append) {
   // Anywhere but on the last line, a bad line is still an error.
   std::ofstream{file, std::ios::binary | std::ios::app} << "{\"id\":\"f\"\n";
   EXPECT_FALSE(load_kb_documents(data.path, "kb"));
+
+  // A file that starts with a byte order mark (written by an editor) is
+  // cut where its bytes are, not where its text is.
+  std::ofstream{file, std::ios::binary | std::ios::trunc}
+      << "\xEF\xBB\xBF{\"id\":\"a\",\"text\":\"Apples.\"}\n{\"id\":\"b\",\"te";
+  ASSERT_TRUE(ingest_documents(data.path, "kb", {doc("c", "Cherries.")}));
+  docs = load_kb_documents(data.path, "kb");
+  ASSERT_TRUE(docs) << error_message(docs.error());
+  ids.clear();
+  for (auto& d : *docs)
+    ids.push_back(d.id);
+  EXPECT_EQ(ids, (std::vector<std::string>{"a", "c"}));
+  EXPECT_TRUE(read(file).starts_with("\xEF\xBB\xBF{\"id\":\"a\",\"text\":\"Apples.\"}\n{"));
 }
 
 TEST(kb_store, rejects_bad_names_paths_and_encodings) {
