@@ -1,10 +1,12 @@
 // One-document ingests into a KB of SciFact's size (5,183 abstracts, 12,430
 // chunks) over HTTP, as a client adds documents to a live server: how long
 // each takes to be answered, and where the KB admin spent it (the stages it
-// logs). Two rows, each on a fresh server over a copy of the same data dir:
-// ingests spaced by a pause (each alone), and ingests sent back to back
-// (each when the one before was answered, so it meets whatever the one
-// before left running).
+// logs). Three rows, each on a fresh server over a copy of the same data
+// dir: new documents spaced by a pause (each alone); new documents sent
+// back to back (each when the one before was answered, so it meets
+// whatever the one before left running); and, paced, documents that
+// replace one of the KB's (the documents file is rewritten, BM25 laid out
+// again).
 //
 //   bench_ingest [--ragtor BIN] [--ingests N] [--pause-ms MS]
 //
@@ -112,10 +114,15 @@ int main(int argc, char** argv) {
       "| row | ingests | answered, first after start | answered, later | build | "
       "documents file | chunks | bm25 | vectors | graph | changed rows | index files "
       "(after the answer) |\n|---|---|---|---|---|---|---|---|---|---|---|---|\n");
-  for (bool back_to_back : {false, true}) {
-    auto data = scratch / (back_to_back ? "b2b" : "paced");
+  auto corpus_rows = ragtor::bench::read_tsv(
+      std::string{RAGTOR_SOURCE_DIR} + "/../shared/data/scifact/corpus.tsv", false);
+  enum row_kind { paced, back_to_back_row, replacing };
+  for (auto kind : {paced, back_to_back_row, replacing}) {
+    bool back_to_back = kind == back_to_back_row;
+    const char* name = kind == paced ? "paced" : back_to_back ? "back to back" : "replacing, paced";
+    auto data = scratch / ("data-" + std::to_string(kind));
     fs::copy(prepared, data, fs::copy_options::recursive);
-    auto log = scratch / (back_to_back ? "b2b.log" : "paced.log");
+    auto log = scratch / ("log-" + std::to_string(kind));
     auto server =
         spawn({ragtor_bin, "serve", "--listen", "127.0.0.1:0", "--data-dir", data.string()},
               "ragtor listening on http://", {"RAGTOR_LOG__LEVEL=debug"}, log);
@@ -124,7 +131,9 @@ int main(int argc, char** argv) {
       if (!back_to_back)
         std::this_thread::sleep_for(std::chrono::milliseconds(pause_ms));
       ragtor::json_writer w;
-      auto id = "bench-" + std::to_string(i);
+      auto id = kind == replacing && static_cast<size_t>(i) < corpus_rows.size()
+                    ? corpus_rows[static_cast<size_t>(i) * 97 % corpus_rows.size()][0]
+                    : "bench-" + std::to_string(i);
       w.begin_object().key("documents").begin_array().begin_object();
       w.field("id", id).field("title", "A new finding " + std::to_string(i));
       w.field("text", "Zorblax protein " + std::to_string(i)
@@ -148,12 +157,11 @@ int main(int argc, char** argv) {
           v.push_back(s->second);
       return range(v);
     };
-    std::printf("| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-                back_to_back ? "back to back" : "paced", ingests, answered.front(),
-                range({answered.begin() + 1, answered.end()}).c_str(), later("build").c_str(),
-                later("documents file").c_str(), later("chunks").c_str(), later("bm25").c_str(),
-                later("vectors").c_str(), later("graph").c_str(), later("changed rows").c_str(),
-                later("index files (after)").c_str());
+    std::printf("| %s | %d | %.0f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", name, ingests,
+                answered.front(), range({answered.begin() + 1, answered.end()}).c_str(),
+                later("build").c_str(), later("documents file").c_str(), later("chunks").c_str(),
+                later("bm25").c_str(), later("vectors").c_str(), later("graph").c_str(),
+                later("changed rows").c_str(), later("index files (after)").c_str());
     std::fflush(stdout);
   }
   fs::remove_all(scratch);
