@@ -14,8 +14,6 @@ namespace ragtor {
 
 namespace fs = std::filesystem;
 
-namespace {
-
 caf::error write_all(int fd, std::string_view data) {
   while (!data.empty()) {
     auto n = ::write(fd, data.data(), data.size());
@@ -27,8 +25,6 @@ caf::error write_all(int fd, std::string_view data) {
   }
   return {};
 }
-
-}  // namespace
 
 caf::error write_file_atomically(const fs::path& file, std::string_view body) {
   return write_file_atomically(file, std::span<const std::string_view>{&body, 1});

@@ -12,6 +12,10 @@
 
 namespace ragtor {
 
+// Writes all of `data` to `fd` (again after a short write or EINTR);
+// errc::unavailable with the system's reason.
+caf::error write_all(int fd, std::string_view data);
+
 // Creates the parent directory when needed. Errors are errc::unavailable
 // with the path and the system's reason.
 caf::error write_file_atomically(const std::filesystem::path& file, std::string_view body);

@@ -202,6 +202,7 @@ caf::error write_kb(const fs::path& data_dir, std::string_view kb,
 // A KB's documents file as read: its documents, its size on disk, and the
 // size of what they were read from (less an unfinished last line).
 struct documents_file {
+  bool exists = false;
   std::vector<document> docs;
   size_t size = 0, kept = 0;
   bool ends_in_newline = true;
@@ -212,6 +213,7 @@ caf::expected<documents_file> read_documents_file(const fs::path& file) {
   std::error_code ec;
   if (!fs::exists(file, ec))
     return out;
+  out.exists = true;
   size_t bom = 0;
   auto body = slurp(file, &bom);
   if (!body)
@@ -251,14 +253,9 @@ caf::error append_documents(const fs::path& file, const documents_file& before,
     return fail("cannot cut the unfinished last line of");
   if (!before.ends_in_newline)
     lines.insert(lines.begin(), '\n');
-  std::string_view rest = lines;
-  while (!rest.empty()) {
-    auto n = ::write(fd, rest.data(), rest.size());
-    if (n < 0 && errno == EINTR)
-      continue;
-    if (n < 0)
-      return fail("cannot append to");
-    rest.remove_prefix(static_cast<size_t>(n));
+  if (auto err = write_all(fd, lines)) {
+    ::close(fd);
+    return err;
   }
   if (::fdatasync(fd) != 0)
     return fail("cannot sync");
@@ -371,9 +368,8 @@ caf::expected<added_documents> add_documents(const fs::path& data_dir, const std
   }
   // Only new documents: appended (a replaced one's old text must leave
   // the disk, so a replacement rewrites the file).
-  std::error_code ec;
   caf::error appended = make_error(errc::unavailable, "not appended");
-  if (!replaced_stored && fs::exists(file, ec))
+  if (!replaced_stored && read->exists)
     appended = append_documents(file, *read, std::span{*stored}.subspan(had));
   if (appended)
     if (auto err = write_kb(data_dir, kb, *stored))

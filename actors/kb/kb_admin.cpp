@@ -5,18 +5,18 @@
 
 #include <algorithm>
 #include <chrono>
-#include <condition_variable>
 #include <fstream>
 #include <functional>
 #include <iterator>
 #include <map>
 #include <memory>
 #include <mutex>
-#include <thread>
 
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 #include <caf/actor_system.hpp>
+#include <caf/event_based_actor.hpp>
+#include <caf/send.hpp>
 #include <caf/typed_event_based_actor.hpp>
 
 #include "protocol/elapsed.hpp"
@@ -50,73 +50,73 @@ constexpr size_t max_ingests_per_build = 64;
 
 using file_writes = std::vector<std::function<void()>>;
 
-// The index files of ingests' snapshots (a cache of the documents files),
-// written on a thread of its own after the ingests are answered, so that
-// the next ingest does not wait for them (a SciFact-sized KB's take a
-// quarter of a second). Per KB only the newest snapshot's are kept: a
-// newer one's queued replace an older one's, and a snapshot no longer
-// the catalog's when its turn comes is skipped. What is queued at exit is
-// written before the writer ends. The thread starts at the first ingest.
-class index_writer {
-public:
-  explicit index_writer(std::shared_ptr<kb_catalog> catalog) : catalog_(std::move(catalog)) {}
-  index_writer(const index_writer&) = delete;
-  index_writer& operator=(const index_writer&) = delete;
-  ~index_writer() {
-    {
-      std::lock_guard lock{mx_};
-      stopping_ = true;
-    }
-    cv_.notify_all();
-    if (thread_.joinable())
-      thread_.join();
-  }
-
-  void submit(std::shared_ptr<const kb_snapshot> snapshot, std::shared_ptr<file_writes> writes) {
-    {
-      std::lock_guard lock{mx_};
-      auto name = snapshot->name;
-      jobs_[name] = job{std::move(snapshot), std::move(writes)};
-      if (!thread_.joinable())
-        thread_ = std::thread{[this] { run(); }};
-    }
-    cv_.notify_one();
-  }
-
-private:
-  struct job {
-    std::shared_ptr<const kb_snapshot> snapshot;
-    std::shared_ptr<file_writes> writes;
-  };
-
-  void run() {
-    pthread_setname_np(pthread_self(), "kb-index");
-    std::unique_lock lock{mx_};
-    for (;;) {
-      cv_.wait(lock, [this] { return stopping_ || !jobs_.empty(); });
-      if (jobs_.empty())
-        return;
-      auto next = std::move(jobs_.begin()->second);
-      jobs_.erase(jobs_.begin());
-      lock.unlock();
-      if (catalog_->get(next.snapshot->name) == next.snapshot) {
-        auto started = std::chrono::steady_clock::now();
-        for (auto& write : *next.writes)
-          write();
-        lg->debug("knowledge base \"{}\": {} index files written in {:.0f} ms", next.snapshot->name,
-                  next.writes->size(), ms_since(started));
-      }
-      lock.lock();
-    }
-  }
-
-  std::shared_ptr<kb_catalog> catalog_;
-  std::mutex mx_;
-  std::condition_variable cv_;
-  std::map<std::string, job> jobs_;
-  bool stopping_ = false;
-  std::thread thread_;
+// A snapshot's index files (a cache of its documents file), written after
+// its ingests are answered.
+struct index_job {
+  std::shared_ptr<const kb_snapshot> snapshot;
+  std::shared_ptr<file_writes> writes;
 };
+
+// The index files waiting for the index writer: per KB only the newest
+// snapshot's (a newer one replaces an older one still waiting).
+struct pending_indexes {
+  std::mutex mx;
+  std::map<std::string, index_job> jobs;
+
+  void put(index_job job) {
+    std::lock_guard lock{mx};
+    auto kb = job.snapshot->name;
+    jobs[kb] = std::move(job);
+  }
+  // What waits for `kb` ("": every KB), taken.
+  std::vector<index_job> take(const std::string& kb) {
+    std::lock_guard lock{mx};
+    std::vector<index_job> out;
+    for (auto i = jobs.begin(); i != jobs.end();)
+      if (kb.empty() || i->first == kb) {
+        out.push_back(std::move(i->second));
+        i = jobs.erase(i);
+      } else {
+        ++i;
+      }
+    return out;
+  }
+};
+
+// Writes a job's files, unless its snapshot is no longer the catalog's
+// (a later ingest's writes its own).
+void write_index_files(const kb_catalog& catalog, const index_job& job) {
+  if (catalog.get(job.snapshot->name) != job.snapshot)
+    return;
+  auto started = std::chrono::steady_clock::now();
+  for (auto& write : *job.writes)
+    write();
+  lg->debug("knowledge base \"{}\": {} index files written in {:.0f} ms", job.snapshot->name,
+            job.writes->size(), ms_since(started));
+}
+
+// The index writer: a detached actor (its own thread; the writes are
+// blocking file work, a quarter of a second for a SciFact-sized KB), so
+// that the KB admin takes the next ingest at once. Told a KB's name, it
+// writes what waits for it (nothing when an earlier message took it). It
+// watches the KB admin, and when the admin is gone writes whatever still
+// waits, then ends.
+caf::behavior index_writer(caf::event_based_actor* self, std::shared_ptr<pending_indexes> pending,
+                           std::shared_ptr<kb_catalog> catalog, caf::actor admin) {
+  pthread_setname_np(pthread_self(), "kb-index");  // detached: its own thread
+  self->monitor(admin);
+  self->set_down_handler([=](caf::down_msg&) {
+    for (auto& job : pending->take(""))
+      write_index_files(*catalog, job);
+    self->quit();
+  });
+  return {
+      [=](const std::string& kb) {
+        for (auto& job : pending->take(kb))
+          write_index_files(*catalog, job);
+      },
+  };
+}
 
 struct kb_admin_state {
   static inline const char* name = "kb_admin";
@@ -140,7 +140,10 @@ struct kb_admin_state {
   bool tick_pending = false;  // the next periodic look is scheduled
   cluster_actor cluster;      // told of every version written here
   uint64_t syncs = 0, synced_documents = 0, sync_failures = 0;
-  std::unique_ptr<index_writer> indexes;  // ingests' index files
+  // Ingests' index files, and the detached actor that writes them
+  // (spawned at the first ingest).
+  std::shared_ptr<pending_indexes> waiting_indexes = std::make_shared<pending_indexes>();
+  caf::actor indexes_writer;
 };
 
 using self_ptr = measured_pointer<kb_admin_actor, kb_admin_state>;
@@ -295,15 +298,16 @@ caf::expected<applied_ingest> apply_locally(self_ptr self, const std::string& kb
 
 // The index files of an ingest's snapshot, written after its reply by
 // the index writer (they are a cache of the documents file: lost in a
-// crash, they are rebuilt at start). Skipped when a later ingest's
-// snapshot replaced it meanwhile: that one writes its own.
+// crash, they are rebuilt at start).
 void write_indexes(self_ptr self, const applied_ingest& applied) {
-  if (!applied.later || self->state.catalog->get(applied.snapshot->name) != applied.snapshot)
+  if (!applied.later)
     return;
   auto& st = self->state;
-  if (!st.indexes)
-    st.indexes = std::make_unique<index_writer>(st.catalog);
-  st.indexes->submit(applied.snapshot, applied.later);
+  if (!st.indexes_writer)
+    st.indexes_writer = self->system().spawn<caf::detached>(
+        index_writer, st.waiting_indexes, st.catalog, caf::actor_cast<caf::actor>(self));
+  st.waiting_indexes->put({applied.snapshot, applied.later});
+  caf::anon_send(st.indexes_writer, applied.snapshot->name);
 }
 
 // Tells the other nodes that `kb` has a new version in the store.
