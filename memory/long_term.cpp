@@ -805,18 +805,26 @@ std::string encode_embedding(const std::vector<float>& v) {
   if (!v.empty())
     std::memcpy(bytes.data(), v.data(), bytes.size());
   to_little_endian(bytes);
-  std::string out;
-  out.reserve((bytes.size() + 2) / 3 * 4);
-  for (size_t i = 0; i < bytes.size(); i += 3) {
-    uint32_t n = static_cast<uint32_t>(static_cast<uint8_t>(bytes[i])) << 16;
-    if (i + 1 < bytes.size())
-      n |= static_cast<uint32_t>(static_cast<uint8_t>(bytes[i + 1])) << 8;
-    if (i + 2 < bytes.size())
-      n |= static_cast<uint8_t>(bytes[i + 2]);
-    out.push_back(b64[(n >> 18) & 63]);
-    out.push_back(b64[(n >> 12) & 63]);
-    out.push_back(i + 1 < bytes.size() ? b64[(n >> 6) & 63] : '=');
-    out.push_back(i + 2 < bytes.size() ? b64[n & 63] : '=');
+  // Written in place, four characters per three bytes, then the last one
+  // or two bytes padded: an episode's 1 KiB vector is encoded on every
+  // turn, and pushing it character by character cost more than its insert.
+  const auto* in = reinterpret_cast<const unsigned char*>(bytes.data());
+  size_t n = bytes.size(), whole = n / 3 * 3;
+  std::string out((n + 2) / 3 * 4, '=');
+  char* o = out.data();
+  for (size_t i = 0; i < whole; i += 3, o += 4) {
+    uint32_t x = uint32_t{in[i]} << 16 | uint32_t{in[i + 1]} << 8 | in[i + 2];
+    o[0] = b64[x >> 18];
+    o[1] = b64[(x >> 12) & 63];
+    o[2] = b64[(x >> 6) & 63];
+    o[3] = b64[x & 63];
+  }
+  if (size_t rest = n - whole; rest > 0) {
+    uint32_t x = uint32_t{in[whole]} << 16 | (rest == 2 ? uint32_t{in[whole + 1]} << 8 : 0);
+    o[0] = b64[x >> 18];
+    o[1] = b64[(x >> 12) & 63];
+    if (rest == 2)
+      o[2] = b64[(x >> 6) & 63];
   }
   return out;
 }

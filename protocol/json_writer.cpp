@@ -1,7 +1,9 @@
 #include "protocol/json_writer.hpp"
 
+#include <array>
 #include <charconv>
 #include <cmath>
+#include <cstring>
 
 #include "protocol/text.hpp"
 
@@ -93,7 +95,47 @@ bool is_valid_utf8(std::string_view s) {
   return true;
 }
 
+namespace {
+
+// 1 for the bytes a JSON string cannot hold as they are (controls, the
+// quote, the backslash) and for those that start or continue UTF-8, which
+// must be checked; 0 for the rest.
+constexpr std::array<uint8_t, 256> not_plain = [] {
+  std::array<uint8_t, 256> t{};
+  for (int c = 0; c < 256; ++c)
+    t[c] = c < 0x20 || c >= 0x80 || c == '"' || c == '\\';
+  return t;
+}();
+
+// Appends "s" and then `suffix` (unless it is 0) in one append when `s` is
+// short and plain (a key, an id, a name); false, with nothing appended,
+// otherwise. Strings this short cost more in the block scan's setup and
+// in single-character appends than in their bytes.
+bool append_short_plain(std::string& out, std::string_view s, char suffix) {
+  constexpr size_t max_short = 32;
+  if (s.size() > max_short)
+    return false;
+  uint8_t bad = 0;
+  for (char c : s)
+    bad |= not_plain[static_cast<unsigned char>(c)];
+  if (bad)
+    return false;
+  char buf[max_short + 3];
+  buf[0] = '"';
+  std::memcpy(buf + 1, s.data(), s.size());
+  size_t n = s.size() + 1;
+  buf[n++] = '"';
+  if (suffix)
+    buf[n++] = suffix;
+  out.append(buf, n);
+  return true;
+}
+
+}  // namespace
+
 void append_json_string(std::string& out, std::string_view s) {
+  if (append_short_plain(out, s, 0))
+    return;
   out.reserve(out.size() + s.size() + 2);
   out += '"';
   // Bytes that stay as they are (printable ASCII but the quote and the
@@ -139,45 +181,66 @@ void json_writer::before_value() {
     after_key_ = false;
     return;
   }
-  if (!first_.empty()) {
-    if (!first_.back())
+  if (depth_ == 0)
+    return;
+  size_t top = depth_ - 1;
+  if (top < 64) {
+    uint64_t bit = uint64_t{1} << top;
+    if (!(first_bits_ & bit))
       out_ += ',';
-    first_.back() = false;
+    first_bits_ &= ~bit;
+  } else {
+    if (!deeper_.back())
+      out_ += ',';
+    deeper_.back() = false;
   }
 }
 
-json_writer& json_writer::begin_object() {
+void json_writer::open(char bracket) {
   before_value();
-  out_ += '{';
-  first_.push_back(true);
+  out_ += bracket;
+  if (depth_ < 64)
+    first_bits_ |= uint64_t{1} << depth_;
+  else
+    deeper_.push_back(true);
+  ++depth_;
+}
+
+void json_writer::close(char bracket) {
+  out_ += bracket;
+  if (depth_ == 0)
+    return;
+  --depth_;
+  if (depth_ >= 64)
+    deeper_.pop_back();
+}
+
+json_writer& json_writer::begin_object() {
+  open('{');
   return *this;
 }
 
 json_writer& json_writer::end_object() {
-  out_ += '}';
-  if (!first_.empty())
-    first_.pop_back();
+  close('}');
   return *this;
 }
 
 json_writer& json_writer::begin_array() {
-  before_value();
-  out_ += '[';
-  first_.push_back(true);
+  open('[');
   return *this;
 }
 
 json_writer& json_writer::end_array() {
-  out_ += ']';
-  if (!first_.empty())
-    first_.pop_back();
+  close(']');
   return *this;
 }
 
 json_writer& json_writer::key(std::string_view k) {
   before_value();
-  append_json_string(out_, k);
-  out_ += ':';
+  if (!append_short_plain(out_, k, ':')) {
+    append_json_string(out_, k);
+    out_ += ':';
+  }
   after_key_ = true;
   return *this;
 }
@@ -235,7 +298,10 @@ json_writer& json_writer::raw(std::string_view json) {
 }
 
 std::string json_strings(std::initializer_list<std::pair<std::string_view, std::string>> fields) {
-  json_writer w;
+  size_t bytes = 2;
+  for (auto& [k, v] : fields)
+    bytes += k.size() + v.size() + 6;
+  json_writer w{bytes};
   w.begin_object();
   for (auto& [k, v] : fields)
     w.field(k, v);

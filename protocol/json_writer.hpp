@@ -14,6 +14,12 @@ namespace ragtor {
 
 class json_writer {
 public:
+  json_writer() = default;
+  // Room for `reserve_bytes` of output from the start: a writer that knows
+  // about how much it writes grows its string once instead of doubling it
+  // from nothing (an event, a node log: half a dozen reallocations each).
+  explicit json_writer(size_t reserve_bytes) { out_.reserve(reserve_bytes); }
+
   json_writer& begin_object();
   json_writer& end_object();
   json_writer& begin_array();
@@ -46,8 +52,14 @@ public:
 
 private:
   void before_value();
+  void open(char bracket);
+  void close(char bracket);
   std::string out_;
-  std::vector<bool> first_;  // per open container: no element written yet
+  // Per open container, whether no element is written yet: a bit per
+  // level for the first 64 levels (no allocation), `deeper_` beyond.
+  uint64_t first_bits_ = 0;
+  size_t depth_ = 0;
+  std::vector<bool> deeper_;
   bool after_key_ = false;
 };
 

@@ -63,7 +63,7 @@ stream_event make_token_event(std::string text) {
 }
 
 stream_event make_error_event(std::string_view code, std::string_view message) {
-  json_writer w;
+  json_writer w{32 + code.size() + message.size()};
   w.begin_object().field("message", message).field("code", code).end_object();
   return {event_kind::error, w.take(), true};
 }
@@ -71,7 +71,7 @@ stream_event make_error_event(std::string_view code, std::string_view message) {
 stream_event make_progress_event(std::string_view stage, int completed, int total,
                                  std::string_view agent_type, int64_t retrieval_count,
                                  std::string_view error) {
-  json_writer w;
+  json_writer w{128 + stage.size() + agent_type.size() + error.size()};
   w.begin_object().field("stage", stage).field("completed", completed).field("total", total);
   w.key("error");
   if (error.empty())
@@ -89,7 +89,9 @@ stream_event make_progress_event(std::string_view stage, int completed, int tota
 }
 
 std::string route_decision_json(const route_decision& rd) {
-  json_writer w;
+  json_writer w{192 + rd.requested_kb_prefix.size() + rd.routed_kb_prefix.size()
+                + rd.kb_prefix.size() + rd.method.size() + rd.reason.size() + rd.worker_name.size()
+                + rd.intent.size() + rd.agent_type.size()};
   w.begin_object()
       .field("requested_kb_prefix", rd.requested_kb_prefix)
       .field("routed_kb_prefix", rd.routed_kb_prefix)
@@ -124,7 +126,7 @@ std::string citations_json(const std::vector<citation>& cs) {
 }
 
 stream_event make_done_event(const done_content& c) {
-  json_writer w;
+  json_writer w{320 + c.answer.size() + c.citations_raw.size() + 48 * c.chunk_ids.size()};
   w.begin_object()
       .field("answer", c.answer)
       .field("conversation_id", c.conversation_id)

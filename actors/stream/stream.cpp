@@ -9,6 +9,7 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <type_traits>
 
 #include <spdlog/spdlog.h>
 #include <caf/actor_cast.hpp>
@@ -211,12 +212,11 @@ void begin_node(self_ptr self) {
   self->state.node_started = std::chrono::steady_clock::now();
 }
 
-// With debug on, publishes {node, duration_ms, input, output} for the node
-// that just ended (input/output are JSON objects).
-void log_node(self_ptr self, std::string_view node, std::string input, std::string output) {
+// Publishes {node, duration_ms, input, output} for the node that just
+// ended (input/output are JSON objects).
+void write_node_log(self_ptr self, std::string_view node, std::string_view input,
+                    std::string_view output) {
   auto& st = self->state;
-  if (!st.req.debug)
-    return;
   auto ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - st.node_started)
           .count();
@@ -231,6 +231,25 @@ void log_node(self_ptr self, std::string_view node, std::string input, std::stri
   }
   w.end_object();
   emit(self, stream_event{event_kind::execution_log, w.take(), true});
+}
+
+// A node log's input or output: JSON text, or what makes it.
+template <class Json>
+std::string node_json(Json&& json) {
+  if constexpr (std::is_invocable_v<Json>)
+    return json();
+  else
+    return std::string{std::forward<Json>(json)};
+}
+
+// With debug on, publishes the log of the node that just ended. Its input
+// and output are passed as functions that build them, so that without
+// debug (most turns) nothing is built: they were a tenth of a turn's JSON.
+template <class Input, class Output>
+void log_node(self_ptr self, std::string_view node, Input&& input, Output&& output) {
+  if (self->state.req.debug)
+    write_node_log(self, node, node_json(std::forward<Input>(input)),
+                   node_json(std::forward<Output>(output)));
 }
 
 // Publishes a node log a planner recorded (debug only).
@@ -479,7 +498,11 @@ void persist(self_ptr self) {
   begin_node(self);
   if (st.req.stateless) {
     // Nothing of a stateless turn is stored.
-    log_node(self, "persist", persist_input(self), json_strings({{"stored", "no (stateless)"}}));
+    log_node(
+        self, "persist", [=] { return persist_input(self); },
+        [] {
+          return json_strings({{"stored", "no (stateless)"}});
+        });
     return finish(self);
   }
   stored_message msg;
@@ -497,13 +520,17 @@ void persist(self_ptr self) {
             self->state.message_id = std::move(id);
             if (self->state.error_code.empty() && !self->state.cancelled)
               request_summary(self);
-            log_node(self, "persist", persist_input(self),
-                     json_strings({{"message_id", self->state.message_id}}));
+            log_node(
+                self, "persist", [=] { return persist_input(self); },
+                [=] {
+                  return json_strings({{"message_id", self->state.message_id}});
+                });
             finish(self);
           },
           [=](caf::error& err) {
             fail(self, err, "storing the answer");
-            log_node(self, "persist", persist_input(self), "{}");
+            log_node(
+                self, "persist", [=] { return persist_input(self); }, "{}");
             finish(self);
           });
 }
@@ -526,7 +553,7 @@ void generate(self_ptr self) {
   // needs none of it again (done reports only the chunk ids), and a stream
   // may stay open for minutes, so a copy would sit in every open stream
   // (issue 20: memory per open stream).
-  auto input = generate_input(self);
+  auto input = st.req.debug ? generate_input(self) : std::string{};
   gr.history = std::move(st.history);
   gr.evidence = std::move(st.evidence);
   st.evidence = {};
@@ -552,12 +579,12 @@ void generate(self_ptr self) {
             if (st.gen.finish_reason == "cancelled" && !st.cancelled)
               st.cancelled = true;
             emit(self, make_progress_event("generation", 1, 1, st.route.agent_type, -1, ""));
-            log_node(self, "generate", input, generate_output(self));
+            log_node(self, "generate", input, [=] { return generate_output(self); });
             persist(self);
           },
           [=](caf::error& err) {
             fail(self, err, "generation");
-            log_node(self, "generate", input, generate_output(self));
+            log_node(self, "generate", input, [=] { return generate_output(self); });
             persist(self);
           });
 }
@@ -572,7 +599,9 @@ void retrieved(self_ptr self, retrieval_result res) {
   st.evidence = std::move(res);
   emit(self, make_progress_event("retrieval", 1, 1, st.route.agent_type,
                                  static_cast<int64_t>(st.evidence.retrieval_results.size()), ""));
-  log_node(self, "retrieve", retrieve_input(self), retrieve_output(self));
+  log_node(
+      self, "retrieve", [=] { return retrieve_input(self); },
+      [=] { return retrieve_output(self); });
   generate(self);
 }
 
@@ -583,8 +612,11 @@ void retrieval_failed(self_ptr self, const caf::error& err) {
   auto msg = error_message(err);
   lg->warn("stream {}: search failed ({}); answering without documents", st.req.request_id,
                self->system().render(err));
-  log_node(self, "retrieve", retrieve_input(self),
-           json_strings({{"degraded", "search failed: " + msg + "; no documents"}}));
+  log_node(
+      self, "retrieve", [=] { return retrieve_input(self); },
+      [&] {
+        return json_strings({{"degraded", "search failed: " + msg + "; no documents"}});
+      });
   emit(self,
        make_progress_event("retrieval", 1, 1, st.route.agent_type, 0, "search failed: " + msg));
   generate(self);
@@ -684,15 +716,27 @@ void rewrite(self_ptr self) {
             std::string outcome = q.empty() ? "unusable reply; question kept" : "rewritten";
             if (!q.empty())
               st.query = std::move(q);
-            log_node(self, "rewrite", json_strings({{"question", st.req.message}}),
-                     json_strings({{"query", st.query}, {"outcome", outcome}}));
+            log_node(
+                self, "rewrite",
+                [&] {
+                  return json_strings({{"question", st.req.message}});
+                },
+                [&] {
+                  return json_strings({{"query", st.query}, {"outcome", outcome}});
+                });
             retrieve(self);
           },
           [=](caf::error& err) {
             auto& st = self->state;
-            log_node(self, "rewrite", json_strings({{"question", st.req.message}}),
-                     json_strings({{"query", st.query},
-                              {"outcome", "skipped: " + error_message(err)}}));
+            log_node(
+                self, "rewrite",
+                [&] {
+                  return json_strings({{"question", st.req.message}});
+                },
+                [&] {
+                  return json_strings(
+                      {{"query", st.query}, {"outcome", "skipped: " + error_message(err)}});
+                });
             retrieve(self);
           });
 }
@@ -848,28 +892,41 @@ void context_ready(self_ptr self) {
     return persist(self);
   st.node_started = st.context_started;
   if (st.req.stateless) {
-    log_node(self, "history", history_input(self),
-             json_strings({{"source", "request (stateless)"}}));
+    log_node(
+        self, "history", [=] { return history_input(self); },
+        [] {
+          return json_strings({{"source", "request (stateless)"}});
+        });
     return plan(self);
   }
-  json_writer w;
-  if (st.history_degraded)
-    w.begin_object().field("degraded", "history unavailable").end_object();
-  else
-    w.begin_object()
-        .field("messages", static_cast<uint64_t>(st.history.size()))
-        .field("summary_chars", static_cast<uint64_t>(st.summary.size()))
-        .end_object();
-  log_node(self, "history", history_input(self), w.take());
-  if (!st.req.incognito) {
-    json_writer m;
-    m.begin_object()
-        .field("core_memory", !st.core_memory.empty())
-        .field("memories", static_cast<uint64_t>(st.memories.size()))
-        .field("episodes", static_cast<uint64_t>(st.episodic.size()))
-        .end_object();
-    log_node(self, "memory", json_strings({{"user_id", st.req.user_id}}), m.take());
-  }
+  log_node(
+      self, "history", [=] { return history_input(self); },
+      [&] {
+        json_writer w;
+        if (st.history_degraded)
+          w.begin_object().field("degraded", "history unavailable").end_object();
+        else
+          w.begin_object()
+              .field("messages", static_cast<uint64_t>(st.history.size()))
+              .field("summary_chars", static_cast<uint64_t>(st.summary.size()))
+              .end_object();
+        return w.take();
+      });
+  if (!st.req.incognito)
+    log_node(
+        self, "memory",
+        [&] {
+          return json_strings({{"user_id", st.req.user_id}});
+        },
+        [&] {
+          json_writer m;
+          m.begin_object()
+              .field("core_memory", !st.core_memory.empty())
+              .field("memories", static_cast<uint64_t>(st.memories.size()))
+              .field("episodes", static_cast<uint64_t>(st.episodic.size()))
+              .end_object();
+          return m.take();
+        });
   plan(self);
 }
 
@@ -1067,7 +1124,9 @@ void start_pipeline(self_ptr self) {
             st.routed = true;
             phase_over(self, metrics::turn_phase::routed);
             emit(self, make_route_event(st.route, st.req.debug));
-            log_node(self, "route", route_input(self), route_decision_json(st.route));
+            log_node(
+                self, "route", [=] { return route_input(self); },
+                [&] { return route_decision_json(st.route); });
             retrieve_early(self);
             context_ready(self);
           },
@@ -1076,7 +1135,8 @@ void start_pipeline(self_ptr self) {
             st.routed = true;
             st.route_failed = true;
             fail(self, err, "routing");
-            log_node(self, "route", route_input(self), "{}");
+            log_node(
+                self, "route", [=] { return route_input(self); }, "{}");
             persist(self);
           });
   load_context(self);

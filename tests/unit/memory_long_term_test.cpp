@@ -469,6 +469,10 @@ TEST(embedding_text, round_trips_exactly_and_refuses_malformed_text) {
     for (size_t i = 0; i < n; ++i)
       EXPECT_EQ(std::memcmp(&back[i], &part[i], 4), 0) << i;
   }
+  // Standard base64 of little-endian float32, as stored rows hold it.
+  EXPECT_EQ(encode_embedding({1.0f}), "AACAPw==");
+  EXPECT_EQ(encode_embedding({1.0f, 2.0f}), "AACAPwAAAEA=");
+  EXPECT_EQ(encode_embedding({1.0f, 2.0f, -0.5f}), "AACAPwAAAEAAAAC/");
   EXPECT_TRUE(decode_embedding("").empty());
   EXPECT_TRUE(decode_embedding("abc").empty()) << "not a multiple of 4";
   EXPECT_TRUE(decode_embedding("ab!dabcd").empty()) << "not base64";

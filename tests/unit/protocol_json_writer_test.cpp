@@ -103,6 +103,28 @@ TEST(protocol_json_writer, nests_with_commas) {
                      R"("r":{"z":[1,2]},"u":18446744073709551615,"i":-9223372036854775808})");
 }
 
+// The first 64 levels keep their commas in a word, deeper ones apart:
+// both, and the way back up through them, as at one level.
+TEST(protocol_json_writer, commas_at_every_depth) {
+  for (int depth : {1, 63, 64, 65, 130}) {
+    json_writer w;
+    std::string expected;
+    for (int d = 0; d < depth; ++d) {
+      w.begin_array().value(d);
+      expected += "[" + std::to_string(d) + ",";
+    }
+    w.value("x");
+    expected += "\"x\"";
+    for (int d = depth - 1; d >= 1; --d) {
+      w.end_array().value(-d);
+      expected += "]," + std::to_string(-d);
+    }
+    w.end_array();
+    expected += "]";
+    EXPECT_EQ(w.str(), expected) << depth;
+  }
+}
+
 TEST(protocol_json_writer, top_level_scalars_and_empty_containers) {
   EXPECT_EQ(json_writer{}.value("s").str(), "\"s\"");
   EXPECT_EQ(json_writer{}.begin_array().end_array().str(), "[]");
