@@ -16,12 +16,11 @@ const char* const default_general_instructions =
 
 namespace {
 
-// The text with &, <, > and " as entities. Documents are most of a
-// prompt and seldom hold one: blocks without one are passed over
+// Appends the text with &, <, > and " as entities. Documents are most of
+// a prompt and seldom hold one: blocks without one are passed over
 // (skip_plain_blocks), and the text between is appended as one run.
-std::string xml_escape(std::string_view s) {
-  std::string out;
-  out.reserve(s.size() + s.size() / 16);
+void append_xml_escaped(std::string& out, std::string_view s) {
+  out.reserve(out.size() + s.size() + s.size() / 16);
   size_t from = 0;  // text since the last special character, appended as one run
   for (size_t i = 0; i < s.size(); ++i) {
     i = skip_plain_blocks<false, '&', '<', '>', '"'>(s, i);
@@ -49,6 +48,11 @@ std::string xml_escape(std::string_view s) {
     from = i + 1;
   }
   out.append(s, from);
+}
+
+std::string xml_escape(std::string_view s) {
+  std::string out;
+  append_xml_escaped(out, s);
   return out;
 }
 
@@ -101,14 +105,18 @@ part summary_part(std::string_view summary) {
 }
 
 part document_part(const retrieval_item& d, std::string_view text) {
-  std::string s = "<document id=\"";
-  s += xml_escape(d.doc_id);
+  // One string, sized once: a turn renders five of these.
+  std::string s;
+  s.reserve(64 + d.doc_id.size() + d.title.size() + d.result_id.size() + text.size()
+            + text.size() / 16);
+  s += "<document id=\"";
+  append_xml_escaped(s, d.doc_id);
   s += "\" title=\"";
-  s += xml_escape(d.title);
+  append_xml_escaped(s, d.title);
   s += "\" chunk_id=\"";
-  s += xml_escape(d.result_id);
+  append_xml_escaped(s, d.result_id);
   s += "\">\n";
-  s += xml_escape(text);
+  append_xml_escaped(s, text);
   s += "\n</document>\n";
   return make_part(std::move(s));
 }

@@ -2,11 +2,13 @@
 
 #include "protocol/json_writer.hpp"
 
+#include <charconv>
+
 namespace ragtor {
 
-std::string event_json(const stream_event& ev, std::string_view request_id) {
-  std::string out;
-  out.reserve(ev.data.size() + 64);
+namespace {
+
+void append_event_json(std::string& out, const stream_event& ev, std::string_view request_id) {
   out += "{\"status\":";
   append_json_string(out, to_string(ev.kind));
   switch (ev.kind) {
@@ -38,19 +40,30 @@ std::string event_json(const stream_event& ev, std::string_view request_id) {
       out += ev.data.empty() ? std::string_view{"null"} : std::string_view{ev.data};
       out += '}';
   }
+}
+
+}  // namespace
+
+std::string event_json(const stream_event& ev, std::string_view request_id) {
+  std::string out;
+  out.reserve(ev.data.size() + request_id.size() + 64);
+  append_event_json(out, ev, request_id);
   return out;
 }
 
 void append_sse_frame(std::string& out, const stream_event& ev, std::string_view request_id,
                       uint64_t seq) {
+  // Sized once for the frame: a batch of frames is one string.
+  out.reserve(out.size() + ev.data.size() + 2 * request_id.size() + 96);
   out += "id: ";
   out += request_id;
   out += ':';
-  out += std::to_string(seq);
+  char digits[24];
+  out.append(digits, std::to_chars(digits, digits + sizeof digits, seq).ptr);
   out += "\ndata: ";
   // JSON never contains a raw newline (the writer escapes it), so one
   // data line per event is enough.
-  out += event_json(ev, request_id);
+  append_event_json(out, ev, request_id);
   out += "\n\n";
 }
 

@@ -147,12 +147,14 @@ void run_opened(session_ptr self, queued_turn turn, const turn_opened& opened,
   ++st.turns;
   st.conversation_id = opened.conversation_id;
   st.last_seq = opened.seq;
+  auto request_id = turn.req.request_id;
   if (!stream) {
-    stream = spawn_stream(self->system(), turn.req, opened, deps_of(self), st.settings.stream);
+    stream = spawn_stream(self->system(), std::move(turn.req), opened, deps_of(self),
+                          st.settings.stream);
     self->monitor(stream);
   }
-  turn_ticket ticket{stream, opened.conversation_id, turn.req.request_id, opened.message_id};
-  st.running = running_turn{turn.req.request_id, stream, ticket};
+  turn_ticket ticket{stream, opened.conversation_id, request_id, opened.message_id};
+  st.running = running_turn{std::move(request_id), stream, ticket};
   turn.promise.deliver(ticket);
   if (st.stopping || !st.clears.empty())
     self->send(stream, atom::cancel_v);
@@ -199,10 +201,12 @@ void start_next(session_ptr self) {
       arm_idle_timer(self);
     return;
   }
-  auto turn = std::move(st.queue.front());
+  // Shared by the two handlers below, which would each copy a whole
+  // request otherwise.
+  auto turn = std::make_shared<queued_turn>(std::move(st.queue.front()));
   st.queue.pop_front();
   st.starting = true;
-  st.starting_id = turn.req.request_id;
+  st.starting_id = turn->req.request_id;
   // The commit beside the turn: the turn starts now (route, context,
   // search, model) while the store commits its user message; the stream
   // publishes `start` and stores the answer only after that commit. Only
@@ -214,42 +218,42 @@ void start_next(session_ptr self) {
   // opened a new conversation (the user message is its first), else rerun.
   stream_actor early;
   auto guess = st.conversation_id;
-  if (st.settings.early_start && turn.req.fresh_request_id && !turn.req.stateless) {
+  if (st.settings.early_start && turn->req.fresh_request_id && !turn->req.stateless) {
     turn_opened g;
     g.conversation_id = guess;
     // At most the real seq: recall skips no more than the window.
     g.seq = guess.empty() ? 1 : st.last_seq + 1;
-    early = spawn_stream(self->system(), turn.req, g, deps_of(self), st.settings.stream, false);
+    early = spawn_stream(self->system(), turn->req, g, deps_of(self), st.settings.stream, false);
     self->monitor(early);
   }
   tidy_request(self, st.deps.store, st.settings.stream.step_timeout, atom::begin_turn_v,
-               turn.req.user_id, turn.req.session_id, turn.req.message, turn.req.request_id)
+               turn->req.user_id, turn->req.session_id, turn->req.message, turn->req.request_id)
       .then(
-          [=](turn_opened& opened) mutable {
+          [=](turn_opened& opened) {
             if (!early)
-              return run_opened(self, std::move(turn), opened, stream_actor{});
+              return run_opened(self, std::move(*turn), opened, stream_actor{});
             bool as_guessed = guess.empty() ? opened.seq == 1 : opened.conversation_id == guess;
             if (as_guessed && !opened.existing) {
               self->send(early, atom::opened_v, opened, true);
-              return run_opened(self, std::move(turn), opened, early);
+              return run_opened(self, std::move(*turn), opened, early);
             }
             // The conversation changed meanwhile (deleted, cleared), or the
             // session's first turn is not its conversation's first: the
             // early stream read the wrong context. It quits; the turn runs
             // again once it is gone (so its model call is cancelled first).
             lg->debug("session: {} opened in conversation {}, not {}: starting it again",
-                      turn.req.request_id, opened.conversation_id, guess);
+                      turn->req.request_id, opened.conversation_id, guess);
             self->send(early, atom::opened_v, turn_opened{}, false);
             self->state.restarting = std::make_unique<session_state::restart>(
-                session_state::restart{early.address(), std::move(turn), std::move(opened)});
+                session_state::restart{early.address(), std::move(*turn), std::move(opened)});
           },
-          [=](caf::error& err) mutable {
-            lg->warn("session: storing the user message of {} failed: {}", turn.req.request_id,
-                         self->system().render(err));
+          [=](caf::error& err) {
+            lg->warn("session: storing the user message of {} failed: {}", turn->req.request_id,
+                     self->system().render(err));
             if (early)
               self->send(early, atom::opened_v, turn_opened{}, false);
             self->state.starting = false;
-            turn.promise.deliver(std::move(err));
+            turn->promise.deliver(std::move(err));
             start_next(self);
           });
 }
@@ -450,14 +454,15 @@ void open_in_session(manager_ptr self, chat_request req,
   auto& st = self->state;
   // Queued turns wait for the ones ahead of them: allow for all of them.
   auto timeout = st.settings.stream.turn_timeout * (st.settings.max_queued_turns + 1);
-  tidy_request(self, session, timeout, atom::open_turn_v, req).then(
-            [=](turn_ticket& t) mutable {
-              rp.deliver(std::move(t));
-            },
+  // The request is kept for a retry (a session that stopped meanwhile)
+  // once, shared by the handlers, and moved into the message otherwise.
+  auto kept = may_retry ? std::make_shared<chat_request>(req) : nullptr;
+  tidy_request(self, session, timeout, atom::open_turn_v, std::move(req))
+      .then([=](turn_ticket& t) mutable { rp.deliver(std::move(t)); },
             [=](caf::error& err) mutable {
-              if (may_retry && err == caf::sec::request_receiver_down) {
+              if (kept && err == caf::sec::request_receiver_down) {
                 drop_session(self, session.address());
-                open_in_session(self, std::move(req), rp, false);
+                open_in_session(self, std::move(*kept), rp, false);
                 return;
               }
               rp.deliver(std::move(err));

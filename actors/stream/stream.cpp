@@ -1146,14 +1146,16 @@ void start_pipeline(self_ptr self) {
 
 stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened opened,
                           stream_deps deps, stream_settings settings, bool durable) {
-  return sys.spawn([req, opened, deps, settings,
-                    durable](self_ptr self) -> stream_actor::behavior_type {
+  // Moved, not copied, into the actor's state: CAF runs this function once.
+  return sys.spawn([req = std::move(req), opened = std::move(opened), deps = std::move(deps),
+                    settings = std::move(settings),
+                    durable](self_ptr self) mutable -> stream_actor::behavior_type {
     auto& st = self->state;
-    st.req = req;
-    st.opened = opened;
-    st.deps = deps;
-    st.settings = settings;
-    self->track("stream", req.request_id);
+    st.req = std::move(req);
+    st.opened = std::move(opened);
+    st.deps = std::move(deps);
+    st.settings = std::move(settings);
+    self->track("stream", st.req.request_id);
     self->set_down_handler([=](caf::down_msg& msg) {
       auto& st = self->state;
       if (st.planner && msg.source == st.planner.address()) {
@@ -1172,16 +1174,16 @@ stream_actor spawn_stream(caf::actor_system& sys, chat_request req, turn_opened 
       detach(self);
     });
     st.started = self->clock().now();
-    st.durable = durable || opened.has_answer;
+    st.durable = durable || st.opened.has_answer;
     if (st.durable)
       emit(self, make_start_event());
-    self->delayed_send(self, watchdog_period(settings), atom::tick_v, watchdog);
-    if (opened.has_answer) {
+    self->delayed_send(self, watchdog_period(st.settings), atom::tick_v, watchdog);
+    if (st.opened.has_answer) {
       // A retry of a request_id whose turn is already stored: replay the
       // stored answer instead of writing anything new.
-      st.answer = opened.answer.content;
-      st.message_id = opened.answer.message_id;
-      if (!opened.answer.completed) {
+      st.answer = st.opened.answer.content;
+      st.message_id = st.opened.answer.message_id;
+      if (!st.opened.answer.completed) {
         st.error_code = "cancelled";
         st.error_message = "the stored answer of this request_id is partial";
       }
