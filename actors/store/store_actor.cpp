@@ -120,7 +120,7 @@ caf::result<R> submit(store_ptr self, bool write, F work) {
   auto& st = self->state;
   auto rp = self->make_response_promise<R>();
   auto value = std::make_shared<std::optional<caf::expected<R>>>();
-  auto run = [value, work](store_backend& db) { *value = work(db); };
+  auto run = [value, work = std::move(work)](store_backend& db) mutable { *value = work(db); };
   caf::response_promise& untyped = rp;
   if (untyped.pending() && untyped.id().is_request() && untyped.stages().empty()
       && untyped.source()) {
@@ -189,27 +189,36 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
     self->state.backend = backend;
     self->track("store", "store");
     return {
-        [=](atom::begin_turn, const std::string& user_id, const std::string& session_id,
-            const std::string& content, const std::string& request_id) {
-          return submit<turn_opened>(self, true, [=](store_backend& db) {
-            return db.begin_turn(user_id, session_id, content, request_id, now_ms());
+        // A turn's writes take their fields from the message (moved, not
+        // copied: the message is this handler's alone).
+        [=](atom::begin_turn, std::string& user_id, std::string& session_id, std::string& content,
+            std::string& request_id) {
+          return submit<turn_opened>(
+              self, true,
+              [user_id = std::move(user_id), session_id = std::move(session_id),
+               content = std::move(content),
+               request_id = std::move(request_id)](store_backend& db) {
+                return db.begin_turn(user_id, session_id, content, request_id, now_ms());
+              });
+        },
+        [=](atom::finish_turn, stored_message& msg) {
+          return submit<std::string>(self, true, [msg = std::move(msg)](store_backend& db) {
+            return db.finish_turn(msg, now_ms());
           });
         },
-        [=](atom::finish_turn, const stored_message& msg) {
-          return submit<std::string>(
-              self, true, [=](store_backend& db) { return db.finish_turn(msg, now_ms()); });
-        },
-        [=](atom::finish_turn, const stored_message& msg, std::vector<episode_record>& episodes,
-            const std::vector<memory_record>& memories) {
+        [=](atom::finish_turn, stored_message& msg, std::vector<episode_record>& episodes,
+            std::vector<memory_record>& memories) {
           // Embedded here, once, so that recall never embeds stored turns.
           for (auto& e : episodes)
             if (e.embedding.empty())
               e.embedding = episode_embedding(e.text);
-          return submit<std::string>(self, true, [=](store_backend& db) {
-            auto id = db.finish_turn(msg, now_ms());
-            keep_for_recall(db, msg.request_id, episodes, memories);
-            return id;
-          });
+          return submit<std::string>(self, true,
+                                     [msg = std::move(msg), episodes = std::move(episodes),
+                                      memories = std::move(memories)](store_backend& db) {
+                                       auto id = db.finish_turn(msg, now_ms());
+                                       keep_for_recall(db, msg.request_id, episodes, memories);
+                                       return id;
+                                     });
         },
         [=](atom::find_turn, const std::string& request_id, const std::string& user_id) {
           return submit<stored_message>(
