@@ -268,7 +268,8 @@ int64_t sqlite_backend::next_seq(const std::string& conversation_id) {
 std::string sqlite_backend::insert_message(const std::string& conversation_id, int64_t seq,
                                            std::string_view role, const std::string& content,
                                            const std::string& citations, bool completed,
-                                           const std::string& request_id, int64_t now) {
+                                           const std::string& request_id, int64_t now,
+                                           bool touch_conversation) {
   auto id = new_id();
   auto st = prepare(
       "INSERT INTO messages (id, conversation_id, seq, role, content, citations, "
@@ -283,8 +284,10 @@ std::string sqlite_backend::insert_message(const std::string& conversation_id, i
       .bind_null_if_empty(request_id)
       .bind(now)
       .step();
-  auto up = prepare("UPDATE conversations SET updated_at = ? WHERE id = ?");
-  up.bind(now).bind(conversation_id).step();
+  if (touch_conversation) {
+    auto up = prepare("UPDATE conversations SET updated_at = ? WHERE id = ?");
+    up.bind(now).bind(conversation_id).step();
+  }
   return id;
 }
 
@@ -328,6 +331,7 @@ turn_opened sqlite_backend::begin_turn(const std::string& user_id, const std::st
                                        const std::string& content, const std::string& request_id,
                                        int64_t now) {
   turn_opened out;
+  bool created = false;
   {
     auto st = prepare("SELECT id FROM conversations WHERE user_id = ? AND session_id = ?");
     st.bind(user_id).bind(session_id);
@@ -350,6 +354,7 @@ turn_opened sqlite_backend::begin_turn(const std::string& user_id, const std::st
         .bind(now)
         .bind(now)
         .step();
+    created = true;
   } else if (!request_id.empty()) {
     stored_message user;
     if (find_message(out.conversation_id, request_id, "user", user)) {
@@ -360,9 +365,12 @@ turn_opened sqlite_backend::begin_turn(const std::string& user_id, const std::st
       return out;
     }
   }
-  out.seq = next_seq(out.conversation_id);
-  out.message_id =
-      insert_message(out.conversation_id, out.seq, "user", content, "[]", true, request_id, now);
+  // A conversation created just now has no message yet, and its
+  // updated_at is already now: its first message needs neither the
+  // sequence query nor the update (two of a first turn's four statements).
+  out.seq = created ? 1 : next_seq(out.conversation_id);
+  out.message_id = insert_message(out.conversation_id, out.seq, "user", content, "[]", true,
+                                  request_id, now, !created);
   return out;
 }
 

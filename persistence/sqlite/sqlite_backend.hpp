@@ -107,7 +107,8 @@ private:
   int64_t next_seq(const std::string& conversation_id);
   std::string insert_message(const std::string& conversation_id, int64_t seq, std::string_view role,
                              const std::string& content, const std::string& citations,
-                             bool completed, const std::string& request_id, int64_t now_ms);
+                             bool completed, const std::string& request_id, int64_t now_ms,
+                             bool touch_conversation = true);
   std::vector<stored_message> read_messages(statement_use& st, const std::string& conversation_id);
   bool find_message(const std::string& conversation_id, const std::string& request_id,
                     std::string_view role, stored_message& out);
