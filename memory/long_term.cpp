@@ -801,10 +801,15 @@ void to_little_endian(std::string& bytes) {
 }  // namespace
 
 std::string encode_embedding(const std::vector<float>& v) {
-  std::string bytes(v.size() * 4, '\0');
-  if (!v.empty())
-    std::memcpy(bytes.data(), v.data(), bytes.size());
-  to_little_endian(bytes);
+  // The floats' own bytes where the machine is little-endian (a copy
+  // swapped into that order elsewhere).
+  std::string_view bytes{reinterpret_cast<const char*>(v.data()), v.size() * 4};
+  std::string swapped;
+  if constexpr (std::endian::native == std::endian::big) {
+    swapped.assign(bytes);
+    to_little_endian(swapped);
+    bytes = swapped;
+  }
   // Written in place, four characters per three bytes, then the last one
   // or two bytes padded: an episode's 1 KiB vector is encoded on every
   // turn, and pushing it character by character cost more than its insert.

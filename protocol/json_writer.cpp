@@ -148,7 +148,7 @@ void append_json_string(std::string& out, std::string_view s) {
     if (i >= s.size())
       break;
     auto c = static_cast<unsigned char>(s[i]);
-    if (c >= 0x20 && c < 0x80 && c != '"' && c != '\\') {
+    if (!not_plain[c]) {
       ++i;
       continue;
     }
