@@ -41,6 +41,12 @@ public:
   virtual void savepoint() = 0;
   virtual void release_savepoint() = 0;
   virtual void rollback_to_savepoint() = 0;
+  // Whether in_savepoint() takes a savepoint (on unless turned off). The
+  // store's writer turns it off while it runs a batch on the guess that no
+  // job fails: a job that throws then rolls the whole batch back, and the
+  // batch runs again with it on (store_executor::run_batch).
+  bool isolating() const { return isolating_; }
+  void set_isolating(bool on) { isolating_ = on; }
 
   // Runs a script of statements (migrations).
   virtual void execute_script(std::string_view sql) = 0;
@@ -240,6 +246,9 @@ public:
   // Replaces it.
   virtual void set_core_memory(const std::string& user_id, const std::string& profile_json,
                                int64_t now_ms) = 0;
+
+private:
+  bool isolating_ = true;
 };
 
 // What a turn's context read will ask (store_backend::read_ahead): the
@@ -296,9 +305,15 @@ int64_t now_ms();
 // when it returns and are taken back when it throws. Answers the exception's
 // message ("" when none); a failing rollback (a broken connection) throws
 // on to the caller. The write batch runs each job this way, and a job may
-// nest it for writes that must not fail the job.
+// nest it for writes that must not fail the job. While `db` is not
+// isolating (a batch run on the guess that nothing fails), `work` runs
+// as it is and what it throws goes on to the caller, which rolls back.
 template <class F>
 std::string in_savepoint(store_backend& db, F&& work) {
+  if (!db.isolating()) {
+    work();
+    return {};
+  }
   db.savepoint();
   try {
     work();

@@ -93,30 +93,23 @@ void store_executor::write_loop() {
   }
 }
 
+// Most batches have no job that fails, so a batch first runs without a
+// savepoint per job: on SQLite a savepoint copies every page its job
+// changes (the statement journal), on PostgreSQL it is a subtransaction.
+// A job that throws rolls that transaction back, and the batch runs again
+// with a savepoint per job, which undoes a failing job alone. So a job's
+// work may run twice; it writes only to the database and to its own
+// result (store_executor.hpp).
 void store_executor::run_batch(std::deque<job>& batch) {
   auto started = std::chrono::steady_clock::now();
   std::vector<std::string> errors(batch.size());
   std::string batch_error;
   bool committed = false;
-  const bool alone = batch.size() == 1;
   try {
-    writer_->begin();
-    if (alone) {
-      // A job alone: its transaction is all a savepoint would undo, so it
-      // has none (two statements fewer; two round trips on PostgreSQL).
-      try {
-        batch[0].work(*writer_);
-      } catch (const std::exception& e) {
-        errors[0] = e.what();
-      }
+    if (!run_unisolated(batch)) {
+      ++rerun_batches_;
+      committed = run_isolated(batch, errors);
     } else {
-      for (size_t i = 0; i < batch.size(); ++i)
-        errors[i] = in_savepoint(*writer_, [&] { batch[i].work(*writer_); });
-    }
-    if (alone && !errors[0].empty()) {
-      writer_->rollback();
-    } else {
-      writer_->commit();
       committed = true;
     }
   } catch (const std::exception& e) {
@@ -145,6 +138,51 @@ void store_executor::run_batch(std::deque<job>& batch) {
       ++failed_jobs_;
     batch[i].done(err);
   }
+}
+
+// The batch's jobs one after another in one transaction, no savepoints
+// (in_savepoint() inside a job takes none either). True once committed;
+// false, rolled back, when a job threw.
+bool store_executor::run_unisolated(std::deque<job>& batch) {
+  struct not_isolating {
+    store_backend& db;
+    explicit not_isolating(store_backend& d) : db(d) { db.set_isolating(false); }
+    ~not_isolating() { db.set_isolating(true); }
+  };
+  writer_->begin();
+  {
+    not_isolating scope{*writer_};
+    try {
+      for (auto& j : batch)
+        j.work(*writer_);
+    } catch (const std::exception&) {
+      writer_->rollback();
+      return false;
+    }
+  }
+  writer_->commit();
+  return true;
+}
+
+// The batch again, each job under a savepoint of its own so that a failing
+// one is undone alone (its error in `errors`). A job alone has none: its
+// transaction is all a savepoint would undo. True once committed.
+bool store_executor::run_isolated(std::deque<job>& batch, std::vector<std::string>& errors) {
+  writer_->begin();
+  if (batch.size() == 1) {
+    try {
+      batch[0].work(*writer_);
+    } catch (const std::exception& e) {
+      errors[0] = e.what();
+      writer_->rollback();
+      return false;
+    }
+  } else {
+    for (size_t i = 0; i < batch.size(); ++i)
+      errors[i] = in_savepoint(*writer_, [&] { batch[i].work(*writer_); });
+  }
+  writer_->commit();
+  return true;
 }
 
 void store_executor::read_loop(store_backend& reader) {
@@ -190,7 +228,8 @@ void store_executor::stop() {
 }
 
 store_executor::stats store_executor::snapshot() const {
-  return {queued_.load(), committed_batches_.load(), committed_jobs_.load(), failed_jobs_.load()};
+  return {queued_.load(), committed_batches_.load(), committed_jobs_.load(), failed_jobs_.load(),
+          rerun_batches_.load()};
 }
 
 }  // namespace ragtor

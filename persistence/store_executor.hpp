@@ -1,7 +1,8 @@
 // Group commit for a store backend. A writer thread owns one connection: it
 // takes every queued write job (up to max_batch), runs them in ONE
-// transaction — each inside its own savepoint, so a failing job is undone
-// alone — commits, and only then reports each job's outcome. A pool of
+// transaction, commits, and only then reports each job's outcome. A
+// failing job is undone alone: when one throws, the batch is rolled back
+// and runs again with each job inside its own savepoint (run_batch). A pool of
 // reader threads, each with its own connection, serves read jobs. None of
 // them ever runs on a CAF scheduler thread. In `inline` mode (deterministic tests) jobs run on
 // the submitting thread, one transaction each.
@@ -17,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "persistence/store_backend.hpp"
 
@@ -24,7 +26,10 @@ namespace ragtor {
 
 class store_executor {
 public:
-  // Runs inside the transaction; throws store_error to fail the job.
+  // Runs inside the transaction; throws store_error to fail the job. A
+  // write job's work runs again when another job of its batch failed (its
+  // first run rolled back), so it writes only to the database and to its
+  // own result, and may be called more than once.
   using work_fn = std::function<void(store_backend&)>;
   // Called after the outcome is durable (or known failed): error is empty
   // on success. Runs on the executor's thread.
@@ -35,6 +40,8 @@ public:
     uint64_t committed_batches = 0;
     uint64_t committed_jobs = 0;
     uint64_t failed_jobs = 0;
+    // Batches run again, a savepoint per job, because a job failed.
+    uint64_t rerun_batches = 0;
   };
 
   store_executor(std::unique_ptr<store_backend> writer,
@@ -68,6 +75,8 @@ private:
   void write_loop();
   void read_loop(store_backend& reader);
   void run_batch(std::deque<job>& batch);
+  bool run_unisolated(std::deque<job>& batch);
+  bool run_isolated(std::deque<job>& batch, std::vector<std::string>& errors);
   void run_read(store_backend& reader, job& j);
 
   std::unique_ptr<store_backend> writer_;
@@ -80,6 +89,7 @@ private:
   std::atomic<uint64_t> committed_batches_{0};
   std::atomic<uint64_t> committed_jobs_{0};
   std::atomic<uint64_t> failed_jobs_{0};
+  std::atomic<uint64_t> rerun_batches_{0};
 };
 
 }  // namespace ragtor

@@ -404,12 +404,13 @@ caf::expected<store_actor> spawn_store(caf::actor_system& sys, const store_optio
           auto s = self->state.executor->snapshot();
           json_writer w;
           self->status_head(w);
-          w              .field("backend", self->state.backend)
+          w.field("backend", self->state.backend)
               .field("queued", s.queued)
               .field("pending_replies", static_cast<uint64_t>(self->state.pending.size()))
               .field("committed_batches", s.committed_batches)
               .field("committed_jobs", s.committed_jobs)
               .field("failed_jobs", s.failed_jobs)
+              .field("rerun_batches", s.rerun_batches)
               .field("mean_batch_size", s.committed_batches == 0
                                             ? 0.0
                                             : static_cast<double>(s.committed_jobs)

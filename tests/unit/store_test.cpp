@@ -226,26 +226,36 @@ TEST(store_executor, a_failing_job_does_not_fail_its_batch) {
   EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), 1);
 }
 
-// In one batch a failing job is undone alone (its savepoint) and the
-// others commit; a job alone has no savepoint, and failing, leaves none of
-// its writes. The first job holds the writer until the next three are
-// queued, so they make one batch.
+// A batch runs first without savepoints. When a job fails, the batch is
+// rolled back and runs again with a savepoint per job: the failing job is
+// undone alone and the others commit, their rows stored once (the jobs
+// before the failing one ran twice, those after it once); a job alone, failing, leaves none of its
+// writes. The first job holds the writer until the next three are queued, so they make one batch.
+// Each job notes whether the writer was isolating jobs as it ran.
 TEST(store_executor, a_failing_job_in_a_batch_is_undone_alone) {
   temp_db t;
   std::vector<std::unique_ptr<store_backend>> readers;
   readers.push_back(std::make_unique<sqlite_backend>(t.file()));
   store_executor ex{open_migrated(t.file()), std::move(readers), 256};
-  std::latch queued{1}, batched{4}, alone{1};
+  std::latch started{1}, queued{1}, batched{4}, alone{1};
   std::vector<std::string> outcomes(5);
+  std::vector<std::vector<bool>> runs(5);  // written by the writer's thread
   auto record = [&](size_t i) {
     return [&, i](const std::string& e) {
       outcomes[i] = e.empty() ? "ok" : e;
       (i < 4 ? batched : alone).count_down();
     };
   };
+  auto opens = [&](size_t i, const std::string& session) {
+    return [&, i, session](store_backend& db) {
+      runs[i].push_back(db.isolating());
+      db.begin_turn("u", session, "m", "", 1);
+    };
+  };
   // Writes, then fails: a message stored, then a foreign key violation.
-  auto writes_then_fails = [](const std::string& session) {
-    return [session](store_backend& db) {
+  auto writes_then_fails = [&](size_t i, const std::string& session) {
+    return [&, i, session](store_backend& db) {
+      runs[i].push_back(db.isolating());
       db.begin_turn("u", session, "kept only if this job commits", "", 1);
       stored_message bad;
       bad.conversation_id = "missing";
@@ -253,30 +263,82 @@ TEST(store_executor, a_failing_job_in_a_batch_is_undone_alone) {
       db.finish_turn(bad, 1);
     };
   };
-  ex.submit_write([&](store_backend& db) {
-    queued.wait();
-    db.begin_turn("u", "first", "m", "", 1);
-  }, record(0));
-  ex.submit_write([](store_backend& db) { db.begin_turn("u", "a", "m", "", 1); }, record(1));
-  ex.submit_write(writes_then_fails("b"), record(2));
-  ex.submit_write([](store_backend& db) { db.begin_turn("u", "c", "m", "", 1); }, record(3));
+  ex.submit_write(
+      [&, first = opens(0, "first")](store_backend& db) {
+        started.count_down();
+        queued.wait();
+        first(db);
+      },
+      record(0));
+  started.wait();
+  ex.submit_write(opens(1, "a"), record(1));
+  ex.submit_write(writes_then_fails(2, "b"), record(2));
+  ex.submit_write(opens(3, "c"), record(3));
   queued.count_down();
   batched.wait();
   // Alone in its batch: the writer has nothing else.
-  ex.submit_write(writes_then_fails("d"), record(4));
+  ex.submit_write(writes_then_fails(4, "d"), record(4));
   alone.wait();
   EXPECT_EQ(outcomes[0], "ok");
   EXPECT_EQ(outcomes[1], "ok");
   EXPECT_NE(outcomes[2], "ok");
   EXPECT_EQ(outcomes[3], "ok");
   EXPECT_NE(outcomes[4], "ok");
+  using runs_t = std::vector<bool>;
+  EXPECT_EQ(runs[0], (runs_t{false})) << "a batch where nothing fails runs once, no savepoints";
+  for (size_t i : {1, 2, 4})
+    EXPECT_EQ(runs[i], (runs_t{false, true})) << "job " << i << ": run again, isolated";
+  EXPECT_EQ(runs[3], (runs_t{true})) << "the first run stopped at the job that failed";
   auto s = ex.snapshot();
   EXPECT_EQ(s.committed_jobs, 3u);
   EXPECT_EQ(s.failed_jobs, 2u);
+  EXPECT_EQ(s.rerun_batches, 2u);
   ex.stop();
   EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM messages"), 3);
   EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM conversations"), 3)
       << "a failed job's conversation was kept";
+}
+
+// A batch where no job fails: one run of each job, with the writer not
+// isolating them, and every job committed.
+TEST(store_executor, a_batch_without_failures_runs_each_job_once) {
+  temp_db t;
+  std::vector<std::unique_ptr<store_backend>> readers;
+  readers.push_back(std::make_unique<sqlite_backend>(t.file()));
+  store_executor ex{open_migrated(t.file()), std::move(readers), 256};
+  std::latch started{1}, queued{1}, done{6};
+  std::vector<std::vector<bool>> runs(6);  // written by the writer's thread
+  for (size_t i = 0; i < 6; ++i) {
+    if (i == 1)
+      started.wait();  // the first job holds the writer: the rest queue behind it
+    ex.submit_write(
+        [&, i](store_backend& db) {
+          if (i == 0) {
+            started.count_down();
+            queued.wait();
+          }
+          runs[i].push_back(db.isolating());
+          // A write that must not fail its job, nested as a finished turn
+          // nests its episode: no savepoint here either.
+          auto nested = in_savepoint(db, [&] { runs[i].push_back(db.isolating()); });
+          EXPECT_TRUE(nested.empty());
+          db.begin_turn("u", "s" + std::to_string(i), "m", "", 1);
+        },
+        [&](const std::string& e) {
+          EXPECT_TRUE(e.empty()) << e;
+          done.count_down();
+        });
+  }
+  queued.count_down();
+  done.wait();
+  for (size_t i = 0; i < 6; ++i)
+    EXPECT_EQ(runs[i], (std::vector<bool>{false, false})) << "job " << i;
+  auto s = ex.snapshot();
+  EXPECT_EQ(s.committed_jobs, 6u);
+  EXPECT_EQ(s.rerun_batches, 0u);
+  EXPECT_EQ(s.committed_batches, 2u) << "the first job alone, then the five queued behind it";
+  ex.stop();
+  EXPECT_EQ(count_rows(t.file(), "SELECT COUNT(*) FROM conversations"), 6);
 }
 
 TEST(store_actor, answers_after_commit) {
