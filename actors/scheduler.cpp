@@ -12,6 +12,19 @@
 #include <caf/actor_system_config.hpp>
 #include <caf/detail/set_thread_name.hpp>
 #include <caf/detail/thread_safe_actor_clock.hpp>
+#include <caf/logger.hpp>
+
+// CAF's worker loop (caf/scheduler/worker.hpp, instantiated here alone for
+// this file's policy) tells CAF's logger which actor it is about to run:
+// a dynamic_cast from the job to abstract_actor (a cast across the
+// hierarchy, about 1,200 instructions, 23 a turn) before every resume.
+// The actor's resume tells the logger the same again (libcaf's
+// scheduled_actor::resume), and ragtor logs through spdlog, so the
+// worker's part is left out: defined to nothing before the worker's
+// header is read (docs/performance.md, "A batch without savepoints").
+#undef CAF_PUSH_AID_FROM_PTR
+#define CAF_PUSH_AID_FROM_PTR(ptr) static_cast<void>(0)
+
 #include <caf/policy/work_stealing.hpp>
 #include <caf/scheduler/coordinator.hpp>
 
