@@ -10,7 +10,7 @@
 // the prompt builder — exactly as a turn does: load the window and the
 // summary, build the prompt; after the answer is stored, the summarizer
 // (awaited here so every turn sees a deterministic state). Tokens are
-// ragtor's approximate count (llm/token_count.hpp). Numbers only.
+// ragtor's approximate count (protocol/token_count.hpp). Numbers only.
 //
 //   build/bench/bench_memory_context [--data DIR] [--turns N] [--window N]
 #include <chrono>

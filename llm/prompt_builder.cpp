@@ -1,7 +1,7 @@
 #include "llm/prompt_builder.hpp"
 
-#include "llm/token_count.hpp"
 #include "protocol/text.hpp"
+#include "protocol/token_count.hpp"
 
 namespace ragtor::llm {
 
@@ -106,6 +106,7 @@ part summary_part(std::string_view summary) {
 
 part document_part(const retrieval_item& d, std::string_view text) {
   // One string, sized once: a turn renders five of these.
+  static constexpr std::string_view close = "\n</document>\n";
   std::string s;
   s.reserve(64 + d.doc_id.size() + d.title.size() + d.result_id.size() + text.size()
             + text.size() / 16);
@@ -116,9 +117,19 @@ part document_part(const retrieval_item& d, std::string_view text) {
   s += "\" chunk_id=\"";
   append_xml_escaped(s, d.result_id);
   s += "\">\n";
+  // The text's count is known when it is the item's whole evidence and the
+  // chunker counted it; the opening line ends and the closing one starts
+  // with a newline, so the three counts add up to the part's.
+  bool counted = d.evidence_tokens >= 0 && text.data() == d.evidence.data()
+                 && text.size() == d.evidence.size();
+  size_t tokens =
+      counted ? approx_tokens(s) + static_cast<size_t>(d.evidence_tokens) + approx_tokens(close)
+              : 0;
   append_xml_escaped(s, text);
-  s += "\n</document>\n";
-  return make_part(std::move(s));
+  s += close;
+  if (!counted)
+    return make_part(std::move(s));
+  return {std::move(s), tokens};
 }
 
 // Every part that may be trimmed, rendered once; trimming drops parts (or

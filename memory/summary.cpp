@@ -6,9 +6,9 @@
 #include <span>
 #include <unordered_map>
 
-#include "llm/token_count.hpp"
 #include "memory/long_term.hpp"
 #include "protocol/text.hpp"
+#include "protocol/token_count.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
@@ -31,7 +31,7 @@ std::vector<std::string> transcript_lines(std::span<const stored_message> messag
   size_t used = 0;
   for (auto i = messages.rbegin(); i != messages.rend(); ++i) {
     auto line = speaker(*i) + ": " + utf8_prefix(i->content, max_message_bytes);
-    auto cost = llm::approx_tokens(line) + 1;
+    auto cost = approx_tokens(line) + 1;
     if (!lines.empty() && used + cost > budget)
       break;
     used += cost;

@@ -26,6 +26,10 @@ struct chunk {
   std::string title;
   std::string text;
   uint32_t offset = 0;  // byte offset of `text` in the document text
+  // approx_tokens_xml_escaped(text): what the text adds to a prompt,
+  // counted once by the chunker instead of in every turn's prompt; -1 when
+  // not counted (a chunk made elsewhere).
+  int32_t prompt_tokens = -1;
 };
 
 }  // namespace ragtor

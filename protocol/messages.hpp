@@ -127,12 +127,15 @@ struct retrieval_item {
   std::string doc_id;
   std::string title;
   std::string kb_prefix;
+  // approx_tokens_xml_escaped(evidence) when known (a chunk's, counted
+  // when it was made), else -1: the prompt counts the text itself.
+  int32_t evidence_tokens = -1;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, retrieval_item& x) {
   return f(caf::meta::type_name("retrieval_item"), x.result_id, x.granularity, x.evidence, x.source,
-           x.score, x.source_id, x.source_type, x.doc_id, x.title, x.kb_prefix);
+           x.score, x.source_id, x.source_type, x.doc_id, x.title, x.kb_prefix, x.evidence_tokens);
 }
 
 // One step of an agent's work, for debugging and evaluation.

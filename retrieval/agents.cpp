@@ -25,6 +25,7 @@ retrieval_item item_of(const kb_snapshot& snap, uint32_t idx, double score, std:
   item.result_id = c.chunk_id;
   item.granularity = "chunk";
   item.evidence = c.text;
+  item.evidence_tokens = c.prompt_tokens;
   item.source = std::move(source);
   item.score = score;
   item.source_id = c.chunk_id;

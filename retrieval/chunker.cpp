@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "protocol/token_count.hpp"
 #include "retrieval/tokenizer.hpp"
 
 namespace ragtor {
@@ -122,6 +123,7 @@ std::vector<chunk> chunk_document(const document& doc, const chunker_options& op
     c.title = doc.title;
     c.offset = static_cast<uint32_t>(spans[i].begin);
     c.text = doc.text.substr(spans[i].begin, spans[j].end - spans[i].begin);
+    c.prompt_tokens = static_cast<int32_t>(approx_tokens_xml_escaped(c.text));
     out.push_back(std::move(c));
     if (j + 1 >= spans.size())
       break;

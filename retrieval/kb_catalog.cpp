@@ -178,6 +178,7 @@ std::vector<retrieval_item> kb_snapshot::search(std::string_view query, size_t k
     item.result_id = c.chunk_id;
     item.granularity = "chunk";
     item.evidence = c.text;
+    item.evidence_tokens = c.prompt_tokens;
     item.source = "bm25";
     item.score = score;
     item.source_id = c.chunk_id;

@@ -17,9 +17,9 @@
 #include "llm/citation_parser.hpp"
 #include "llm/openai_client.hpp"
 #include "llm/prompt_builder.hpp"
-#include "llm/token_count.hpp"
 #include "protocol/errc.hpp"
 #include "protocol/json_writer.hpp"
+#include "protocol/token_count.hpp"
 
 namespace ragtor {
 
@@ -266,7 +266,7 @@ generation_result result_of(call& c, std::string finish_reason, usage_info usage
   if (r.usage.prompt_tokens == 0)
     r.usage.prompt_tokens = c.prompt_tokens;
   if (r.usage.completion_tokens == 0)
-    r.usage.completion_tokens = static_cast<int32_t>(llm::approx_tokens(r.answer));
+    r.usage.completion_tokens = static_cast<int32_t>(approx_tokens(r.answer));
   r.finish_reason = std::move(finish_reason);
   return r;
 }

@@ -12,7 +12,7 @@
 #include "llm/rerank.hpp"
 #include "llm/router_prompt.hpp"
 #include "llm/structured_output.hpp"
-#include "llm/token_count.hpp"
+#include "protocol/token_count.hpp"
 
 namespace ragtor::llm {
 namespace {
@@ -201,6 +201,49 @@ TEST(token_count, blocks_count_as_the_rule_says) {
     }
 }
 
+// A text's count as a prompt writes it (XML-escaped) is its count
+// escaped, without escaping it: random valid UTF-8 with the four special
+// characters anywhere, next to words, spaces, symbols and CJK.
+TEST(token_count, the_escaped_count_is_the_count_of_the_escaped_text) {
+  auto escaped = [](std::string_view s) {
+    std::string out;
+    for (char c : s)
+      out += c == '&'   ? "&amp;"
+             : c == '<' ? "&lt;"
+             : c == '>' ? "&gt;"
+             : c == '"' ? "&quot;"
+                        : std::string(1, c);
+    return out;
+  };
+  const std::vector<std::string> pieces{"a",
+                                        "Z",
+                                        "9",
+                                        "_",
+                                        " ",
+                                        "\n",
+                                        ".",
+                                        "&",
+                                        "<",
+                                        ">",
+                                        "\"",
+                                        "'",
+                                        "tea",
+                                        "caf\xC3\xA9",
+                                        "\xE6\xB3\xA1",
+                                        "&&",
+                                        "<b>",
+                                        "x&y",
+                                        std::string(70, 'w')};
+  std::mt19937 rng{20261129};
+  for (int n = 0; n < 2000; ++n) {
+    std::string s;
+    auto target = rng() % 300;
+    while (s.size() < target)
+      s += pieces[rng() % pieces.size()];
+    ASSERT_EQ(approx_tokens_xml_escaped(s), approx_tokens(escaped(s))) << s;
+  }
+}
+
 // Special characters anywhere in a long document, on and across the
 // 16-byte steps the escaping passes over, are all escaped.
 TEST(prompt_builder, documents_are_escaped_wherever_their_special_characters_fall) {
@@ -333,6 +376,38 @@ TEST(prompt_builder, the_count_is_the_rendered_prompts_at_every_budget) {
     stages.insert(p.dropped.size());
   }
   EXPECT_GE(stages.size(), 10u) << "the budgets trim at many different stages";
+}
+
+// Items from a KB carry their text's count (the chunker's): the prompt
+// takes it instead of counting the text, and its count is still the
+// rendered prompt's at every budget, the first document cut to fit
+// included (its cut text is counted).
+TEST(prompt_builder, a_chunks_count_stands_for_its_text) {
+  auto ev = evidence(4);
+  ev.retrieval_results[1].evidence = "泡茶的水温 & <b>tea</b> \"quoted\" é";
+  for (auto& it : ev.retrieval_results)
+    it.evidence_tokens = static_cast<int32_t>(approx_tokens_xml_escaped(it.evidence));
+  prompt_inputs in;
+  in.evidence = &ev;
+  in.question = "which tea?";
+  std::set<size_t> stages;
+  for (size_t budget = 100; budget <= 1000; budget += 10) {
+    in.budget_tokens = budget;
+    auto p = build_prompt(in);
+    size_t counted = 8;
+    for (size_t i = 0; i < p.messages.size(); ++i)
+      counted +=
+          approx_tokens(p.messages[i].content) + (i > 0 && i + 1 < p.messages.size() ? 4 : 0);
+    EXPECT_EQ(p.prompt_tokens, counted) << "budget " << budget;
+    stages.insert(p.dropped.size());
+  }
+  EXPECT_GE(stages.size(), 3u) << "whole, documents dropped, the first one cut";
+  // The count given is the one used: one more for each item, four more.
+  in.budget_tokens = 100000;
+  auto before = build_prompt(in).prompt_tokens;
+  for (auto& it : ev.retrieval_results)
+    ++it.evidence_tokens;
+  EXPECT_EQ(build_prompt(in).prompt_tokens, before + 4);
 }
 
 // A generation request's prompt, built by the turn's stream

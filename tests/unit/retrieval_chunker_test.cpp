@@ -9,6 +9,7 @@
 
 #include <gtest/gtest.h>
 
+#include "protocol/token_count.hpp"
 #include "retrieval/chunker.hpp"
 
 using namespace ragtor;
@@ -40,6 +41,8 @@ void expect_well_formed(const document& d, const std::vector<chunk>& cs, size_t 
     EXPECT_TRUE(starts_on_code_point(cs[i].text));
     EXPECT_TRUE(
         starts_on_code_point(std::string_view{d.text}.substr(cs[i].offset + cs[i].text.size())));
+    EXPECT_EQ(cs[i].prompt_tokens, static_cast<int32_t>(approx_tokens_xml_escaped(cs[i].text)))
+        << "counted once, as a prompt writes it";
     if (i > 0) {
       EXPECT_GT(cs[i].offset, cs[i - 1].offset) << "chunks move forward";
     }

@@ -15,6 +15,7 @@
 #include <gtest/gtest.h>
 
 #include "protocol/errc.hpp"
+#include "protocol/token_count.hpp"
 #include "protocol/worker_name.hpp"
 #include "retrieval/kb_catalog.hpp"
 #include "retrieval/kb_store.hpp"
@@ -128,6 +129,9 @@ TEST(kb_store, ingests_a_directory_and_replaces_documents_by_id) {
   EXPECT_EQ(hits[0].source_id, "j1#0");
   EXPECT_EQ(hits[0].granularity, "chunk");
   EXPECT_EQ(hits[0].source_type, "chunk");
+  EXPECT_EQ(hits[0].evidence_tokens,
+            static_cast<int32_t>(approx_tokens_xml_escaped(hits[0].evidence)))
+      << "the chunk's count, for the prompt";
   EXPECT_EQ(hits[0].source, "bm25");
   EXPECT_EQ(hits[0].evidence, "Silver spoons tarnish.");
   EXPECT_EQ(hits[0].title, "Spoons");

@@ -1,4 +1,4 @@
-#include "llm/token_count.hpp"
+#include "protocol/token_count.hpp"
 
 #include <array>
 #include <cstdint>
@@ -7,7 +7,7 @@
 #include <emmintrin.h>
 #endif
 
-namespace ragtor::llm {
+namespace ragtor {
 
 namespace {
 
@@ -37,9 +37,9 @@ enum class ascii_kind : unsigned char { symbol, word, space };
 constexpr std::array<ascii_kind, 128> ascii_kinds = [] {
   std::array<ascii_kind, 128> t{};
   for (uint32_t c = 0; c < 128; ++c)
-    t[c] = is_word_byte(c)                                       ? ascii_kind::word
+    t[c] = is_word_byte(c)                                   ? ascii_kind::word
            : c == ' ' || c == '\t' || c == '\n' || c == '\r' ? ascii_kind::space
-                                                                : ascii_kind::symbol;
+                                                             : ascii_kind::symbol;
   return t;
 }();
 
@@ -63,7 +63,8 @@ block_masks classify64(const char* p) {
                              _mm_cmpeq_epi8(v, _mm_set1_epi8('_')));
     auto space = _mm_or_si128(
         _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8(' ')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))),
-        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')), _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
+        _mm_or_si128(_mm_cmpeq_epi8(v, _mm_set1_epi8('\n')),
+                     _mm_cmpeq_epi8(v, _mm_set1_epi8('\r'))));
     auto bits = [k](__m128i x) {
       return static_cast<uint64_t>(static_cast<uint32_t>(_mm_movemask_epi8(x))) << (16 * k);
     };
@@ -126,7 +127,7 @@ size_t approx_tokens(std::string_view s) {
     }
     tokens += static_cast<size_t>(__builtin_popcountll(~(m.word | m.space)));
     uint64_t w = m.word;
-    int at = 0;  // bits below `at` are done
+    int at = 0;            // bits below `at` are done
     if (word_bytes > 0) {  // a word carried from before
       if (w == ~uint64_t{0}) {
         word_bytes += 64;
@@ -159,4 +160,11 @@ size_t approx_tokens(std::string_view s) {
   return tokens;
 }
 
-}  // namespace ragtor::llm
+size_t approx_tokens_xml_escaped(std::string_view s) {
+  size_t escaped = 0;
+  for (char c : s)
+    escaped += c == '&' || c == '<' || c == '>' || c == '"';
+  return approx_tokens(s) + 2 * escaped;
+}
+
+}  // namespace ragtor
