@@ -21,7 +21,8 @@
 // The actor's resume tells the logger the same again (libcaf's
 // scheduled_actor::resume), and ragtor logs through spdlog, so the
 // worker's part is left out: defined to nothing before the worker's
-// header is read (docs/performance.md, "A batch without savepoints").
+// header is read (docs/performance.md, "A batch without savepoints; the
+// worker's cast; ...").
 #undef CAF_PUSH_AID_FROM_PTR
 #define CAF_PUSH_AID_FROM_PTR(ptr) static_cast<void>(0)
 
