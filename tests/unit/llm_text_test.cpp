@@ -201,20 +201,19 @@ TEST(token_count, blocks_count_as_the_rule_says) {
     }
 }
 
+// The text with &, <, > and " as entities, one character at a time.
+std::string escaped_naively(std::string_view s) {
+  std::string out;
+  for (char c : s)
+    out += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;"
+                                                                      : std::string(1, c);
+  return out;
+}
+
 // A text's count as a prompt writes it (XML-escaped) is its count
 // escaped, without escaping it: random valid UTF-8 with the four special
 // characters anywhere, next to words, spaces, symbols and CJK.
 TEST(token_count, the_escaped_count_is_the_count_of_the_escaped_text) {
-  auto escaped = [](std::string_view s) {
-    std::string out;
-    for (char c : s)
-      out += c == '&'   ? "&amp;"
-             : c == '<' ? "&lt;"
-             : c == '>' ? "&gt;"
-             : c == '"' ? "&quot;"
-                        : std::string(1, c);
-    return out;
-  };
   const std::vector<std::string> pieces{"a",
                                         "Z",
                                         "9",
@@ -240,20 +239,13 @@ TEST(token_count, the_escaped_count_is_the_count_of_the_escaped_text) {
     auto target = rng() % 300;
     while (s.size() < target)
       s += pieces[rng() % pieces.size()];
-    ASSERT_EQ(approx_tokens_xml_escaped(s), approx_tokens(escaped(s))) << s;
+    ASSERT_EQ(approx_tokens_xml_escaped(s), approx_tokens(escaped_naively(s))) << s;
   }
 }
 
 // Special characters anywhere in a long document, on and across the
 // 16-byte steps the escaping passes over, are all escaped.
 TEST(prompt_builder, documents_are_escaped_wherever_their_special_characters_fall) {
-  auto naive = [](std::string_view s) {
-    std::string out;
-    for (char c : s)
-      out += c == '&' ? "&amp;" : c == '<' ? "&lt;" : c == '>' ? "&gt;" : c == '"' ? "&quot;"
-                                                                        : std::string(1, c);
-    return out;
-  };
   std::mt19937 rng{7};
   const std::string specials = "&<>\"";
   for (int n = 0; n < 300; ++n) {
@@ -272,7 +264,7 @@ TEST(prompt_builder, documents_are_escaped_wherever_their_special_characters_fal
     in.evidence = &ev;
     in.question = "q?";
     auto p = build_prompt(in);
-    EXPECT_NE(p.messages[0].content.find(">\n" + naive(text) + "\n</document>"), std::string::npos)
+    EXPECT_NE(p.messages[0].content.find(">\n" + escaped_naively(text) + "\n</document>"), std::string::npos)
         << text;
   }
 }
@@ -349,6 +341,25 @@ TEST(prompt_builder, the_budget_trims_least_useful_material_first) {
   EXPECT_TRUE(build_prompt(in).dropped.empty());
 }
 
+// Builds `in`'s prompt at every budget from `from` to `to` and checks that
+// its count is what counting its rendered messages gives (each message's
+// text, 4 for each between the first and the last, 8 for the request);
+// answers how many different trimming stages the budgets reached.
+size_t stages_counted_as_rendered(prompt_inputs& in, size_t from, size_t to, size_t step) {
+  std::set<size_t> stages;
+  for (size_t budget = from; budget <= to; budget += step) {
+    in.budget_tokens = budget;
+    auto p = build_prompt(in);
+    size_t counted = 8;
+    for (size_t i = 0; i < p.messages.size(); ++i)
+      counted +=
+          approx_tokens(p.messages[i].content) + (i > 0 && i + 1 < p.messages.size() ? 4 : 0);
+    EXPECT_EQ(p.prompt_tokens, counted) << "budget " << budget;
+    stages.insert(p.dropped.size());
+  }
+  return stages.size();
+}
+
 // What build_prompt counts is what counting its rendered messages gives,
 // at every budget: whole, and trimmed at each stage (the prompt is
 // rendered once in parts and trimming subtracts what it drops).
@@ -364,18 +375,8 @@ TEST(prompt_builder, the_count_is_the_rendered_prompts_at_every_budget) {
   for (int i = 0; i < 6; ++i)
     in.window.push_back(msg(i, i % 2 ? "assistant" : "user", std::string(150, 'w') + " ok"));
   in.question = "which tea?";
-  std::set<size_t> stages;
-  for (size_t budget = 100; budget <= 2600; budget += 25) {
-    in.budget_tokens = budget;
-    auto p = build_prompt(in);
-    size_t counted = 8;
-    for (size_t i = 0; i < p.messages.size(); ++i)
-      counted += approx_tokens(p.messages[i].content)
-                 + (i > 0 && i + 1 < p.messages.size() ? 4 : 0);
-    EXPECT_EQ(p.prompt_tokens, counted) << "budget " << budget;
-    stages.insert(p.dropped.size());
-  }
-  EXPECT_GE(stages.size(), 10u) << "the budgets trim at many different stages";
+  EXPECT_GE(stages_counted_as_rendered(in, 100, 2600, 25), 10u)
+      << "the budgets trim at many different stages";
 }
 
 // Items from a KB carry their text's count (the chunker's): the prompt
@@ -390,18 +391,8 @@ TEST(prompt_builder, a_chunks_count_stands_for_its_text) {
   prompt_inputs in;
   in.evidence = &ev;
   in.question = "which tea?";
-  std::set<size_t> stages;
-  for (size_t budget = 100; budget <= 1000; budget += 10) {
-    in.budget_tokens = budget;
-    auto p = build_prompt(in);
-    size_t counted = 8;
-    for (size_t i = 0; i < p.messages.size(); ++i)
-      counted +=
-          approx_tokens(p.messages[i].content) + (i > 0 && i + 1 < p.messages.size() ? 4 : 0);
-    EXPECT_EQ(p.prompt_tokens, counted) << "budget " << budget;
-    stages.insert(p.dropped.size());
-  }
-  EXPECT_GE(stages.size(), 3u) << "whole, documents dropped, the first one cut";
+  EXPECT_GE(stages_counted_as_rendered(in, 100, 1000, 10), 3u)
+      << "whole, documents dropped, the first one cut";
   // The count given is the one used: one more for each item, four more.
   in.budget_tokens = 100000;
   auto before = build_prompt(in).prompt_tokens;
