@@ -16,7 +16,8 @@ const char* const default_general_instructions =
 
 namespace {
 
-// Appends the text with &, <, > and " as entities. Documents are most of
+// Appends the text with &, <, > and " as entities (xml_entity, whose
+// characters the block skip below lists too). Documents are most of
 // a prompt and seldom hold one: blocks without one are passed over
 // (skip_plain_blocks), and the text between is appended as one run.
 void append_xml_escaped(std::string& out, std::string_view s) {
@@ -26,23 +27,9 @@ void append_xml_escaped(std::string& out, std::string_view s) {
     i = skip_plain_blocks<false, '&', '<', '>', '"'>(s, i);
     if (i >= s.size())
       break;
-    const char* entity = nullptr;
-    switch (s[i]) {
-      case '&':
-        entity = "&amp;";
-        break;
-      case '<':
-        entity = "&lt;";
-        break;
-      case '>':
-        entity = "&gt;";
-        break;
-      case '"':
-        entity = "&quot;";
-        break;
-      default:
-        continue;
-    }
+    const char* entity = xml_entity(s[i]);
+    if (!entity)
+      continue;
     out.append(s, from, i - from);
     out += entity;
     from = i + 1;
@@ -104,7 +91,9 @@ part summary_part(std::string_view summary) {
   return make_part("<conversation_summary>\n" + xml_escape(summary) + "\n</conversation_summary>\n");
 }
 
-part document_part(const retrieval_item& d, std::string_view text) {
+// `text_tokens`: approx_tokens_xml_escaped(text) when known (the
+// chunker's count of an item's whole evidence), else -1.
+part document_part(const retrieval_item& d, std::string_view text, int32_t text_tokens = -1) {
   // One string, sized once: a turn renders five of these.
   static constexpr std::string_view close = "\n</document>\n";
   std::string s;
@@ -117,14 +106,11 @@ part document_part(const retrieval_item& d, std::string_view text) {
   s += "\" chunk_id=\"";
   append_xml_escaped(s, d.result_id);
   s += "\">\n";
-  // The text's count is known when it is the item's whole evidence and the
-  // chunker counted it; the opening line ends and the closing one starts
-  // with a newline, so the three counts add up to the part's.
-  bool counted = d.evidence_tokens >= 0 && text.data() == d.evidence.data()
-                 && text.size() == d.evidence.size();
+  // With the text's count known: the opening line ends and the closing one
+  // starts with a newline, so the three counts add up to the part's.
+  bool counted = text_tokens >= 0;
   size_t tokens =
-      counted ? approx_tokens(s) + static_cast<size_t>(d.evidence_tokens) + approx_tokens(close)
-              : 0;
+      counted ? approx_tokens(s) + static_cast<size_t>(text_tokens) + approx_tokens(close) : 0;
   append_xml_escaped(s, text);
   s += close;
   if (!counted)
@@ -229,7 +215,7 @@ built_prompt build_prompt(const prompt_inputs& in) {
   if (grounded)
     for (auto& item : in.evidence->retrieval_results) {
       p.docs.push_back(&item);
-      p.doc_text.push_back(document_part(item, item.evidence));
+      p.doc_text.push_back(document_part(item, item.evidence, item.evidence_tokens));
     }
   p.cite = grounded && in.citations;
   for (auto& m : in.window)

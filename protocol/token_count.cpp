@@ -163,7 +163,7 @@ size_t approx_tokens(std::string_view s) {
 size_t approx_tokens_xml_escaped(std::string_view s) {
   size_t escaped = 0;
   for (char c : s)
-    escaped += c == '&' || c == '<' || c == '>' || c == '"';
+    escaped += xml_entity(c) != nullptr;
   return approx_tokens(s) + 2 * escaped;
 }
 
