@@ -196,6 +196,11 @@ const std::string& kb_snapshot::graph_rows_signature() const {
   return graph_signature_;
 }
 
+const fusion_policy& kb_snapshot::fusion() const {
+  std::call_once(fusion_once_, [&] { fusion_ = choose_fusion(settings, embed.get()); });
+  return fusion_;
+}
+
 void kb_snapshot::remember_graph_rows_signature(const std::string& signature) const {
   std::call_once(graph_signature_once_, [&] { graph_signature_ = signature; });
 }

@@ -20,6 +20,7 @@
 #include "retrieval/chunker.hpp"
 #include "retrieval/embedder.hpp"
 #include "retrieval/entity_graph.hpp"
+#include "retrieval/fusion_policy.hpp"
 #include "retrieval/kb_settings.hpp"
 #include "retrieval/vector_index.hpp"
 
@@ -75,9 +76,15 @@ struct kb_snapshot {
   // kept.
   void remember_graph_rows_signature(const std::string& signature) const;
 
+  // The fusion rule and weights its searches use (choose_fusion over its
+  // settings and embedder), chosen on the first search, not on each.
+  const fusion_policy& fusion() const;
+
 private:
   mutable std::once_flag graph_signature_once_;
   mutable std::string graph_signature_;
+  mutable std::once_flag fusion_once_;
+  mutable fusion_policy fusion_;
 };
 
 class kb_catalog {
