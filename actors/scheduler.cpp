@@ -152,7 +152,7 @@ public:
 
   clock_counts counts() {
     std::lock_guard lock{mx_};
-    return {operations_, wakeups_};
+    return {operations_, wakeups_, schedule_.size()};
   }
 
 private:

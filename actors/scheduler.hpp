@@ -26,12 +26,14 @@ namespace ragtor {
 // Makes the actor system built from `cfg` use ragtor's scheduler.
 void use_ragtor_scheduler(caf::actor_system_config& cfg);
 
-// Timer operations the running system's clock handled since it started, and
-// how many of them woke its thread (/metrics: ragtor_actor_clock_*; 0 and 0
-// when the system does not run ragtor's scheduler).
+// Timer operations the running system's clock handled since it started, how
+// many of them woke its thread, and the entries it holds now (/metrics:
+// ragtor_actor_clock_*; all 0 when the system does not run ragtor's
+// scheduler).
 struct clock_counts {
   uint64_t operations = 0;
   uint64_t wakeups = 0;
+  uint64_t pending = 0;  // timeouts and delayed messages not yet due
 };
 clock_counts clock_counts_of(caf::actor_system& sys);
 

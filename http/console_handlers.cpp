@@ -196,8 +196,8 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
   for (auto& [kind, n] : dir.kinds(ctx.sys))
     metrics::append_sample(extra, "ragtor_actors", "kind=\"" + kind + "\"",
                            static_cast<double>(n));
-  // The actor clock (actors/scheduler.hpp): timer operations, and how
-  // many of them had to wake its thread.
+  // The actor clock (actors/scheduler.hpp): timer operations, how many of
+  // them had to wake its thread, and what it holds.
   auto clock = clock_counts_of(ctx.sys);
   plain.push_back({"ragtor_actor_clock_operations_total", "counter",
                    "Timer operations of the actor clock: request timeouts, actor timeouts and "
@@ -207,6 +207,10 @@ handler_result metrics_text(handler_context& ctx, exchange& ex) {
                    "Timer operations that woke the clock's thread (their deadline came before "
                    "the one it slept until).",
                    static_cast<double>(clock.wakeups)});
+  plain.push_back({"ragtor_actor_clock_pending", "gauge",
+                   "Request timeouts, actor timeouts and delayed messages the actor clock holds, "
+                   "not yet due.",
+                   static_cast<double>(clock.pending)});
   // Memory that RSS alone does not explain: what the allocator hands out
   // (live objects), what it keeps free, and SQLite's share (page caches).
   // Read by the heap sampler's own thread (http/heap_sampler.hpp).

@@ -19,6 +19,7 @@
 #include <future>
 #include <thread>
 
+#include "actors/request_timeout.hpp"
 #include "actors/scheduler.hpp"
 
 using namespace ragtor;
@@ -84,6 +85,69 @@ TEST_F(ragtor_scheduler, later_deadlines_do_not_wake_the_clock) {
   EXPECT_EQ(after.wakeups, before.wakeups)
       << "a deadline after the one the thread sleeps until needs no wake-up";
   // The system shuts down with the hour and the requests' entries pending.
+}
+
+// An actor that answers its requests only when told, last asked first.
+caf::behavior answer_later(caf::event_based_actor* self) {
+  auto held = std::make_shared<std::vector<std::pair<caf::response_promise, int>>>();
+  return {
+      [self, held](int x) -> caf::result<int> {
+        held->emplace_back(self->make_response_promise(), x);
+        return caf::delegated<int>{};
+      },
+      [held](const std::string&) {
+        while (!held->empty()) {
+          held->back().first.deliver(held->back().second);
+          held->pop_back();
+        }
+      },
+  };
+}
+
+// A long-lived actor's answered requests (tidy_request) leave the clock,
+// answered in any order.
+TEST_F(ragtor_scheduler, answered_tidy_requests_leave_the_clock) {
+  auto later = sys.spawn(answer_later);
+  auto before = clock_counts_of(sys).pending;
+  struct tally {
+    std::mutex mx;
+    std::condition_variable cv;
+    bool asked = false;
+    int answers = 0;
+    int sum = 0;
+  };
+  auto t = std::make_shared<tally>();
+  auto asker = sys.spawn([t, later](caf::event_based_actor* self) -> caf::behavior {
+    for (int i = 0; i < 300; ++i)
+      tidy_request(self, later, std::chrono::minutes(60), i)
+          .then(
+              [t](int x) {
+                std::lock_guard lock{t->mx};
+                ++t->answers;
+                t->sum += x;
+                t->cv.notify_all();
+              },
+              [](caf::error&) {});
+    std::lock_guard lock{t->mx};
+    t->asked = true;
+    t->cv.notify_all();
+    return {[](const std::string&) {}};
+  });
+  {
+    // The requests (and their timeouts) went out as the asker started, so
+    // they are in `later`'s mailbox ahead of the message below.
+    std::unique_lock lock{t->mx};
+    ASSERT_TRUE(t->cv.wait_for(lock, std::chrono::seconds(30), [&] { return t->asked; }));
+  }
+  EXPECT_EQ(clock_counts_of(sys).pending, before + 300);
+  caf::anon_send(later, std::string{"answer"});
+  std::unique_lock lock{t->mx};
+  ASSERT_TRUE(t->cv.wait_for(lock, std::chrono::seconds(30), [&] { return t->answers == 300; }));
+  EXPECT_EQ(t->sum, 299 * 300 / 2);
+  lock.unlock();
+  EXPECT_EQ(clock_counts_of(sys).pending, before);
+  caf::anon_send_exit(asker, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(later, caf::exit_reason::user_shutdown);
 }
 
 // An actor whose last reference is the clock's (the sender of a delayed
@@ -161,6 +225,40 @@ TEST_F(ragtor_scheduler, a_timer_dies_with_the_actor_that_set_it) {
   self->receive([&](const std::string& s) { got = s; },
                 caf::after(std::chrono::seconds(10)) >> [&] { got = "nothing"; });
   EXPECT_EQ(got, "on time");
+}
+
+// An actor with requests still pending.
+class request_owner : public caf::event_based_actor {
+public:
+  request_owner(caf::actor_config& cfg, caf::actor silent,
+                std::shared_ptr<std::promise<void>> destroyed)
+      : caf::event_based_actor(cfg), silent_(std::move(silent)), destroyed_(std::move(destroyed)) {}
+  ~request_owner() override { destroyed_->set_value(); }
+
+  caf::behavior make_behavior() override {
+    for (int i = 0; i < 50; ++i)
+      request(silent_, std::chrono::minutes(60), i).then([](int) {}, [](caf::error&) {});
+    return {[this](const std::string&) { quit(); }};
+  }
+
+private:
+  caf::actor silent_;
+  std::shared_ptr<std::promise<void>> destroyed_;
+};
+
+// The timeouts of an actor's pending requests go with the actor: the clock
+// neither keeps them nor keeps the actor alive for them.
+TEST_F(ragtor_scheduler, pending_requests_leave_the_clock_with_their_actor) {
+  auto before = clock_counts_of(sys).pending;
+  auto destroyed = std::make_shared<std::promise<void>>();
+  auto done = destroyed->get_future();
+  {
+    auto owner = sys.spawn<request_owner>(silent, destroyed);
+    caf::anon_send(owner, std::string{"quit"});
+  }
+  ASSERT_EQ(done.wait_for(std::chrono::seconds(20)), std::future_status::ready)
+      << "the actor lives on in its requests' timeouts";
+  EXPECT_EQ(clock_counts_of(sys).pending, before);
 }
 
 // A job enqueued from outside the workers wakes a sleeping worker (which
