@@ -53,7 +53,7 @@ net::awaitable<bool> write_chunk(tcp::socket& client, const std::string& data) {
 }
 
 // Relays one streamed completion to `client` as SSE token events.
-net::awaitable<bool> relay(tcp::socket& client) {
+net::awaitable<bool> relay(tcp::socket& client, std::string request_id) {
   auto ex = co_await net::this_coro::executor;
   tcp::socket up{ex};
   bool fresh = idle.empty();
@@ -69,6 +69,8 @@ net::awaitable<bool> relay(tcp::socket& client) {
   http::request<http::string_body> req{http::verb::post, "/v1/chat/completions", 11};
   req.set(http::field::host, "127.0.0.1");
   req.set(http::field::content_type, "application/json");
+  if (!request_id.empty())  // the client's, passed on as ragtor passes its turn's
+    req.set("X-Request-Id", request_id);
   req.keep_alive(true);
   req.body() =
       R"({"model":"fake-model","stream":true,"messages":[{"role":"user","content":"How do I run the tests?"}]})";
@@ -127,7 +129,7 @@ net::awaitable<void> serve(tcp::socket client) {
     auto [hec, hn] = co_await http::async_write_header(client, sr, tuple_awaitable);
     if (hec)
       co_return;
-    bool ok = co_await relay(client);
+    bool ok = co_await relay(client, std::string{req["X-Request-Id"]});
     std::string last = ok ? "data: {\"status\":\"done\"}\n\n"
                           : "data: {\"status\":\"error\"}\n\ndata: {\"status\":\"done\"}\n\n";
     if (!co_await write_chunk(client, last))

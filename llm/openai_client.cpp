@@ -202,13 +202,13 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   // it did not take (or all, when it failed: a connection the server
   // closed meets that on the I/O thread and is retried fresh) is written
   // by the I/O thread.
-  std::unique_ptr<connection> send_early(const std::string& body) {
+  std::unique_ptr<connection> send_early(const std::string& body, std::string_view request_id) {
     if (url.tls)
       return nullptr;
     auto c = take_idle();
     if (!c)
       return nullptr;
-    auto req = make_request("/chat/completions", body, true);
+    auto req = make_request("/chat/completions", body, true, request_id);
     http::request_serializer<http::string_body> sr{req};
     beast::error_code ec;
     while (!ec && !sr.is_done())
@@ -238,7 +238,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   http::request<http::string_body> make_request(std::string_view path, std::string body,
-                                                bool stream) const {
+                                                bool stream,
+                                                std::string_view request_id = {}) const {
     http::request<http::string_body> req{http::verb::post, url.prefix + std::string{path}, 11};
     bool default_port = (url.tls && url.port == "443") || (!url.tls && url.port == "80");
     auto host = url.host.find(':') != std::string::npos ? "[" + url.host + "]" : url.host;
@@ -248,6 +249,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     req.set(http::field::accept, stream ? "text/event-stream" : "application/json");
     if (!cfg.api_key.empty())
       req.set(http::field::authorization, "Bearer " + cfg.api_key);
+    if (!request_id.empty())
+      req.set("X-Request-Id", request_id);
     req.keep_alive(true);
     req.body() = std::move(body);
     req.prepare_payload();
@@ -688,7 +691,8 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
   }
 
   net::awaitable<void> run_stream(std::shared_ptr<call_state> st, std::string body,
-                                  stream_callbacks cb, std::unique_ptr<connection> early) {
+                                  stream_callbacks cb, std::unique_ptr<connection> early,
+                                  std::string request_id) {
     // No shared_from_this: the client's destructor joins the I/O thread
     // before the impl goes away, and frames left in the io_context must not
     // keep it alive.
@@ -703,7 +707,7 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
           [&](connection& c, bool& header_seen, bool& reusable) -> net::awaitable<attempt> {
             // Built only when it is not on the wire already.
             auto req = c.sent_early ? http::request<http::string_body>{}
-                                    : make_request("/chat/completions", body, true);
+                                    : make_request("/chat/completions", body, true, request_id);
             text.clear();
             result = completion{};
             if (c.tls)
@@ -794,16 +798,20 @@ const endpoint_config& openai_client::config() const {
   return impl_->cfg;
 }
 
-std::shared_ptr<call_handle> openai_client::stream_chat(chat_params p, stream_callbacks cb) {
-  return stream_chat_body(build_chat_body(impl_->cfg.model, p, true), std::move(cb));
+std::shared_ptr<call_handle> openai_client::stream_chat(chat_params p, stream_callbacks cb,
+                                                        std::string request_id) {
+  return stream_chat_body(build_chat_body(impl_->cfg.model, p, true), std::move(cb),
+                          std::move(request_id));
 }
 
-std::shared_ptr<call_handle> openai_client::stream_chat_body(std::string body,
-                                                             stream_callbacks cb) {
+std::shared_ptr<call_handle> openai_client::stream_chat_body(std::string body, stream_callbacks cb,
+                                                             std::string request_id) {
   auto st = impl_->new_call();
   st->on_cancel = cb.on_error;
-  auto early = impl_->send_early(body);
-  net::co_spawn(st->exec, impl_->run_stream(st, std::move(body), std::move(cb), std::move(early)),
+  auto early = impl_->send_early(body, request_id);
+  net::co_spawn(st->exec,
+                impl_->run_stream(st, std::move(body), std::move(cb), std::move(early),
+                                  std::move(request_id)),
                 net::detached);
   return st;
 }

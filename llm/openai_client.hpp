@@ -101,13 +101,18 @@ public:
   openai_client(const openai_client&) = delete;
   openai_client& operator=(const openai_client&) = delete;
 
-  std::shared_ptr<call_handle> stream_chat(chat_params p, stream_callbacks cb);
+  // A `request_id` (ragtor's turn) goes with the request as its
+  // X-Request-Id header, so that the model server's logs (vLLM's, a
+  // gateway's) and a bench can tell which turn a call served; "" = none.
+  std::shared_ptr<call_handle> stream_chat(chat_params p, stream_callbacks cb,
+                                           std::string request_id = {});
   // The same with its request body already built (build_chat_body with this
   // client's model, streamed), e.g. by the caller's thread. On a pooled
   // plain-HTTP connection the caller's thread also writes the request (one
   // non-blocking send; the I/O thread writes any rest), so the model does
   // not wait for the I/O thread to wake.
-  std::shared_ptr<call_handle> stream_chat_body(std::string body, stream_callbacks cb);
+  std::shared_ptr<call_handle> stream_chat_body(std::string body, stream_callbacks cb,
+                                                std::string request_id = {});
   std::shared_ptr<call_handle> chat(chat_params p, std::function<void(chat_result)> cb);
   std::shared_ptr<call_handle> embed(std::vector<std::string> inputs,
                                      std::function<void(embed_result)> cb);

@@ -247,11 +247,10 @@ void start(self_ptr self, pending p) {
     return;
   }
   it->second.handle =
-      p.req.body.empty()
-          ? st.client->stream_chat(
-                llm::request_chat_params(p.req, st.settings.temperature, st.settings.max_tokens),
-                std::move(cb))
-          : st.client->stream_chat_body(std::move(p.req.body), std::move(cb));
+      p.req.body.empty() ? st.client->stream_chat(
+          llm::request_chat_params(p.req, st.settings.temperature, st.settings.max_tokens),
+          std::move(cb), id)
+                         : st.client->stream_chat_body(std::move(p.req.body), std::move(cb), id);
 }
 
 // Closes the call's text (flushing the citation parser to the sink) and

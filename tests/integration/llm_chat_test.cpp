@@ -84,6 +84,11 @@ TEST_F(llm_chat_test, streams_a_cited_answer_with_tags_stripped_and_quotes_verif
   EXPECT_NE(system.find("<cite doc_id="), std::string::npos);
   EXPECT_EQ(msgs.back().str("/content"), "How hot should sencha be?");
   EXPECT_EQ(sent.str("/model"), "fake-model");
+  // The call carried the turn's request id (its X-Request-Id header).
+  auto ids = fake_.first_tokens().items("/ids");
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_EQ(ids[0].str(""), r.done->str("/request_id"));
+  EXPECT_FALSE(ids[0].str("").empty());
 
   // Stored as shown, with the citations.
   auto rows = db().messages("alice", "s1");

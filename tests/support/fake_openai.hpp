@@ -33,7 +33,8 @@ public:
   void reset_stats();
   json stats();
   // GET /_fake/first_tokens?from=N: {"count", "us": [the fake's own
-  // first-token time of each streamed chat from the N-th on, in µs]}.
+  // first-token time of each streamed chat from the N-th on, in µs], "ids":
+  // [each one's X-Request-Id header, "" without one]}.
   json first_tokens(size_t from = 0);
   // GET /_fake/token_gaps: {"count", "ms": [[ms, how many], ...]}, the
   // fake's own gaps between the content chunks of its streamed chats.
