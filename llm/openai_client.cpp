@@ -249,7 +249,11 @@ struct openai_client::impl : std::enable_shared_from_this<impl> {
     req.set(http::field::accept, stream ? "text/event-stream" : "application/json");
     if (!cfg.api_key.empty())
       req.set(http::field::authorization, "Bearer " + cfg.api_key);
-    if (!request_id.empty())
+    // (Request ids are checked where they enter, is_valid_id; a header
+    // value with a control character is still never sent.)
+    if (!request_id.empty() && std::all_of(request_id.begin(), request_id.end(), [](char c) {
+          return c > ' ' && c < 0x7f;
+        }))
       req.set("X-Request-Id", request_id);
     req.keep_alive(true);
     req.body() = std::move(body);

@@ -408,22 +408,23 @@ TEST(openai_client, the_fake_reports_its_own_first_token_time) {
 
 // A call's request id goes to the model server as its X-Request-Id header
 // (the fake lists it beside its first-token time), on a fresh connection
-// and on a pooled one (where the caller's thread writes the request), and
-// a call without one sends none.
+// and on a pooled one (where the caller's thread writes the request); a
+// call without one, or with one that would break the header, sends none.
 TEST(openai_client, a_calls_request_id_goes_with_it) {
   fake_openai fake{R"({"rules":[{"match":"wait","reply":"x y"}]})"};
   llm::openai_client client{config_for(fake)};
-  for (auto id : {"turn-1", "turn-2", ""}) {
+  for (auto id : {"turn-1", "turn-2", "", "bad\r\nX-Injected: 1"}) {
     collector c;
     client.stream_chat(ask("wait for it"), c.callbacks(), id);
     auto r = c.wait();
     ASSERT_FALSE(r.error) << r.error->message;
   }
   auto ids = fake.first_tokens().items("/ids");
-  ASSERT_EQ(ids.size(), 3u);
+  ASSERT_EQ(ids.size(), 4u);
   EXPECT_EQ(ids[0].str(""), "turn-1");
   EXPECT_EQ(ids[1].str(""), "turn-2");
   EXPECT_EQ(ids[2].str(""), "");
+  EXPECT_EQ(ids[3].str(""), "");
   EXPECT_EQ(fake.stat("connections_accepted"), 1) << "the later calls reused the connection";
 }
 
