@@ -314,8 +314,7 @@ void run_dataset(const std::string& dir, const std::string& name, const run_opti
           changed, known ? "known" : "computed", runs[2], runs[0]);
     }
   }
-  std::printf("fusion: %s; typo tolerance %s\n",
-              choose_fusion(snap->settings, snap->embed.get()).reason.c_str(),
+  std::printf("fusion: %s; typo tolerance %s\n", snap->fusion().reason.c_str(),
               snap->settings.typo_tolerance ? "on" : "off");
   size_t n_held = 0;
   for (auto& q : queries)

@@ -60,10 +60,6 @@ retrieval_result result_of(const kb_snapshot& snap, agent_found found) {
   return r;
 }
 
-const fusion_policy& policy_of(const kb_snapshot& snap) {
-  return snap.fusion();
-}
-
 // BM25's hits for a query; unknown query terms also search their near
 // spellings (typo_expansion.hpp) unless the KB turned that off.
 struct bm25_found {
@@ -240,7 +236,7 @@ std::vector<fused_item> hybrid_fused(const kb_snapshot& snap, std::string_view q
   auto& mode = snap.settings.search_mode;
   bool use_vector = mode != "bm25" && (mode != "vector" || snap.embed);
   bool use_bm25 = mode != "vector" || !snap.embed;
-  const auto& policy = policy_of(snap);
+  const auto& policy = snap.fusion();
   std::vector<ranked_list> legs;
   auto t = steady::now();
   auto v = use_vector ? vector_leg(snap, qv, depth, policy.vector_weight, memo) : ranked_list{};
@@ -356,7 +352,7 @@ agent_found fusion(const kb_snapshot& snap, std::string_view query, const query_
   // graph agent (weaker than BM25 on the evaluation sets) the share the
   // fusion policy gives the vector leg relative to BM25, at most 1 (so
   // with a semantic embedder all four weigh the same, as before).
-  const auto& policy = policy_of(snap);
+  const auto& policy = snap.fusion();
   double weak =
       policy.keyword_weight > 0 ? std::min(1.0, policy.vector_weight / policy.keyword_weight) : 1.0;
   // The agents' chunks are fused by their chunk ids (as their items are
@@ -483,7 +479,7 @@ research_state first_round(const kb_snapshot& snap, std::string_view query, cons
   research_state st;
   st.query = std::string{query};
   st.k = k;
-  const auto& policy = policy_of(snap);
+  const auto& policy = snap.fusion();
   st.rule = policy.rule;
   st.keyword_weight = policy.keyword_weight;
   auto depth = over_retrieve_depth(k);

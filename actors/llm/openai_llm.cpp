@@ -246,11 +246,13 @@ void start(self_ptr self, pending p) {
     p.promise.deliver(make_error(errc::conflict, "request " + id + " is already generating"));
     return;
   }
-  it->second.handle =
-      p.req.body.empty() ? st.client->stream_chat(
-          llm::request_chat_params(p.req, st.settings.temperature, st.settings.max_tokens),
-          std::move(cb), id)
-                         : st.client->stream_chat_body(std::move(p.req.body), std::move(cb), id);
+  // The call carries the turn's request id (X-Request-Id).
+  if (p.req.body.empty())
+    it->second.handle = st.client->stream_chat(
+        llm::request_chat_params(p.req, st.settings.temperature, st.settings.max_tokens),
+        std::move(cb), id);
+  else
+    it->second.handle = st.client->stream_chat_body(std::move(p.req.body), std::move(cb), id);
 }
 
 // Closes the call's text (flushing the citation parser to the sink) and
